@@ -1,0 +1,268 @@
+//! Typed errors. Every error names where it happened (file, 1-based line and column) and, when a
+//! hook was being placed, the hook's id; the message proposes a remedy where one exists.
+
+use std::fmt;
+
+/// A place in a file, for messages: `file:line:column`, 1-based, columns in UTF-8 bytes.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Location {
+    /// The file's name as given to the library.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in UTF-8 bytes.
+    pub column: usize,
+}
+
+impl Location {
+    /// A location in `file` at 1-based `line` and `column`.
+    #[must_use]
+    pub fn new(file: impl Into<String>, line: usize, column: usize) -> Location {
+        Location {
+            file: file.into(),
+            line,
+            column,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// ` (hook X)` when a hook is known, for messages.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HookRef(pub Option<String>);
+
+impl fmt::Display for HookRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(id) => write!(f, " [hook {id}]"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Everything that can go wrong in pysplice.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The bytes of a file are not UTF-8.
+    #[error("{location}: the file is not valid UTF-8 (byte {byte:#04x}); Python source must be UTF-8 encoded")]
+    NotUtf8 {
+        /// Where the first invalid byte is.
+        location: Location,
+        /// The first invalid byte.
+        byte: u8,
+    },
+
+    /// The text is not valid Python (as far as the parser knows).
+    #[error("{location}: invalid Python: {message}{hook}")]
+    Syntax {
+        /// Where the parser stopped.
+        location: Location,
+        /// The parser's message.
+        message: String,
+        /// The hook whose code or pattern failed to parse, if any.
+        hook: HookRef,
+    },
+
+    /// A target path (`Class.method`) is not well formed.
+    #[error("{location}: bad target path `{path}`: {reason}{hook}")]
+    BadPath {
+        /// The file searched (line 1, column 1).
+        location: Location,
+        /// The path as written.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+        /// The hook naming the path, if any.
+        hook: HookRef,
+    },
+
+    /// A target path names nothing in the file.
+    #[error(
+        "{location}: `{path}` is not defined in this file{hook}{}",
+        not_found_hint(candidates, members)
+    )]
+    NotFound {
+        /// The file searched; line and column of the closest enclosing definition that exists.
+        location: Location,
+        /// The path looked for.
+        path: String,
+        /// Paths that exist and are closest to the one asked for.
+        candidates: Vec<String>,
+        /// When the enclosing class exists, the names of its members.
+        members: Vec<String>,
+        /// The hook naming the path, if any.
+        hook: HookRef,
+    },
+
+    /// A target path names several definitions and no ordinal picks one.
+    #[error("{location}: `{path}` is defined {} times (lines {}); add an ordinal such as `{path}#1`{hook}", lines.len(), join_numbers(lines))]
+    Ambiguous {
+        /// The first occurrence.
+        location: Location,
+        /// The path looked for.
+        path: String,
+        /// The line of every occurrence.
+        lines: Vec<usize>,
+        /// The hook naming the path, if any.
+        hook: HookRef,
+    },
+
+    /// A hook spec is malformed (TOML syntax, unknown field, bad value).
+    #[error("{location}: bad spec: {message}{hook}")]
+    Spec {
+        /// Where in the spec file.
+        location: Location,
+        /// What is wrong.
+        message: String,
+        /// The hook concerned, if known.
+        hook: HookRef,
+    },
+
+    /// A required hook cannot be placed in the file.
+    #[error("{location}: cannot place hook: {reason}{hook}")]
+    Placement {
+        /// Where in the Python file (the target, or the file start).
+        location: Location,
+        /// Why not.
+        reason: String,
+        /// The hook.
+        hook: HookRef,
+    },
+
+    /// Two hooks want to change overlapping text.
+    #[error("{location}: hooks `{first}` and `{second}` edit overlapping text; give one of them another anchor")]
+    Conflict {
+        /// Where the overlap starts.
+        location: Location,
+        /// One hook.
+        first: String,
+        /// The other hook.
+        second: String,
+    },
+
+    /// A marked block in the file does not match what pysplice inserted (edited by hand).
+    #[error("{location}: {reason}{hook}; restore the block or remove it by hand, then run again")]
+    Marker {
+        /// The marker line.
+        location: Location,
+        /// What does not match.
+        reason: String,
+        /// The hook the marker names.
+        hook: HookRef,
+    },
+
+    /// The result of an edit failed verification; nothing was written.
+    #[error("{location}: verification failed: {reason}{hook}")]
+    Verify {
+        /// Where the problem shows.
+        location: Location,
+        /// Which invariant broke.
+        reason: String,
+        /// The hook concerned, if known.
+        hook: HookRef,
+    },
+
+    /// The file changed on disk between reading and writing; nothing was written.
+    #[error("{location}: the file changed on disk since it was read; nothing was written, run again")]
+    Changed {
+        /// The file.
+        location: Location,
+    },
+
+    /// Reading or writing a file failed.
+    #[error("{location}: {action}: {source}")]
+    Io {
+        /// The file.
+        location: Location,
+        /// What was being done (`cannot read`, `cannot write`).
+        action: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Where the error happened.
+    #[must_use]
+    pub fn location(&self) -> &Location {
+        match self {
+            Error::NotUtf8 { location, .. }
+            | Error::Syntax { location, .. }
+            | Error::BadPath { location, .. }
+            | Error::NotFound { location, .. }
+            | Error::Ambiguous { location, .. }
+            | Error::Spec { location, .. }
+            | Error::Placement { location, .. }
+            | Error::Conflict { location, .. }
+            | Error::Marker { location, .. }
+            | Error::Verify { location, .. }
+            | Error::Changed { location }
+            | Error::Io { location, .. } => location,
+        }
+    }
+
+    /// The id of the hook concerned, if any.
+    #[must_use]
+    pub fn hook(&self) -> Option<&str> {
+        match self {
+            Error::Syntax { hook, .. }
+            | Error::BadPath { hook, .. }
+            | Error::NotFound { hook, .. }
+            | Error::Ambiguous { hook, .. }
+            | Error::Spec { hook, .. }
+            | Error::Placement { hook, .. }
+            | Error::Marker { hook, .. }
+            | Error::Verify { hook, .. } => hook.0.as_deref(),
+            Error::Conflict { first, .. } => Some(first),
+            _ => None,
+        }
+    }
+
+    /// The same error attributed to `hook` (kept if one is already named).
+    #[must_use]
+    pub fn with_hook(mut self, id: &str) -> Error {
+        match &mut self {
+            Error::Syntax { hook, .. }
+            | Error::BadPath { hook, .. }
+            | Error::NotFound { hook, .. }
+            | Error::Ambiguous { hook, .. }
+            | Error::Spec { hook, .. }
+            | Error::Placement { hook, .. }
+            | Error::Marker { hook, .. }
+            | Error::Verify { hook, .. } => {
+                if hook.0.is_none() {
+                    hook.0 = Some(id.to_string());
+                }
+            }
+            _ => {}
+        }
+        self
+    }
+}
+
+fn not_found_hint(candidates: &[String], members: &[String]) -> String {
+    let mut hint = String::new();
+    if !candidates.is_empty() {
+        hint.push_str("; did you mean ");
+        let quoted: Vec<String> = candidates.iter().map(|c| format!("`{c}`")).collect();
+        hint.push_str(&quoted.join(", "));
+        hint.push('?');
+    }
+    if !members.is_empty() {
+        hint.push_str(" The class defines: ");
+        hint.push_str(&members.join(", "));
+    }
+    hint
+}
+
+fn join_numbers(lines: &[usize]) -> String {
+    let parts: Vec<String> = lines.iter().map(ToString::to_string).collect();
+    parts.join(", ")
+}

@@ -1,0 +1,16 @@
+//! pysplice: find Python classes, methods and statements by meaning, and splice code into them.
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod parse;
+pub mod source;
+pub mod syntax;
+
+pub use error::{Error, Location};
+pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
+pub use syntax::Node;
+pub mod locate;
+pub mod outline;
+
+pub use locate::Target;
+pub use outline::{DefKind, Definition, ParsedFile};

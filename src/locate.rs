@@ -1,0 +1,253 @@
+//! Finding definitions by path: `DeepseekV2Model.forward`, `Outer.Inner.method`, `f.<locals>.g`,
+//! with `#N` to pick the N-th of several definitions of one path (`A.f#2`), and `module` for the
+//! file itself.
+
+use crate::error::{Error, HookRef, Location};
+use crate::outline::{DefKind, Definition, ParsedFile};
+
+/// A parsed target path: which definition a hook applies to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// The module itself.
+    Module,
+    /// A class or function by qualified path, optionally the N-th (1-based) of several.
+    Definition {
+        /// Qualified path, `__qualname__` style.
+        path: String,
+        /// Which occurrence, when the path is defined more than once.
+        ordinal: Option<usize>,
+    },
+}
+
+impl Target {
+    /// Parses `module`, `A.b`, `A.b#2`, `f.<locals>.g`.
+    ///
+    /// # Errors
+    /// [`Error::BadPath`] (located at `file:1:1`) for empty segments, bad ordinals or characters
+    /// that cannot appear in a Python name.
+    pub fn parse(text: &str, file: &str) -> Result<Target, Error> {
+        let bad = |reason: &str| Error::BadPath {
+            location: Location::new(file, 1, 1),
+            path: text.to_string(),
+            reason: reason.to_string(),
+            hook: HookRef::default(),
+        };
+        let text_trimmed = text.trim();
+        if text_trimmed == "module" {
+            return Ok(Target::Module);
+        }
+        let (path, ordinal) = match text_trimmed.split_once('#') {
+            Some((path, n)) => match n.parse::<usize>() {
+                Ok(n) if n >= 1 => (path, Some(n)),
+                _ => return Err(bad("the ordinal after `#` must be a number from 1")),
+            },
+            None => (text_trimmed, None),
+        };
+        if path.is_empty() {
+            return Err(bad(
+                "the path is empty; write `module` or a path such as `Class.method`",
+            ));
+        }
+        for segment in path.split('.') {
+            let valid_name = segment.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
+                && segment.chars().all(|c| c == '_' || c.is_alphanumeric());
+            if !(valid_name || segment == "<locals>") {
+                return Err(bad(&format!("`{segment}` is not a Python name")));
+            }
+        }
+        Ok(Target::Definition {
+            path: path.to_string(),
+            ordinal,
+        })
+    }
+}
+
+impl ParsedFile {
+    /// Every definition whose path is exactly `path`, in source order.
+    #[must_use]
+    pub fn find_all(&self, path: &str) -> Vec<&Definition> {
+        self.definitions().iter().filter(|d| d.path() == path).collect()
+    }
+
+    /// The single definition at `path` (`Class.method`, optionally `#N`).
+    ///
+    /// ```
+    /// let src = "class M:\n    def forward(self):\n        return 1\n";
+    /// let parsed = pysplice::ParsedFile::parse(pysplice::SourceFile::new("m.py", src))?;
+    /// assert_eq!(parsed.locate("M.forward")?.line(), 2);
+    /// let err = parsed.locate("M.forwad").unwrap_err();
+    /// assert!(err.to_string().contains("did you mean `M.forward`?"));
+    /// # Ok::<(), pysplice::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] with the closest candidates and, when the class exists, its members;
+    /// [`Error::Ambiguous`] listing every line when the path is defined several times and no
+    /// ordinal picks one; [`Error::BadPath`] for a malformed path or `module`.
+    pub fn locate(&self, text: &str) -> Result<&Definition, Error> {
+        let name = self.source().name();
+        let (path, ordinal) = match Target::parse(text, name)? {
+            Target::Definition { path, ordinal } => (path, ordinal),
+            Target::Module => {
+                return Err(Error::BadPath {
+                    location: Location::new(name, 1, 1),
+                    path: text.to_string(),
+                    reason: "`module` is the whole file, not a definition".into(),
+                    hook: HookRef::default(),
+                })
+            }
+        };
+        let found = self.find_all(&path);
+        match (found.len(), ordinal) {
+            (0, _) => Err(self.not_found(&path)),
+            (1, None | Some(1)) => Ok(found[0]),
+            (_, Some(n)) if n <= found.len() => Ok(found[n - 1]),
+            (count, Some(n)) => Err(Error::BadPath {
+                location: self.source().location(found[0].range().start),
+                path: text.to_string(),
+                reason: format!("asks for occurrence {n} but it is defined {count} time(s)"),
+                hook: HookRef::default(),
+            }),
+            (_, None) => Err(Error::Ambiguous {
+                location: self.source().location(found[0].range().start),
+                path,
+                lines: found.iter().map(|d| d.line()).collect(),
+                hook: HookRef::default(),
+            }),
+        }
+    }
+
+    fn not_found(&self, path: &str) -> Error {
+        let parent_path = path
+            .rsplit_once('.')
+            .map(|(parent, _)| parent.trim_end_matches(".<locals>"));
+        let parent = parent_path.and_then(|p| self.find_all(p).into_iter().next());
+        let members: Vec<String> = parent
+            .filter(|p| p.kind() == DefKind::Class)
+            .map(|p| {
+                let prefix = format!("{}.", p.path());
+                self.definitions()
+                    .iter()
+                    .filter(|d| d.path().strip_prefix(&prefix).is_some_and(|rest| !rest.contains('.')))
+                    .map(|d| d.name().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let location = match parent {
+            Some(p) => self.source().location(p.range().start),
+            None => Location::new(self.source().name(), 1, 1),
+        };
+        Error::NotFound {
+            location,
+            path: path.to_string(),
+            candidates: self.closest_paths(path, 3),
+            members,
+            hook: HookRef::default(),
+        }
+    }
+
+    /// Up to `limit` definition paths closest to `path` by edit distance (ties: source order).
+    #[must_use]
+    pub fn closest_paths(&self, path: &str, limit: usize) -> Vec<String> {
+        let wanted_name = path.rsplit('.').next().unwrap_or(path);
+        let mut scored: Vec<(usize, &str)> = Vec::new();
+        for d in self.definitions() {
+            if scored.iter().any(|(_, p)| *p == d.path()) {
+                continue;
+            }
+            // A matching last segment is a strong hint (the class was renamed, not the method).
+            let distance = edit_distance(path, d.path()).min(edit_distance(wanted_name, d.name()) + 2);
+            scored.push((distance, d.path()));
+        }
+        scored.sort_by_key(|(distance, _)| *distance);
+        let cutoff = (path.len() / 2).max(3);
+        scored
+            .into_iter()
+            .filter(|(distance, _)| *distance <= cutoff)
+            .take(limit)
+            .map(|(_, p)| p.to_string())
+            .collect()
+    }
+}
+
+/// Levenshtein distance over chars. O(len(a) * len(b)) time, O(len(b)) memory.
+#[must_use]
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1).min(row[j] + 1).min(diagonal + usize::from(ca != cb));
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::SourceFile;
+
+    fn parsed(text: &str) -> ParsedFile {
+        ParsedFile::parse(SourceFile::new("t.py", text)).unwrap()
+    }
+
+    #[test]
+    fn edit_distance_counts_single_edits() {
+        assert_eq!(edit_distance("forward", "forwad"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn duplicate_paths_need_an_ordinal() {
+        let p = parsed("class A:\n    if X:\n        def f(self): pass\n    else:\n        def f(self): return 1\n");
+        let err = p.locate("A.f").unwrap_err();
+        assert!(
+            matches!(&err, Error::Ambiguous { lines, .. } if lines == &[3, 5]),
+            "{err}"
+        );
+        assert_eq!(p.locate("A.f#2").unwrap().line(), 5);
+        assert!(matches!(p.locate("A.f#3"), Err(Error::BadPath { .. })));
+    }
+
+    #[test]
+    fn missing_method_lists_class_members() {
+        let p = parsed("class Model:\n    def __init__(self): pass\n    def forward(self): pass\n");
+        let err = p.locate("Model.backward").unwrap_err();
+        let Error::NotFound {
+            candidates,
+            members,
+            location,
+            ..
+        } = &err
+        else {
+            panic!("{err}")
+        };
+        assert_eq!(members, &["__init__", "forward"]);
+        assert_eq!(candidates.first().map(String::as_str), Some("Model.forward"));
+        assert_eq!(location.line, 1);
+    }
+
+    #[test]
+    fn bad_paths_are_rejected() {
+        for bad in ["", "A..b", "A.b#0", "A.b#x", "A.1b", "A-b"] {
+            assert!(
+                matches!(Target::parse(bad, "t.py"), Err(Error::BadPath { .. })),
+                "{bad}"
+            );
+        }
+        assert_eq!(Target::parse("module", "t.py").unwrap(), Target::Module);
+        assert_eq!(
+            Target::parse("f.<locals>.g#2", "t.py").unwrap(),
+            Target::Definition {
+                path: "f.<locals>.g".into(),
+                ordinal: Some(2)
+            }
+        );
+    }
+}

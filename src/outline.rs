@@ -1,0 +1,313 @@
+//! The outline of a file: every class and function at any depth, with the facts hooks need.
+
+use std::ops::Range;
+
+use crate::error::Error;
+use crate::parse::parse_module;
+use crate::source::SourceFile;
+use crate::syntax::Node;
+
+/// What a definition is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DefKind {
+    /// A `class` statement.
+    Class,
+    /// A `def` whose enclosing scope is a module or a function.
+    Function,
+    /// A `def` whose enclosing scope is a class body.
+    Method,
+}
+
+impl DefKind {
+    /// `class`, `function` or `method`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DefKind::Class => "class",
+            DefKind::Function => "function",
+            DefKind::Method => "method",
+        }
+    }
+}
+
+/// One class or function of a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Definition {
+    path: String,
+    kind: DefKind,
+    is_async: bool,
+    line: usize,
+    end_line: usize,
+    decorator_line: Option<usize>,
+    range: Range<usize>,
+    body: Range<usize>,
+    body_indent: String,
+    docstring: Option<Range<usize>>,
+    one_line_suite: bool,
+    parent: Option<usize>,
+    tree_path: Vec<usize>,
+}
+
+impl Definition {
+    /// The qualified path as CPython's `__qualname__` writes it (`Outer.Inner.method`, `f.<locals>.g`).
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The bare name (the last segment of the path).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        self.path.rsplit('.').next().unwrap_or(&self.path)
+    }
+
+    /// Class, function or method.
+    #[must_use]
+    pub fn kind(&self) -> DefKind {
+        self.kind
+    }
+
+    /// Whether it is an `async def`.
+    #[must_use]
+    pub fn is_async(&self) -> bool {
+        self.is_async
+    }
+
+    /// 1-based line of the `class` / `def` (or `async`) keyword, as CPython's `lineno`.
+    #[must_use]
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    /// 1-based last line of the body, as CPython's `end_lineno`.
+    #[must_use]
+    pub fn end_line(&self) -> usize {
+        self.end_line
+    }
+
+    /// 1-based line of the first decorator, if any.
+    #[must_use]
+    pub fn decorator_line(&self) -> Option<usize> {
+        self.decorator_line
+    }
+
+    /// Byte range from the keyword to the end of the body.
+    #[must_use]
+    pub fn range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+
+    /// Byte range of the body's statements.
+    #[must_use]
+    pub fn body_range(&self) -> Range<usize> {
+        self.body.clone()
+    }
+
+    /// The indentation text of the body's statements (what a new body line starts with).
+    #[must_use]
+    pub fn body_indent(&self) -> &str {
+        &self.body_indent
+    }
+
+    /// Byte range of the docstring expression, if the body starts with one.
+    #[must_use]
+    pub fn docstring(&self) -> Option<Range<usize>> {
+        self.docstring.clone()
+    }
+
+    /// Whether the body sits on the header's line (`def f(): return x`).
+    #[must_use]
+    pub fn is_one_line_suite(&self) -> bool {
+        self.one_line_suite
+    }
+
+    /// Index of the enclosing definition in the outline, if any.
+    #[must_use]
+    pub fn parent(&self) -> Option<usize> {
+        self.parent
+    }
+}
+
+/// A parsed file: its text, syntax tree and outline. Parse once, query many times.
+#[derive(Clone, Debug)]
+pub struct ParsedFile {
+    source: SourceFile,
+    root: Node,
+    definitions: Vec<Definition>,
+}
+
+impl ParsedFile {
+    /// Parses `source` and builds its outline.
+    ///
+    /// ```
+    /// let file = pysplice::SourceFile::new("m.py", "class A:\n    async def f(self):\n        def g(): pass\n");
+    /// let parsed = pysplice::ParsedFile::parse(file)?;
+    /// let paths: Vec<&str> = parsed.definitions().iter().map(|d| d.path()).collect();
+    /// assert_eq!(paths, ["A", "A.f", "A.f.<locals>.g"]);
+    /// # Ok::<(), pysplice::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Syntax`] when the text is not valid Python.
+    pub fn parse(source: SourceFile) -> Result<ParsedFile, Error> {
+        let root = parse_module(&source)?;
+        let mut definitions = Vec::new();
+        let mut tree_path = vec![0];
+        collect(&source, &root.children()[0], None, &mut tree_path, &mut definitions);
+        Ok(ParsedFile {
+            source,
+            root,
+            definitions,
+        })
+    }
+
+    /// The file's text and style.
+    #[must_use]
+    pub fn source(&self) -> &SourceFile {
+        &self.source
+    }
+
+    /// The `Module` node.
+    #[must_use]
+    pub fn root(&self) -> &Node {
+        &self.root
+    }
+
+    /// The statements at the top level of the module.
+    #[must_use]
+    pub fn module_body(&self) -> &[Node] {
+        self.root.children()[0].children()
+    }
+
+    /// Every class and function in source order, parents before their children.
+    #[must_use]
+    pub fn definitions(&self) -> &[Definition] {
+        &self.definitions
+    }
+
+    /// The syntax node of a definition of this file.
+    #[must_use]
+    pub fn node(&self, definition: &Definition) -> &Node {
+        let mut node = &self.root;
+        for &i in &definition.tree_path {
+            node = &node.children()[i];
+        }
+        node
+    }
+}
+
+/// Walks a `list` of statements, recording definitions and descending into every block.
+fn collect(
+    source: &SourceFile,
+    list: &Node,
+    parent: Option<usize>,
+    tree_path: &mut Vec<usize>,
+    out: &mut Vec<Definition>,
+) {
+    for (i, stmt) in list.children().iter().enumerate() {
+        tree_path.push(i);
+        if stmt.is_definition() {
+            let index = out.len();
+            out.push(definition(source, stmt, parent, tree_path, out));
+            descend(source, stmt, Some(index), tree_path, out);
+        } else {
+            descend(source, stmt, parent, tree_path, out);
+        }
+        tree_path.pop();
+    }
+}
+
+/// Descends into the statement blocks of `stmt` (bodies, branches, handlers, cases).
+fn descend(
+    source: &SourceFile,
+    stmt: &Node,
+    parent: Option<usize>,
+    tree_path: &mut Vec<usize>,
+    out: &mut Vec<Definition>,
+) {
+    for (i, child) in stmt.children().iter().enumerate() {
+        tree_path.push(i);
+        match (child.kind(), child.label()) {
+            ("list", Some("body" | "orelse" | "finalbody")) => collect(source, child, parent, tree_path, out),
+            ("list", Some("handlers" | "cases")) => {
+                for (j, inner) in child.children().iter().enumerate() {
+                    tree_path.push(j);
+                    descend(source, inner, parent, tree_path, out);
+                    tree_path.pop();
+                }
+            }
+            _ => {}
+        }
+        tree_path.pop();
+    }
+}
+
+fn definition(
+    source: &SourceFile,
+    stmt: &Node,
+    parent: Option<usize>,
+    tree_path: &[usize],
+    out: &[Definition],
+) -> Definition {
+    let name = stmt.label().unwrap_or_default();
+    let parent_def = parent.map(|i| &out[i]);
+    let path = match parent_def {
+        None => name.to_string(),
+        Some(p) if p.kind == DefKind::Class => format!("{}.{name}", p.path),
+        Some(p) => format!("{}.<locals>.{name}", p.path),
+    };
+    let kind = match (stmt.kind(), parent_def.map(|p| p.kind)) {
+        ("ClassDef", _) => DefKind::Class,
+        (_, Some(DefKind::Class)) => DefKind::Method,
+        _ => DefKind::Function,
+    };
+    let range = stmt.range();
+    let body = stmt.field("body").map_or(range.end..range.end, Node::range);
+    let lines = source.lines();
+    let decorator_line = stmt
+        .field("decorator_list")
+        .and_then(|list| list.children().first())
+        .map(|first| lines.line_of(first.range().start));
+    let first = stmt.field("body").and_then(|b| b.children().first());
+    let header_line = lines.line_start(lines.line_of(range.start)).unwrap_or(0);
+    let header_indent = leading_whitespace(&source.text()[header_line..range.start]);
+    let (one_line_suite, body_indent) = match first {
+        Some(first) => {
+            let line_start = lines.line_start(lines.line_of(first.range().start)).unwrap_or(0);
+            let before = &source.text()[line_start..first.range().start];
+            if before.chars().all(|c| matches!(c, ' ' | '\t' | '\x0c')) {
+                (false, before.trim_start_matches('\x0c').to_string())
+            } else {
+                (true, format!("{header_indent}{}", source.style().indent_unit()))
+            }
+        }
+        None => (false, format!("{header_indent}{}", source.style().indent_unit())),
+    };
+    let docstring = first
+        .filter(|f| f.kind() == "Expr")
+        .and_then(|f| f.children().first())
+        .filter(|value| value.kind() == "Constant" && value.label().is_some_and(|l| l.starts_with("str:")))
+        .map(Node::range);
+    Definition {
+        path,
+        kind,
+        is_async: stmt.kind() == "AsyncFunctionDef",
+        line: lines.line_of(range.start),
+        end_line: lines.line_of(range.end.saturating_sub(1).max(range.start)),
+        decorator_line,
+        range,
+        body,
+        body_indent,
+        docstring,
+        one_line_suite,
+        parent,
+        tree_path: tree_path.to_vec(),
+    }
+}
+
+/// The whitespace a line starts with (form feeds dropped: they reset indentation in Python).
+fn leading_whitespace(text: &str) -> String {
+    let trimmed = text.trim_start_matches([' ', '\t', '\x0c']);
+    text[..text.len() - trimmed.len()].replace('\x0c', "")
+}

@@ -1,0 +1,349 @@
+//! The text of one Python file: its bytes, its style and its line index.
+//!
+//! Offsets are byte offsets into the text everywhere inside the crate. Positions shown to people
+//! are 1-based lines and columns, in UTF-8 bytes or in UTF-16 code units (what LSP clients count).
+
+use std::ops::Range;
+
+use crate::error::{Error, Location};
+
+/// The line ending a file uses. Python breaks lines on `\n`, `\r\n` and `\r` only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Newline {
+    /// `\n`
+    Lf,
+    /// `\r\n`
+    CrLf,
+    /// `\r`
+    Cr,
+}
+
+impl Newline {
+    /// The characters of this line ending.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Newline::Lf => "\n",
+            Newline::CrLf => "\r\n",
+            Newline::Cr => "\r",
+        }
+    }
+}
+
+/// How a file is written: indentation unit, line ending, byte order mark. Derived once per file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Style {
+    indent_unit: String,
+    newline: Newline,
+    bom: bool,
+}
+
+impl Style {
+    /// Derives the style of `text`: the newline from its first line break, the indentation unit
+    /// from the first indented line that follows a line ending in `:` (four spaces by default).
+    #[must_use]
+    pub fn detect(text: &str) -> Style {
+        let newline = match text.find(['\n', '\r']) {
+            Some(i) if text[i..].starts_with("\r\n") => Newline::CrLf,
+            Some(i) if text.as_bytes()[i] == b'\r' => Newline::Cr,
+            _ => Newline::Lf,
+        };
+        Style {
+            indent_unit: detect_indent_unit(text),
+            newline,
+            bom: text.starts_with('\u{feff}'),
+        }
+    }
+
+    /// One level of indentation, as the file writes it (`"    "`, `"  "`, `"\t"`).
+    #[must_use]
+    pub fn indent_unit(&self) -> &str {
+        &self.indent_unit
+    }
+
+    /// The file's line ending.
+    #[must_use]
+    pub fn newline(&self) -> Newline {
+        self.newline
+    }
+
+    /// Whether the file starts with a UTF-8 byte order mark.
+    #[must_use]
+    pub fn has_bom(&self) -> bool {
+        self.bom
+    }
+}
+
+/// The indentation added by the first block opener (`...:` at the end of a line). Comment lines,
+/// blank lines and continuation lines inside brackets are poor guides, so they are passed over.
+fn detect_indent_unit(text: &str) -> String {
+    let mut opener_indent: Option<&str> = None;
+    for line in text.split(['\n', '\r']) {
+        let trimmed = line.trim_start_matches([' ', '\t', '\x0c']);
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = &line[..line.len() - trimmed.len()];
+        if let Some(outer) = opener_indent {
+            if indent.len() > outer.len() && indent.starts_with(outer) {
+                return indent[outer.len()..].to_string();
+            }
+        }
+        let code = trimmed.split(" #").next().unwrap_or(trimmed).trim_end();
+        opener_indent = code.ends_with(':').then_some(indent);
+    }
+    "    ".to_string()
+}
+
+/// A 1-based line and column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct LineColumn {
+    /// 1-based line number.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+}
+
+/// Byte offsets of line starts, for turning offsets into lines and columns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    /// Indexes `text`, breaking lines on `\n`, `\r\n` and `\r`. O(n).
+    #[must_use]
+    pub fn new(text: &str) -> LineIndex {
+        let bytes = text.as_bytes();
+        let mut starts = vec![0];
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'\n' => starts.push(i + 1),
+                b'\r' if bytes.get(i + 1) == Some(&b'\n') => {
+                    starts.push(i + 2);
+                    i += 1;
+                }
+                b'\r' => starts.push(i + 1),
+                _ => {}
+            }
+            i += 1;
+        }
+        LineIndex { starts }
+    }
+
+    /// The number of lines (a final line without a line break counts; an empty text has one).
+    #[must_use]
+    pub fn line_count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// The 1-based line holding byte `offset` (offsets past the end map to the last line). O(log n).
+    #[must_use]
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&start| start <= offset).max(1)
+    }
+
+    /// The byte offset where 1-based `line` starts, if the text has that line.
+    #[must_use]
+    pub fn line_start(&self, line: usize) -> Option<usize> {
+        line.checked_sub(1).and_then(|i| self.starts.get(i).copied())
+    }
+}
+
+/// One Python file in memory: its name (for messages), text, style and line index.
+#[derive(Clone, Debug)]
+pub struct SourceFile {
+    name: String,
+    text: String,
+    style: Style,
+    lines: LineIndex,
+}
+
+impl SourceFile {
+    /// Wraps `text` read from `name` (the name is used in messages only).
+    ///
+    /// ```
+    /// let file = pysplice::SourceFile::new("m.py", "x = 1\r\ny = 'é'\r\n");
+    /// assert_eq!(file.style().newline(), pysplice::Newline::CrLf);
+    /// assert_eq!(file.position(13).line, 2);
+    /// ```
+    #[must_use]
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
+        let text = text.into();
+        SourceFile {
+            name: name.into(),
+            style: Style::detect(&text),
+            lines: LineIndex::new(&text),
+            text,
+        }
+    }
+
+    /// Decodes `bytes` as UTF-8; anything else is an [`Error::NotUtf8`] naming the first bad byte.
+    ///
+    /// # Errors
+    /// [`Error::NotUtf8`] when the bytes are not valid UTF-8.
+    pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<SourceFile, Error> {
+        let name = name.into();
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(SourceFile::new(name, text)),
+            Err(err) => {
+                let valid = err.utf8_error().valid_up_to();
+                let bytes = err.into_bytes();
+                // Lines and columns of the valid prefix are exact; the bad byte starts right after it.
+                let prefix = String::from_utf8_lossy(&bytes[..valid]).into_owned();
+                let probe = SourceFile::new(name.clone(), prefix);
+                let at = probe.position(valid);
+                Err(Error::NotUtf8 {
+                    location: Location::new(name, at.line, at.column),
+                    byte: bytes[valid],
+                })
+            }
+        }
+    }
+
+    /// The name given when the file was made.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The whole text, BOM included.
+    #[must_use]
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The file's indentation, newline and BOM.
+    #[must_use]
+    pub fn style(&self) -> &Style {
+        &self.style
+    }
+
+    /// The line index of the text.
+    #[must_use]
+    pub fn lines(&self) -> &LineIndex {
+        &self.lines
+    }
+
+    /// The text of a byte range, or `""` when the range is not on character boundaries.
+    #[must_use]
+    pub fn slice(&self, range: Range<usize>) -> &str {
+        self.text.get(range).unwrap_or("")
+    }
+
+    /// 1-based line and 1-based column counted in UTF-8 bytes of the byte `offset` (clamped to the text).
+    #[must_use]
+    pub fn position(&self, offset: usize) -> LineColumn {
+        let offset = offset.min(self.text.len());
+        let line = self.lines.line_of(offset);
+        let start = self.lines.line_start(line).unwrap_or(0);
+        LineColumn {
+            line,
+            column: offset - start + 1,
+        }
+    }
+
+    /// 1-based line and 1-based column counted in UTF-16 code units, as editors count.
+    #[must_use]
+    pub fn position_utf16(&self, offset: usize) -> LineColumn {
+        let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
+        let line = self.lines.line_of(offset);
+        let start = self.lines.line_start(line).unwrap_or(0);
+        let units: usize = self.text[start..offset].chars().map(char::len_utf16).sum();
+        LineColumn {
+            line,
+            column: units + 1,
+        }
+    }
+
+    /// The byte offset of a 1-based line and 1-based UTF-16 column (clamped to the line).
+    #[must_use]
+    pub fn offset_of_utf16(&self, at: LineColumn) -> usize {
+        let Some(start) = self.lines.line_start(at.line) else {
+            return self.text.len();
+        };
+        let end = self.lines.line_start(at.line + 1).unwrap_or(self.text.len());
+        let mut units = 0;
+        for (i, ch) in self.text[start..end].char_indices() {
+            if units + 1 >= at.column || ch == '\n' || ch == '\r' {
+                return start + i;
+            }
+            units += ch.len_utf16();
+        }
+        end
+    }
+
+    /// A [`Location`] (file, line, column) for the byte `offset`.
+    #[must_use]
+    pub fn location(&self, offset: usize) -> Location {
+        let at = self.position(offset);
+        Location::new(self.name.clone(), at.line, at.column)
+    }
+
+    /// The byte range of 1-based `line`, without its line break.
+    #[must_use]
+    pub fn line_range(&self, line: usize) -> Range<usize> {
+        let start = self.lines.line_start(line).unwrap_or(self.text.len());
+        let mut end = self.lines.line_start(line + 1).unwrap_or(self.text.len());
+        let bytes = self.text.as_bytes();
+        while end > start && matches!(bytes[end - 1], b'\n' | b'\r') {
+            end -= 1;
+        }
+        start..end
+    }
+}
+
+/// The largest char boundary at or before `offset`.
+pub(crate) fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn style_detects_newlines_indent_and_bom() {
+        let style = Style::detect("\u{feff}class A:\r\n\tdef f(self):\r\n\t\tpass\r\n");
+        assert_eq!(style.newline(), Newline::CrLf);
+        assert_eq!(style.indent_unit(), "\t");
+        assert!(style.has_bom());
+        assert_eq!(Style::detect("x\ry\r").newline(), Newline::Cr);
+        assert_eq!(Style::detect("if x:\n  # c\n  y\n").indent_unit(), "  ");
+        assert_eq!(Style::detect("x = 1\n").indent_unit(), "    ");
+    }
+
+    #[test]
+    fn line_index_breaks_only_on_python_newlines() {
+        let index = LineIndex::new("a\nb\r\nc\rd\x0ce\u{2028}f");
+        assert_eq!(index.line_count(), 4);
+        assert_eq!(index.line_of(0), 1);
+        assert_eq!(index.line_of(2), 2);
+        assert_eq!(index.line_of(5), 3);
+        assert_eq!(index.line_of(7), 4);
+        assert_eq!(index.line_start(4), Some(7));
+        assert_eq!(index.line_start(5), None);
+    }
+
+    #[test]
+    fn utf16_columns_differ_from_byte_columns() {
+        let file = SourceFile::new("m.py", "s = 'é😀'; x = 1\n");
+        let x = file.text().find("x =").unwrap();
+        assert_eq!(file.position(x), LineColumn { line: 1, column: 15 });
+        assert_eq!(file.position_utf16(x), LineColumn { line: 1, column: 12 });
+        assert_eq!(file.offset_of_utf16(LineColumn { line: 1, column: 12 }), x);
+    }
+
+    #[test]
+    fn non_utf8_bytes_are_reported_with_their_position() {
+        let err = SourceFile::from_bytes("bad.py", b"x = 1\ny = '\xff'\n".to_vec()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "bad.py:2:6: the file is not valid UTF-8 (byte 0xff); Python source must be UTF-8 encoded"
+        );
+    }
+}

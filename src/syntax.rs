@@ -1,0 +1,115 @@
+//! The crate's own syntax tree: a small, uniform view of a parsed Python file.
+//!
+//! Every node has a kind (the name CPython's `ast` module gives it: `FunctionDef`, `Name`,
+//! `Call`, ...), a byte range, an optional label (identifier, attribute name, constant value,
+//! operator) and its children in field order. List-valued fields become `list` nodes labelled
+//! with the field name, absent optional fields become `absent` nodes, so two trees of the same
+//! shape line up child by child. Parser types never leak out of [`crate::parse`].
+
+use std::ops::Range;
+
+/// The kind of a list node (a list-valued field such as `body`).
+pub const LIST: &str = "list";
+/// The kind of an absent optional field (`return` without a value, no `else`...).
+pub const ABSENT: &str = "absent";
+
+/// One node of the syntax tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    kind: &'static str,
+    range: Range<usize>,
+    label: Option<Box<str>>,
+    children: Vec<Node>,
+}
+
+impl Node {
+    /// A node of `kind` over `range` with an optional label and children.
+    #[must_use]
+    pub fn new(kind: &'static str, range: Range<usize>, label: Option<Box<str>>, children: Vec<Node>) -> Node {
+        Node {
+            kind,
+            range,
+            label,
+            children,
+        }
+    }
+
+    /// CPython's `ast` class name (`If`, `Call`...), [`LIST`] or [`ABSENT`].
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// Byte range in the source text. List nodes span their items (empty when there are none).
+    #[must_use]
+    pub fn range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+
+    /// The identifier, attribute, constant value, operator or field name this node carries.
+    #[must_use]
+    pub fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    /// Children in field order.
+    #[must_use]
+    pub fn children(&self) -> &[Node] {
+        &self.children
+    }
+
+    /// The list child holding field `name` (`body`, `orelse`, `handlers`, `finalbody`, `decorator_list`...).
+    #[must_use]
+    pub fn field(&self, name: &str) -> Option<&Node> {
+        self.children
+            .iter()
+            .find(|child| child.kind == LIST && child.label.as_deref() == Some(name))
+    }
+
+    /// Whether this node is a statement that defines a scope: `def`, `async def` or `class`.
+    #[must_use]
+    pub fn is_definition(&self) -> bool {
+        matches!(self.kind, "FunctionDef" | "AsyncFunctionDef" | "ClassDef")
+    }
+
+    /// The statement blocks directly under this statement (`body`, `orelse`, handler bodies,
+    /// `finalbody`, match-case bodies), in source order.
+    #[must_use]
+    pub fn blocks(&self) -> Vec<&Node> {
+        let mut blocks = Vec::new();
+        for child in &self.children {
+            if child.kind == LIST {
+                match child.label.as_deref() {
+                    Some("body" | "orelse" | "finalbody") => blocks.push(child),
+                    Some("handlers" | "cases") => {
+                        for inner in &child.children {
+                            blocks.extend(inner.field("body"));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        blocks.sort_by_key(|block| block.range.start);
+        blocks
+    }
+
+    /// Structural equality: same kinds, labels and children, ranges ignored.
+    #[must_use]
+    pub fn same_shape(&self, other: &Node) -> bool {
+        self.kind == other.kind
+            && self.label == other.label
+            && self.children.len() == other.children.len()
+            && self.children.iter().zip(&other.children).all(|(a, b)| a.same_shape(b))
+    }
+
+    /// Calls `visit` on this node and every descendant, parents first. `visit` returns whether
+    /// to descend into the node's children.
+    pub fn walk<'a>(&'a self, visit: &mut dyn FnMut(&'a Node) -> bool) {
+        if visit(self) {
+            for child in &self.children {
+                child.walk(visit);
+            }
+        }
+    }
+}
