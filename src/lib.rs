@@ -11,6 +11,12 @@ pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
 pub use syntax::Node;
 pub mod locate;
 pub mod outline;
+pub mod pattern;
+pub mod spec;
+pub mod template;
 
 pub use locate::Target;
 pub use outline::{DefKind, Definition, ParsedFile};
+pub use pattern::{Depth, Pattern};
+pub use spec::{Action, Anchor, Hook, ImportLine, Nth, Recipe, Selector};
+pub use template::Template;

@@ -1,0 +1,624 @@
+//! Hook specifications (recipes) in TOML: serde mirror types, compiled into validated hooks.
+//!
+//! ```toml
+//! [recipe]
+//! id = "demo"
+//! summary = "Count forward calls"
+//!
+//! [vars]
+//! attr = "_calls"
+//!
+//! [[hook]]
+//! id = "imports"
+//! summary = "Added imports"
+//! ensure-imports = ["os"]
+//!
+//! [[hook]]
+//! id = "count"
+//! summary = "Count calls in Model.forward"
+//! in = "Model.forward"
+//! at = "start"
+//! code = "self.{attr} = getattr(self, '{attr}', 0) + 1"
+//! ```
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::{Error, HookRef, Location};
+use crate::locate::Target;
+use crate::parse::parse_snippet;
+use crate::pattern::{Depth, Pattern};
+use crate::source::SourceFile;
+use crate::template::{Bindings, Template};
+
+/// Which of the matching statements an anchor or replacement uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Nth {
+    /// The first match in source order.
+    #[default]
+    First,
+    /// The last match.
+    Last,
+    /// Every match.
+    All,
+}
+
+/// Statements chosen by a pattern.
+#[derive(Clone, Debug)]
+pub struct Selector {
+    /// The pattern statements must match.
+    pub pattern: Pattern,
+    /// Which matches to use.
+    pub nth: Nth,
+    /// How deep to look.
+    pub depth: Depth,
+}
+
+/// Where inserted code goes.
+#[derive(Clone, Debug)]
+pub enum Anchor {
+    /// Start of the body (after a docstring; for the module also after `from __future__` imports).
+    Start,
+    /// End of the body.
+    End,
+    /// After the module's docstring, `from __future__` imports and leading import block.
+    AfterImports,
+    /// Before the selected statements.
+    Before(Selector),
+    /// After the selected statements.
+    After(Selector),
+}
+
+/// One import a hook makes sure the module has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportLine {
+    /// The statement as it will be written (`import os`, `from a import b as c`).
+    pub statement: String,
+    /// For `from` imports, the module with its leading dots; `None` for plain `import`.
+    pub from: Option<String>,
+    /// The imported module (plain import) or name (from import).
+    pub name: String,
+    /// The `as` name, if any.
+    pub alias: Option<String>,
+}
+
+impl ImportLine {
+    /// The name this import binds in the module.
+    #[must_use]
+    pub fn bound_name(&self) -> &str {
+        match (&self.alias, &self.from) {
+            (Some(alias), _) => alias,
+            (None, Some(_)) => &self.name,
+            (None, None) => self.name.split('.').next().unwrap_or(&self.name),
+        }
+    }
+}
+
+/// What a hook does.
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// Add the module-level imports that are missing.
+    EnsureImports(Vec<ImportLine>),
+    /// Insert a block of code at an anchor.
+    Insert {
+        /// Where.
+        at: Anchor,
+        /// The code (dedented).
+        code: Template,
+    },
+    /// Wrap the value of every return statement of the target in a template around `{value}`.
+    WrapReturns {
+        /// The expression template.
+        template: Template,
+        /// Returns inside a statement matching this pattern are left alone.
+        unless_inside: Option<Pattern>,
+    },
+    /// Replace the selected statements by code.
+    Replace {
+        /// The statements to replace.
+        selector: Selector,
+        /// The code (dedented).
+        code: Template,
+    },
+    /// Add a method to a wrapper class that forwards to an attribute, unless the class has it.
+    AddForwarder {
+        /// The method name.
+        method: String,
+        /// The attribute holding the delegate (`language_model`).
+        via: String,
+    },
+}
+
+/// A validated hook.
+#[derive(Clone, Debug)]
+pub struct Hook {
+    /// Unique id within the recipe.
+    pub id: String,
+    /// One line shown in reports.
+    pub summary: String,
+    /// The definition (or module) the hook works in.
+    pub target: Target,
+    /// What it does.
+    pub action: Action,
+    /// Skip (with the reason) instead of failing when the target or anchor is absent.
+    pub optional: bool,
+    /// Apply only where the target contains a match of this pattern.
+    pub when: Option<Pattern>,
+    /// Definition paths that must exist in the file, or the hook is skipped.
+    pub requires: Vec<String>,
+    /// Where the hook is written in the spec.
+    pub location: Location,
+}
+
+/// A validated recipe: metadata, variables and hooks in order.
+#[derive(Clone, Debug)]
+pub struct Recipe {
+    /// Recipe id, written into every marker.
+    pub id: String,
+    /// One-line description.
+    pub summary: String,
+    /// Notes for the user (launch flags, caveats).
+    pub notes: Vec<String>,
+    /// Template variables.
+    pub vars: BTreeMap<String, String>,
+    /// The hooks, in the order they are planned.
+    pub hooks: Vec<Hook>,
+}
+
+// ---- serde mirror types -------------------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    recipe: RawRecipe,
+    #[serde(default)]
+    vars: BTreeMap<String, String>,
+    #[serde(default, rename = "hook")]
+    hooks: Vec<Spanned<RawHook>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRecipe {
+    /// Recipe id: letters, digits, `-`, `_`, `.`.
+    id: String,
+    /// One line.
+    summary: String,
+    #[serde(default)]
+    notes: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawHook {
+    /// Unique id within the recipe.
+    id: String,
+    /// One line for reports.
+    summary: String,
+    /// Target path, or `module`.
+    #[serde(rename = "in")]
+    target: Option<String>,
+    /// Imports to make sure of.
+    ensure_imports: Option<Vec<String>>,
+    /// Insertion anchor.
+    at: Option<RawAt>,
+    /// Code for `at` and `replace`.
+    code: Option<String>,
+    /// Template around `{value}` for every return.
+    wrap_returns: Option<String>,
+    /// Leave returns inside statements matching this pattern alone.
+    unless_inside: Option<String>,
+    /// Pattern of statements to replace by `code`.
+    replace: Option<String>,
+    /// Which matches `replace` uses.
+    nth: Option<Nth>,
+    /// How deep `replace` looks.
+    depth: Option<Depth>,
+    /// Add this method to the target class, forwarding through `via`.
+    add_forwarder: Option<String>,
+    /// The attribute a forwarder calls through.
+    via: Option<String>,
+    /// Skip instead of failing when the target or anchor is absent.
+    #[serde(default)]
+    optional: bool,
+    /// Apply only where the target contains a match.
+    when: Option<String>,
+    /// Paths that must exist, or the hook is skipped.
+    #[serde(default)]
+    requires: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawAt {
+    Named(String),
+    Anchor(RawAnchor),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAnchor {
+    before: Option<String>,
+    after: Option<String>,
+    #[serde(default)]
+    nth: Nth,
+    #[serde(default)]
+    depth: Depth,
+}
+
+// ---- compilation ---------------------------------------------------------------------------
+
+impl Recipe {
+    /// Reads and validates a recipe from TOML text; `name` is used in messages.
+    ///
+    /// ```
+    /// let recipe = pysplice::Recipe::from_toml("demo.toml", r#"
+    /// [recipe]
+    /// id = "demo"
+    /// summary = "Say hello"
+    ///
+    /// [[hook]]
+    /// id = "hello"
+    /// summary = "Greets"
+    /// in = "greet"
+    /// at = "start"
+    /// code = "print('hello')"
+    /// "#)?;
+    /// assert_eq!(recipe.hooks.len(), 1);
+    /// # Ok::<(), pysplice::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Spec`] at the TOML line and column, naming the hook, for syntax errors, unknown
+    /// fields, missing or conflicting fields, duplicate ids, and code or patterns that do not parse.
+    pub fn from_toml(name: &str, text: &str) -> Result<Recipe, Error> {
+        let file = SourceFile::new(name, text);
+        let raw: RawSpec = toml::from_str(text).map_err(|err| {
+            let offset = err.span().map_or(0, |span| span.start);
+            let hook = enclosing_hook_id(text, offset);
+            spec_error(&file, offset, err.message().trim().to_string(), hook.as_deref())
+        })?;
+        check_id(&file, &raw.recipe.id, 0, None)?;
+        let mut hooks: Vec<Hook> = Vec::new();
+        for spanned in raw.hooks {
+            let span = spanned.span();
+            let hook = compile_hook(&file, &raw.vars, spanned.into_inner(), span)?;
+            if let Some(first) = hooks.iter().find(|h| h.id == hook.id) {
+                let message = format!("duplicate hook id (first used at line {})", first.location.line);
+                return Err(spec_error(&file, hook_offset(&file, &hook.id), message, Some(&hook.id)));
+            }
+            hooks.push(hook);
+        }
+        Ok(Recipe {
+            id: raw.recipe.id,
+            summary: raw.recipe.summary,
+            notes: raw.recipe.notes,
+            vars: raw.vars,
+            hooks,
+        })
+    }
+}
+
+fn spec_error(file: &SourceFile, offset: usize, message: String, hook: Option<&str>) -> Error {
+    Error::Spec {
+        location: file.location(offset),
+        message,
+        hook: HookRef(hook.map(str::to_string)),
+    }
+}
+
+/// The id of the `[[hook]]` table around `offset`, read from the text (for TOML errors, which
+/// come before any hook is known).
+fn enclosing_hook_id(text: &str, offset: usize) -> Option<String> {
+    let start = text.get(..offset)?.rfind("[[hook]]")?;
+    let table = &text[start + 8..];
+    let table = &table[..table.find("\n[").unwrap_or(table.len())];
+    table.lines().find_map(|line| {
+        let value = line.trim().strip_prefix("id")?.trim_start().strip_prefix('=')?.trim();
+        Some(value.trim_matches(['"', '\'']).to_string())
+    })
+}
+
+/// The offset of `id = "<id>"` in the spec, for messages.
+fn hook_offset(file: &SourceFile, id: &str) -> usize {
+    let needle = format!("\"{id}\"");
+    file.text().find(&needle).unwrap_or(0)
+}
+
+fn check_id(file: &SourceFile, id: &str, offset: usize, hook: Option<&str>) -> Result<(), Error> {
+    let ok = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        let message = format!("id `{id}` must be non-empty ASCII letters, digits, `-`, `_` or `.`");
+        Err(spec_error(file, offset, message, hook))
+    }
+}
+
+/// The offset of `key` inside the hook's table, falling back to the table start.
+fn key_offset(file: &SourceFile, span: &Range<usize>, key: &str) -> usize {
+    let table = file.slice(span.clone());
+    table
+        .match_indices(key)
+        .find(|(i, _)| table[..*i].ends_with('\n') || *i == 0 || table[..*i].ends_with(' '))
+        .map_or(span.start, |(i, _)| span.start + i)
+}
+
+fn compile_hook(
+    file: &SourceFile,
+    vars: &BTreeMap<String, String>,
+    raw: RawHook,
+    span: Range<usize>,
+) -> Result<Hook, Error> {
+    let id = raw.id.clone();
+    let at_key = |key: &str| key_offset(file, &span, key);
+    let fail = |key: &str, message: String| spec_error(file, at_key(key), message, Some(&id));
+    check_id(file, &raw.id, at_key("id"), Some(&id))?;
+    let pattern = |key: &str, text: &str| {
+        Pattern::parse(text).map_err(|err| fail(key, format!("pattern `{text}` is not valid: {}", strip_location(&err))))
+    };
+    let code = |key: &str, text: &str, wrap: bool| -> Result<Template, Error> {
+        let template = Template::new(if wrap { text.trim().to_string() } else { dedent(text) });
+        let params: Vec<String> = (0..16).map(|i| format!("__param_{i}__")).collect();
+        let bindings = Bindings {
+            value: Some("__value__"),
+            params: &params,
+        };
+        let rendered = template.render(vars, &bindings);
+        let probe = if wrap { format!("return {rendered}") } else { rendered };
+        parse_snippet("<code>", &probe)
+            .map_err(|err| fail(key, format!("code does not parse as Python: {}", strip_location(&err))))?;
+        Ok(template)
+    };
+
+    let placements = [
+        raw.ensure_imports.is_some(),
+        raw.at.is_some(),
+        raw.wrap_returns.is_some(),
+        raw.replace.is_some(),
+        raw.add_forwarder.is_some(),
+    ];
+    if placements.iter().filter(|&&p| p).count() != 1 {
+        return Err(fail(
+            "id",
+            "a hook needs exactly one of `ensure-imports`, `at`, `wrap-returns`, `replace`, `add-forwarder`".into(),
+        ));
+    }
+    let target_text = raw.target.clone().unwrap_or_else(|| "module".into());
+    let target = Target::parse(&target_text, file.name()).map_err(|err| fail("in", strip_location(&err)))?;
+    let is_module = target == Target::Module;
+    let needs_code = raw.at.is_some() || raw.replace.is_some();
+    if needs_code != raw.code.is_some() {
+        let message = if needs_code {
+            "`at` and `replace` need `code`"
+        } else {
+            "`code` is only used with `at` or `replace`"
+        };
+        return Err(fail("code", message.into()));
+    }
+    if raw.unless_inside.is_some() && raw.wrap_returns.is_none() {
+        return Err(fail("unless-inside", "`unless-inside` is only used with `wrap-returns`".into()));
+    }
+    if raw.via.is_some() != raw.add_forwarder.is_some() {
+        return Err(fail("via", "`add-forwarder` and `via` go together".into()));
+    }
+    if (raw.nth.is_some() || raw.depth.is_some()) && raw.replace.is_none() {
+        return Err(fail("nth", "`nth` and `depth` belong to `replace` or inside `at = { ... }`".into()));
+    }
+
+    let action = if let Some(imports) = &raw.ensure_imports {
+        if !is_module {
+            return Err(fail("in", "`ensure-imports` works on the module; drop `in`".into()));
+        }
+        let lines = imports
+            .iter()
+            .map(|text| import_line(text).map_err(|message| fail("ensure-imports", message)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Action::EnsureImports(lines)
+    } else if let Some(at) = &raw.at {
+        let at = match at {
+            RawAt::Named(name) => match name.as_str() {
+                "start" => Anchor::Start,
+                "end" => Anchor::End,
+                "after-imports" if is_module => Anchor::AfterImports,
+                "after-imports" => return Err(fail("at", "`after-imports` is for `in = \"module\"`".into())),
+                other => {
+                    return Err(fail(
+                        "at",
+                        format!("unknown anchor `{other}`; use start, end, after-imports, {{ before = PATTERN }} or {{ after = PATTERN }}"),
+                    ))
+                }
+            },
+            RawAt::Anchor(anchor) => match (&anchor.before, &anchor.after) {
+                (Some(text), None) => Anchor::Before(Selector {
+                    pattern: pattern("at", text)?,
+                    nth: anchor.nth,
+                    depth: anchor.depth,
+                }),
+                (None, Some(text)) => Anchor::After(Selector {
+                    pattern: pattern("at", text)?,
+                    nth: anchor.nth,
+                    depth: anchor.depth,
+                }),
+                _ => return Err(fail("at", "`at = { ... }` needs exactly one of `before` and `after`".into())),
+            },
+        };
+        Action::Insert {
+            at,
+            code: code("code", raw.code.as_deref().unwrap_or_default(), false)?,
+        }
+    } else if let Some(text) = &raw.wrap_returns {
+        if is_module {
+            return Err(fail("in", "`wrap-returns` needs a function target".into()));
+        }
+        let template = code("wrap-returns", text, true)?;
+        if !template.mentions("value") {
+            return Err(fail("wrap-returns", "the template must use `{value}` (the returned value)".into()));
+        }
+        let unless_inside = match &raw.unless_inside {
+            Some(text) => Some(pattern("unless-inside", text)?),
+            None => None,
+        };
+        Action::WrapReturns {
+            template,
+            unless_inside,
+        }
+    } else if let Some(text) = &raw.replace {
+        Action::Replace {
+            selector: Selector {
+                pattern: pattern("replace", text)?,
+                nth: raw.nth.unwrap_or_default(),
+                depth: raw.depth.unwrap_or_default(),
+            },
+            code: code("code", raw.code.as_deref().unwrap_or_default(), false)?,
+        }
+    } else {
+        let method = raw.add_forwarder.clone().unwrap_or_default();
+        let via = raw.via.clone().unwrap_or_default();
+        for name in [&method, &via] {
+            if !is_identifier(name) {
+                return Err(fail("add-forwarder", format!("`{name}` is not a Python name")));
+            }
+        }
+        if is_module {
+            return Err(fail("in", "`add-forwarder` needs a class target".into()));
+        }
+        Action::AddForwarder { method, via }
+    };
+
+    let when = match &raw.when {
+        Some(text) => Some(pattern("when", text)?),
+        None => None,
+    };
+    for path in &raw.requires {
+        Target::parse(path, file.name()).map_err(|err| fail("requires", strip_location(&err)))?;
+    }
+    Ok(Hook {
+        id: raw.id,
+        summary: raw.summary,
+        target,
+        action,
+        optional: raw.optional,
+        when,
+        requires: raw.requires,
+        location: file.location(at_key("id")),
+    })
+}
+
+/// An error message without its leading `file:line:col: `, for nesting in spec errors.
+fn strip_location(err: &Error) -> String {
+    let text = err.to_string();
+    let prefix = format!("{}: ", err.location());
+    text.strip_prefix(&prefix).map_or(text.clone(), str::to_string)
+}
+
+fn is_identifier(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic()) && name.chars().all(|c| c == '_' || c.is_alphanumeric())
+}
+
+/// Parses one `ensure-imports` entry: `os`, `numpy as np`, `import a.b`, `from a import b as c`.
+fn import_line(text: &str) -> Result<ImportLine, String> {
+    let text = text.trim();
+    let statement = if text.starts_with("import ") || text.starts_with("from ") {
+        text.to_string()
+    } else {
+        format!("import {text}")
+    };
+    let bad = || format!("`{text}` is not one import of one name (`os`, `a as b`, `from a import b`)");
+    let stmts = parse_snippet("<import>", &statement).map_err(|_| bad())?;
+    let [stmt] = stmts.as_slice() else { return Err(bad()) };
+    let names = stmt.field("names").map(|n| n.children()).unwrap_or_default();
+    let [alias] = names else { return Err(bad()) };
+    let name = alias.label().unwrap_or_default().to_string();
+    if name == "*" {
+        return Err(bad());
+    }
+    let asname = alias.children().first().and_then(|a| a.label()).map(str::to_string);
+    match stmt.kind() {
+        "Import" => Ok(ImportLine {
+            statement,
+            from: None,
+            name,
+            alias: asname,
+        }),
+        "ImportFrom" => Ok(ImportLine {
+            statement,
+            from: Some(stmt.label().unwrap_or_default().to_string()),
+            name,
+            alias: asname,
+        }),
+        _ => Err(bad()),
+    }
+}
+
+/// Removes the common leading whitespace of non-blank lines and surrounding blank lines.
+pub(crate) fn dedent(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| !l.trim().is_empty()).unwrap_or(lines.len());
+    let end = lines.iter().rposition(|l| !l.trim().is_empty()).map_or(start, |i| i + 1);
+    let body = &lines[start..end];
+    let common = body
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start_matches([' ', '\t']).len())
+        .min()
+        .unwrap_or(0);
+    let out: Vec<&str> = body.iter().map(|l| if l.len() >= common { &l[common..] } else { l.trim_start() }).collect();
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        Recipe::from_toml("s.toml", text).unwrap_err().to_string()
+    }
+
+    const HEAD: &str = "[recipe]\nid = \"r\"\nsummary = \"s\"\n";
+
+    #[test]
+    fn unknown_fields_point_at_the_toml() {
+        let e = err(&format!("{HEAD}\n[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x\"\ncolour = 1\n"));
+        assert!(e.starts_with("s.toml:11:1: bad spec: unknown field `colour`") && e.ends_with("[hook h]"), "{e}");
+    }
+
+    #[test]
+    fn bad_code_and_patterns_name_the_hook() {
+        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x = (\"\n"));
+        assert!(e.starts_with("s.toml:9:1: bad spec: code does not parse") && e.ends_with("[hook h]"), "{e}");
+        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = {{ after = \"x = \" }}\ncode = \"y\"\n"));
+        assert!(e.contains("pattern `x = ` is not valid") && e.contains("[hook h]"), "{e}");
+    }
+
+    #[test]
+    fn placement_must_be_single_and_complete() {
+        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\n"));
+        assert!(e.contains("exactly one of"), "{e}");
+        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nwrap-returns = \"f(1)\"\n"));
+        assert!(e.contains("must use `{value}`"), "{e}");
+        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nensure-imports = [\"a, b\"]\n"));
+        assert!(e.contains("is not one import"), "{e}");
+        let twice = "[[hook]]\nid = \"h\"\nsummary = \"x\"\nensure-imports = [\"os\"]\n";
+        let e = err(&format!("{HEAD}{twice}{twice}"));
+        assert!(e.contains("duplicate hook id"), "{e}");
+    }
+
+    #[test]
+    fn imports_parse_in_all_forms() {
+        let i = import_line("numpy as np").unwrap();
+        assert_eq!((i.statement.as_str(), i.bound_name()), ("import numpy as np", "np"));
+        let i = import_line("from ..a import b").unwrap();
+        assert_eq!((i.from.as_deref(), i.bound_name()), (Some("..a"), "b"));
+        assert_eq!(import_line("os.path").unwrap().bound_name(), "os");
+    }
+
+    #[test]
+    fn dedent_keeps_relative_indentation() {
+        assert_eq!(dedent("\n    if x:\n        y\n\n    z\n"), "if x:\n    y\n\nz");
+    }
+}

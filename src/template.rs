@@ -1,0 +1,128 @@
+//! Code templates: `{name}` is replaced by a recipe variable or a built-in (`{value}`,
+//! `{param.N}`); `{{` and `}}` are literal braces; any other `{...}` is left as written, so
+//! Python dicts, sets and f-strings in hook code need no escaping.
+
+use std::collections::BTreeMap;
+
+/// A template with `{name}` placeholders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Template {
+    text: String,
+}
+
+/// Built-in values available while rendering a template at one place in a file.
+#[derive(Clone, Debug, Default)]
+pub struct Bindings<'a> {
+    /// `{value}`: the source text of a returned expression (wrap-returns).
+    pub value: Option<&'a str>,
+    /// `{param.N}`: parameter names of the target function, in order (`self` is `param.0`).
+    pub params: &'a [String],
+}
+
+impl Template {
+    /// A template of `text`.
+    #[must_use]
+    pub fn new(text: impl Into<String>) -> Template {
+        Template { text: text.into() }
+    }
+
+    /// The template as written.
+    #[must_use]
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the template mentions `{name}`.
+    #[must_use]
+    pub fn mentions(&self, name: &str) -> bool {
+        self.text.contains(&format!("{{{name}}}"))
+    }
+
+    /// The `{param.N}` indices the template uses.
+    #[must_use]
+    pub fn param_indices(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut rest = self.text.as_str();
+        while let Some(i) = rest.find("{param.") {
+            rest = &rest[i + 7..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if rest[digits.len()..].starts_with('}') {
+                if let Ok(n) = digits.parse() {
+                    out.push(n);
+                }
+            }
+        }
+        out
+    }
+
+    /// Renders the template. Unknown names stay as written (`{x}` in Python code is a set).
+    #[must_use]
+    pub fn render(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> String {
+        let text = &self.text;
+        let mut out = String::with_capacity(text.len());
+        let mut i = 0;
+        while i < text.len() {
+            let rest = &text[i..];
+            if rest.starts_with("{{") {
+                out.push('{');
+                i += 2;
+            } else if rest.starts_with("}}") {
+                out.push('}');
+                i += 2;
+            } else if rest.starts_with('{') {
+                let end = rest.find('}').filter(|&end| is_placeholder_name(&rest[1..end]));
+                match end.and_then(|end| lookup(&rest[1..end], vars, bindings).map(|v| (end, v))) {
+                    Some((end, value)) => {
+                        out.push_str(&value);
+                        i += end + 1;
+                    }
+                    None => {
+                        out.push('{');
+                        i += 1;
+                    }
+                }
+            } else {
+                let next = rest.find(['{', '}']).map_or(rest.len(), |n| n.max(1));
+                let next = if rest.starts_with('}') { 1 } else { next };
+                out.push_str(&rest[..next]);
+                i += next;
+            }
+        }
+        out
+    }
+}
+
+fn is_placeholder_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c == '_' || c == '.' || c.is_ascii_alphanumeric())
+}
+
+fn lookup(name: &str, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Option<String> {
+    if name == "value" {
+        return Some(bindings.value.unwrap_or("None").to_string());
+    }
+    if let Some(n) = name.strip_prefix("param.") {
+        let n: usize = n.parse().ok()?;
+        return bindings.params.get(n).cloned();
+    }
+    vars.get(name).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_vars_builtins_and_escapes() {
+        let vars = BTreeMap::from([("env".to_string(), "DUMP".to_string())]);
+        let params = ["self".to_string(), "input_ids".to_string()];
+        let t = Template::new("f({value}, {param.1}, os.environ['{env}'], {{1}}, {x: 1}, f'{y}')");
+        let b = Bindings {
+            value: Some("(a, b)"),
+            params: &params,
+        };
+        assert_eq!(t.render(&vars, &b), "f((a, b), input_ids, os.environ['DUMP'], {1}, {x: 1}, f'{y}')");
+        assert_eq!(t.param_indices(), [1]);
+        assert!(t.mentions("value"));
+        assert_eq!(Template::new("{param.9}").render(&vars, &b), "{param.9}");
+    }
+}

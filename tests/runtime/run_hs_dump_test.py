@@ -1,0 +1,685 @@
+#!/usr/bin/env python3
+"""Runtime test of the sglang-hs-dump recipe on a patched copy of mock_deepseek_v2.py.
+
+    python3 tests/runtime/run_hs_dump_test.py PATCHED_MOCK_FILE
+    python3 tests/runtime/run_hs_dump_test.py --unpatched
+
+The first form checks the patched mock and exits non-zero unless every case passes.
+The second runs the same cases on the pristine mock beside this file and succeeds
+only if cases fail there, which shows that the cases can fail.
+
+Needs PyTorch only. Runs on CUDA when available (HS_TEST_DEVICE=cpu|cuda overrides);
+model dtype bfloat16 (HS_TEST_DTYPE overrides). A fake `sglang` package (written to a
+temporary directory put first on sys.path) supplies the rank getters that the
+recipe's code imports.
+"""
+
+import glob
+import importlib.util
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PRISTINE = os.path.join(HERE, "mock_deepseek_v2.py")
+ENV_VARS = ("SGLANG_HS_DUMP_DIR", "SGLANG_HS_DUMP_MAX", "SGLANG_HS_DUMP_LAYERS")
+
+DEVICE = os.environ.get("HS_TEST_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+DTYPE = getattr(torch, os.environ.get("HS_TEST_DTYPE", "bfloat16"))
+
+# ---------------------------------------------------------------------------------
+# A fake `sglang` package: each rank getter reads fake_rank.STATE, which cases set.
+
+FAKE_FILES = {
+    "sglang/__init__.py": "",
+    "sglang/srt/__init__.py": "",
+    "sglang/srt/layers/__init__.py": "",
+    "sglang/srt/distributed/__init__.py": "",
+    "sglang/srt/fake_rank.py": "STATE = dict(attn_tp_rank=0, attn_dp_rank=0, tp_rank=0)\n",
+    # 0.5.14+
+    "sglang/srt/runtime_context.py": (
+        "from sglang.srt.fake_rank import STATE\n"
+        "class _Parallel:\n"
+        "    @property\n"
+        "    def attn_tp_rank(self):\n"
+        "        return STATE['attn_tp_rank']\n"
+        "    @property\n"
+        "    def attn_dp_rank(self):\n"
+        "        return STATE['attn_dp_rank']\n"
+        "def get_parallel():\n"
+        "    return _Parallel()\n"
+    ),
+    # 0.4.x - 0.5.17
+    "sglang/srt/layers/dp_attention.py": (
+        "from sglang.srt.fake_rank import STATE\n"
+        "def get_attention_tp_rank():\n"
+        "    return STATE['attn_tp_rank']\n"
+        "def get_attention_dp_rank():\n"
+        "    return STATE['attn_dp_rank']\n"
+    ),
+    "sglang/srt/distributed/parallel_state.py": (
+        "from sglang.srt.fake_rank import STATE\n"
+        "def get_tensor_model_parallel_rank():\n"
+        "    return STATE['tp_rank']\n"
+    ),
+}
+RANK_MODULES = (
+    "sglang.srt.runtime_context",
+    "sglang.srt.layers.dp_attention",
+    "sglang.srt.distributed.parallel_state",
+)
+
+
+def install_fake_sglang(root):
+    for rel, text in FAKE_FILES.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+    sys.path.insert(0, root)
+    for name in list(sys.modules):
+        if name == "sglang" or name.startswith("sglang."):
+            del sys.modules[name]
+    importlib.import_module("sglang.srt.fake_rank")
+
+
+def set_ranks(attn_tp_rank=0, attn_dp_rank=0, tp_rank=None, hide=()):
+    """Set the fake ranks; `hide` names rank modules to make unimportable (older releases)."""
+    import sglang.srt.fake_rank as fake_rank
+
+    fake_rank.STATE.update(
+        attn_tp_rank=attn_tp_rank,
+        attn_dp_rank=attn_dp_rank,
+        tp_rank=attn_tp_rank if tp_rank is None else tp_rank,
+    )
+    for name in RANK_MODULES:
+        if name in hide:
+            sys.modules[name] = None  # import raises ImportError
+        elif name in sys.modules and sys.modules[name] is None:
+            del sys.modules[name]
+
+
+# ---------------------------------------------------------------------------------
+# Helpers
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Env:
+    """Set the recipe's environment variables for one case; restore afterwards."""
+
+    def __init__(self, **values):
+        self.values = values
+
+    def __enter__(self):
+        self.saved = {k: os.environ.get(k) for k in ENV_VARS}
+        for k in ENV_VARS:
+            os.environ.pop(k, None)
+        for k, v in self.values.items():
+            os.environ[k] = str(v)
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class WarningCounter(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records = []
+
+    def emit(self, record):
+        if "hidden state dump" in record.getMessage():
+            self.records.append(record)
+
+
+WARNINGS = WarningCounter()
+logging.getLogger().addHandler(WARNINGS)
+logging.getLogger().setLevel(logging.WARNING)
+
+
+def build(module, aux_form="list", pp=(0, 1), cls=None, architectures=None):
+    """Build a CausalLM with seeded weights, so that two builds are identical."""
+    module.AUX_FORM = aux_form
+    module.PP_GROUP = module.PPGroup(*pp)
+    torch.manual_seed(1234)
+    config = module.MockConfig(architectures=architectures)
+    model = (cls or module.DeepseekV2ForCausalLM)(config)
+    return model.to(device=DEVICE, dtype=DTYPE).eval()
+
+
+LENS = [5, 3]  # two requests in one prefill
+PAD = 2  # DP / MLP-sync padding rows past sum(LENS)
+PREFIX = [0, 2]
+RIDS = ["req-a", "req-b"]
+
+
+def make_batch(module, mode="EXTEND", lens=LENS, pad=PAD, rids=RIDS, prefix=PREFIX):
+    n = sum(lens) + pad
+    gen = torch.Generator().manual_seed(99)
+    ids = torch.randint(0, 64, (n,), generator=gen).to(DEVICE)
+    positions = torch.arange(n, device=DEVICE)
+    batch = module.ForwardBatch(
+        forward_mode=getattr(module.ForwardMode, mode),
+        input_ids=ids,
+        positions=positions,
+        extend_seq_lens_cpu=list(lens),
+        extend_prefix_lens_cpu=list(prefix) if prefix is not None else None,
+        rids=list(rids) if rids is not None else None,
+    )
+    return ids, positions, batch
+
+
+def files_in(d):
+    return sorted(glob.glob(os.path.join(d, "*.ckpt"))) if os.path.isdir(d) else []
+
+
+def leftovers(d):
+    return [p for p in glob.glob(os.path.join(d, "**", "*"), recursive=True) if p.endswith(".tmp")] + [
+        p for p in glob.glob(os.path.join(d, "**", ".*"), recursive=True)
+    ]
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def load_sample(path):
+    # weights_only=True (torch.load's default from 2.6): readers need no pickle trust
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except TypeError:  # torch < 1.13 has no weights_only
+        return torch.load(path, map_location="cpu")
+
+
+def expected_rows(ref_module, aux_form="list", layer_ids=None):
+    """The pristine mock with capture enabled by hand: what the dump must contain."""
+    model = build(ref_module, aux_form)
+    model.set_eagle3_layers_to_capture(layer_ids)
+    ids, pos, batch = make_batch(ref_module)
+    with torch.no_grad():
+        out = model.model(ids, pos, batch)
+    hidden, aux = out
+    if not isinstance(aux, torch.Tensor):
+        aux = torch.cat(aux, dim=-1)
+    return ids, hidden, aux, list(model.model.layers_to_capture)
+
+
+def check_samples(paths, ids, hidden, aux, layers, lens=LENS, prefix=PREFIX, rids=RIDS):
+    check(len(paths) == len(lens), "expected %d files, found %d" % (len(lens), len(paths)))
+    start = 0
+    for i, (path, n) in enumerate(zip(paths, lens)):
+        s = load_sample(path)
+        b, start = start, start + n
+        keys = {"input_ids", "loss_mask", "hidden_state", "layers_to_capture", "prefix_len", "rid"}
+        if aux is not None:
+            keys.add("aux_hidden_state")
+        check(set(s) == keys, "keys %s != %s" % (sorted(s), sorted(keys)))
+        check(s["input_ids"].shape == (n,) and s["input_ids"].dtype == torch.long, "input_ids shape/dtype")
+        check(torch.equal(s["input_ids"], ids[b:start].cpu().long()), "input_ids values")
+        check(s["loss_mask"].shape == (n,) and bool((s["loss_mask"] == 1).all()), "loss_mask")
+        H = hidden.shape[-1]
+        check(tuple(s["hidden_state"].shape) == (1, n, H), "hidden_state shape %s" % (tuple(s["hidden_state"].shape),))
+        check(s["hidden_state"].dtype == DTYPE, "hidden_state dtype %s" % s["hidden_state"].dtype)
+        check(s["hidden_state"].device.type == "cpu", "hidden_state not on cpu")
+        check(torch.equal(s["hidden_state"][0], hidden[b:start].cpu()), "hidden_state values")
+        # saved compactly: the slice's storage, not the whole batch's
+        check(s["hidden_state"].untyped_storage().nbytes() == s["hidden_state"].numel() * s["hidden_state"].element_size(), "hidden_state saved with the whole batch storage")
+        if aux is not None:
+            K = len(layers)
+            check(tuple(s["aux_hidden_state"].shape) == (1, n, K * H), "aux_hidden_state shape %s" % (tuple(s["aux_hidden_state"].shape),))
+            check(torch.equal(s["aux_hidden_state"][0], aux[b:start].cpu()), "aux_hidden_state values")
+            check(s["layers_to_capture"] == list(layers), "layers_to_capture %r != %r" % (s["layers_to_capture"], layers))
+        else:
+            check(s["layers_to_capture"] is None, "layers_to_capture should be None without aux")
+        check(s["prefix_len"] == (prefix[i] if prefix is not None else None), "prefix_len %r" % s["prefix_len"])
+        check(s["rid"] == (rids[i] if rids is not None else None), "rid %r" % s["rid"])
+
+
+# ---------------------------------------------------------------------------------
+# Cases. Each gets (mod, ref, tmp): the module under test, the pristine mock, a fresh dir.
+
+
+def case_markers(mod, ref, tmp):
+    check(hasattr(mod, "_pysplice_hs_dump"), "the module has no _pysplice_hs_dump: not patched")
+
+
+def case_env_unset(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env():
+        model, pristine = build(mod), build(ref)
+        check(not model.capture_aux_hidden_states, "capture enabled without the env var")
+        check(getattr(model.model, "_hs_dump_dir", None) is None, "_hs_dump_dir set without the env var")
+        for mode in ("EXTEND", "DECODE"):
+            ids, pos, batch = make_batch(mod, mode)
+            _, _, rbatch = make_batch(ref, mode)
+            a, b = model(ids, pos, batch), pristine(ids, pos, rbatch)
+            check(torch.equal(a.next_token_logits, b.next_token_logits), "logits differ from the unpatched model")
+            check(a.aux_hidden_states is None and b.aux_hidden_states is None, "aux differs")
+            ha, hb = model.model(ids, pos, batch), pristine.model(ids, pos, rbatch)
+            check(isinstance(ha, torch.Tensor) and torch.equal(ha, hb), "model output differs")
+    check(not os.path.exists(out) and not glob.glob(os.path.join(tmp, "**", "*.ckpt"), recursive=True), "files written")
+
+
+def _dump_case(mod, ref, tmp, aux_form, layer_env=None, layer_ids=None):
+    out = os.path.join(tmp, "dump", "nested")  # created lazily, parents too
+    env = dict(SGLANG_HS_DUMP_DIR=out)
+    if layer_env is not None:
+        env["SGLANG_HS_DUMP_LAYERS"] = layer_env
+    with Env(**env):
+        set_ranks(0, 0)
+        model = build(mod, aux_form)
+        check(model.capture_aux_hidden_states, "capture not enabled")
+        check(not os.path.exists(out), "dump dir created before the first write")
+        ids, pos, batch = make_batch(mod)
+        with torch.no_grad():
+            value = model.model(ids, pos, batch)
+        e_ids, e_hidden, e_aux, e_layers = expected_rows(ref, aux_form, layer_ids)
+        # the returned value is what the unpatched model returns
+        check(isinstance(value, tuple) and len(value) == 2, "return value is not (hidden, aux)")
+        check(torch.equal(value[0], e_hidden), "returned hidden differs from unpatched")
+        got_aux = value[1] if isinstance(value[1], torch.Tensor) else torch.cat(value[1], dim=-1)
+        check(torch.equal(got_aux, e_aux), "returned aux differs from unpatched")
+        check(list(model.model.layers_to_capture) == e_layers, "layers_to_capture differs")
+        paths = files_in(out)
+        check_samples(paths, e_ids, e_hidden, e_aux, e_layers)
+        # the files equal the rows this very forward returned
+        s0 = load_sample(paths[0])
+        check(torch.equal(s0["hidden_state"][0], value[0][: LENS[0]].cpu()), "file != returned rows")
+        check(os.path.basename(paths[0]).startswith("data_dp0_pid%d_" % os.getpid()), "file name %s" % paths[0])
+        # the full CausalLM path (tuple unpack, logits) still works and matches
+        pristine = build(ref, aux_form)
+        pristine.set_eagle3_layers_to_capture(layer_ids)
+        _, _, rbatch = make_batch(ref)
+        a, b = model(ids, pos, make_batch(mod)[2]), pristine(ids, pos, rbatch)
+        check(torch.equal(a.next_token_logits, b.next_token_logits), "logits differ")
+        check(torch.equal(a.aux_hidden_states, b.aux_hidden_states), "logits-processor aux differs")
+        check(len(files_in(out)) == 4, "second prefill should add 2 files, have %d" % len(files_in(out)))
+        check(not leftovers(out), "leftover temporary files: %s" % leftovers(out))
+
+
+def case_extend_two_requests_list_aux(mod, ref, tmp):
+    _dump_case(mod, ref, tmp, "list")
+
+
+def case_extend_packed_aux(mod, ref, tmp):
+    _dump_case(mod, ref, tmp, "packed")
+
+
+def case_explicit_layers(mod, ref, tmp):
+    # ids starting at 1 get +1 (SGLang 0.5.13+ heuristic); the file records the effective list
+    _dump_case(mod, ref, tmp, "packed", layer_env="1, 3,5", layer_ids=[1, 3, 5])
+
+
+def _nothing_written(mod, tmp, mode=None, pp=(0, 1), ranks=(0, 0), hide=(), aux_form="list"):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(*ranks, hide=hide)
+        model = build(mod, aux_form, pp=pp)
+        ids, pos, batch = make_batch(mod, mode or "EXTEND")
+        if mode == "IDLE":
+            ids, pos, batch = make_batch(mod, "IDLE", lens=[], pad=0, rids=[], prefix=[])
+        with torch.no_grad():
+            value = model.model(ids, pos, batch)
+    check(files_in(out) == [], "files written: %s" % files_in(out))
+    return model, value
+
+
+def case_decode_pass(mod, ref, tmp):
+    _nothing_written(mod, tmp, "DECODE")
+
+
+def case_idle_pass(mod, ref, tmp):
+    _nothing_written(mod, tmp, "IDLE")
+
+
+def case_mixed_pass(mod, ref, tmp):
+    _nothing_written(mod, tmp, "MIXED")
+
+
+def case_target_verify_pass(mod, ref, tmp):
+    _nothing_written(mod, tmp, "TARGET_VERIFY")
+
+
+def case_draft_extend_pass(mod, ref, tmp):
+    _nothing_written(mod, tmp, "DRAFT_EXTEND")
+
+
+def case_empty_extend(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod, "EXTEND", lens=[], pad=0, rids=[], prefix=[])
+        with torch.no_grad():
+            value = model.model(ids, pos, batch)
+    check(files_in(out) == [], "files written for an empty batch")
+    check(isinstance(value, tuple) and value[0].shape[0] == 0, "value changed")
+
+
+def case_prefill_mode_old_releases(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod, "PREFILL")
+        with torch.no_grad():
+            model.model(ids, pos, batch)
+    check(len(files_in(out)) == 2, "PREFILL pass (0.2.x/0.3.x) should dump 2 files")
+
+
+def case_pp_non_last_rank(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list", pp=(0, 2))
+        check(not model.capture_aux_hidden_states, "aux capture enabled under PP")
+        ids, pos, batch = make_batch(mod)
+        with torch.no_grad():
+            value = model.model(ids, pos, batch)
+        pristine = build(ref, "list", pp=(0, 2))
+        with torch.no_grad():
+            expect = pristine.model(ids, pos, make_batch(ref)[2])
+        check(type(value).__name__ == "PPProxyTensors", "not a PPProxyTensors: %r" % type(value))
+        for k in ("hidden_states", "residual"):
+            check(torch.equal(value[k], expect[k]), "proxy %s differs" % k)
+        # the helper itself leaves any non-tensor value alone, same object
+        if hasattr(mod, "_pysplice_hs_dump"):
+            check(mod._pysplice_hs_dump(model.model, ids, batch, value) is value, "proxy not returned as is")
+            check(mod._pysplice_hs_dump(model.model, ids, batch, None) is None, "None not returned as is")
+    check(files_in(out) == [], "files written on a non-last PP rank")
+    check(not WARNINGS.records or all("aux capture" in r.getMessage() for r in WARNINGS.records), "dump warnings on PP rank")
+
+
+def case_pp_last_rank_dumps_hidden_only(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "packed", pp=(1, 2))
+        check(not model.capture_aux_hidden_states, "aux capture enabled under PP")
+        ids, pos, batch = make_batch(mod)
+        gen = torch.Generator().manual_seed(5)
+        proxy = mod.PPProxyTensors(
+            dict(
+                hidden_states=torch.randn(ids.shape[0], 16, generator=gen).to(DEVICE, DTYPE),
+                residual=torch.randn(ids.shape[0], 16, generator=gen).to(DEVICE, DTYPE),
+            )
+        )
+        with torch.no_grad():
+            value = model.model(ids, pos, batch, None, proxy)
+    check(isinstance(value, torch.Tensor), "last PP rank should return the bare tensor")
+    check_samples(files_in(out), ids, value, None, None)
+
+
+def case_attn_tp_rank_1_runtime_context(mod, ref, tmp):
+    _nothing_written(mod, tmp, ranks=(1, 0))
+
+
+def case_attn_tp_rank_1_dp_attention(mod, ref, tmp):
+    # release without runtime_context (<= 0.5.13): dp_attention says rank 1
+    _nothing_written(mod, tmp, ranks=(1, 0), hide=("sglang.srt.runtime_context",))
+
+
+def case_rank_via_dp_attention_with_dp_rank(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 3, hide=("sglang.srt.runtime_context",))
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod)
+        with torch.no_grad():
+            model.model(ids, pos, batch)
+    names = [os.path.basename(p) for p in files_in(out)]
+    check(len(names) == 2 and all(n.startswith("data_dp3_pid%d_" % os.getpid()) for n in names), "names %s" % names)
+
+
+def case_rank_via_parallel_state(mod, ref, tmp):
+    # no runtime_context, no dp_attention: parallel_state's TP rank 1 -> no writer
+    _nothing_written(mod, tmp, ranks=(1, 0), hide=RANK_MODULES[:2])
+
+
+def case_rank_fallback_without_sglang(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(1, 0, hide=RANK_MODULES)  # every getter gone; torch.distributed not initialized
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod)
+        with torch.no_grad():
+            model.model(ids, pos, batch)
+    check(len(files_in(out)) == 2, "fallback rank 0 should write")
+
+
+def case_max_cap(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_MAX=3):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        for _ in range(3):
+            ids, pos, batch = make_batch(mod)
+            with torch.no_grad():
+                model.model(ids, pos, batch)
+    check(len(files_in(out)) == 3, "cap 3: found %d files" % len(files_in(out)))
+
+
+def case_write_failure_warns_once(mod, ref, tmp):
+    blocker = os.path.join(tmp, "a_file")
+    with open(blocker, "w") as f:
+        f.write("not a directory")
+    out = os.path.join(blocker, "dump")  # mkdir fails, even as root
+    before = len(WARNINGS.records)
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        pristine = build(ref, "list")
+        pristine.set_eagle3_layers_to_capture(None)
+        for _ in range(3):
+            ids, pos, batch = make_batch(mod)
+            a = model(ids, pos, batch)
+            b = pristine(ids, pos, make_batch(ref)[2])
+            check(torch.equal(a.next_token_logits, b.next_token_logits), "logits differ after a dump failure")
+            check(torch.equal(a.aux_hidden_states, b.aux_hidden_states), "aux differs after a dump failure")
+    got = len(WARNINGS.records) - before
+    check(got == 1, "expected exactly one warning, got %d" % got)
+    check(not glob.glob(os.path.join(tmp, "**", "*.ckpt"), recursive=True), "files written")
+
+
+def case_disk_full_mid_write(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    before = len(WARNINGS.records)
+    real_save = torch.save
+
+    def failing_save(obj, f, *args, **kwargs):
+        with open(f, "wb") as fh:
+            fh.write(b"partial")
+        raise OSError(28, "No space left on device")
+
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod)
+        torch.save = failing_save
+        try:
+            with torch.no_grad():
+                value = model.model(ids, pos, batch)
+        finally:
+            torch.save = real_save
+    check(isinstance(value, tuple) and value[0].shape[0] == ids.shape[0], "value changed")
+    check(len(WARNINGS.records) - before == 1, "expected one warning")
+    check(files_in(out) == [], "files written")
+    check(not leftovers(out), "partial temporary file left: %s" % leftovers(out))
+
+
+def case_bad_shape_warns_and_returns(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    before = len(WARNINGS.records)
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod)
+        batch.extend_seq_lens_cpu = [50, 50]  # more rows than the batch has
+        with torch.no_grad():
+            value = model.model(ids, pos, batch)
+    check(isinstance(value, tuple) and value[0].shape[0] == ids.shape[0], "value changed")
+    check(len(WARNINGS.records) - before == 1, "expected one warning")
+    check(files_in(out) == [], "files written")
+
+
+def case_kimi_input_ids_none(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "packed")
+        ids, pos, batch = make_batch(mod)
+        with torch.no_grad():
+            embeds = model.model.embed_tokens(ids)
+            value = model.model(None, pos, batch, embeds)  # as general_mm_embed_routine does
+    e_ids, e_hidden, e_aux, e_layers = expected_rows(ref, "packed")
+    check(torch.equal(value[0], e_hidden), "returned hidden differs")
+    check_samples(files_in(out), e_ids, e_hidden, e_aux, e_layers)
+
+
+class OldInputMetadata:
+    """Like 0.2.15-0.3.2 InputMetadata: no input_ids, no rids, no *_cpu lists;
+    with prefix=None like 0.2.6, which has only seq_lens and extend_seq_lens."""
+
+    def __init__(self, forward_mode, lens, prefix, seq_lens=None):
+        self.forward_mode = forward_mode
+        self.extend_seq_lens = torch.tensor(lens, device=DEVICE)
+        if prefix is not None:
+            self.extend_prefix_lens = torch.tensor(prefix, device=DEVICE)
+        if seq_lens is not None:
+            self.seq_lens = torch.tensor(seq_lens, device=DEVICE)
+
+
+def case_old_input_metadata(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        model.model.layers_to_capture = []  # releases before aux capture existed
+        model.capture_aux_hidden_states = False
+        ids, pos, _ = make_batch(mod)
+        batch = OldInputMetadata(mod.ForwardMode.EXTEND, LENS, PREFIX)
+        with torch.no_grad():
+            value = model.model(ids, pos, batch)
+    check(isinstance(value, torch.Tensor), "bare tensor expected")
+    check_samples(files_in(out), ids, value, None, None, rids=None)
+
+
+def case_oldest_input_metadata_0_2_6(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        model.model.layers_to_capture = []
+        model.capture_aux_hidden_states = False
+        ids, pos, _ = make_batch(mod)
+        seq_lens = [p + n for p, n in zip(PREFIX, LENS)]
+        batch = OldInputMetadata(mod.ForwardMode.PREFILL, LENS, None, seq_lens)
+        with torch.no_grad():
+            value = model.model(ids, pos, batch)
+    check_samples(files_in(out), ids, value, None, None, rids=None)
+
+
+def case_draft_models_skipped(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        # a draft subclass (as MistralLarge3ForCausalLMEagle) and an architecture
+        # renamed by ModelConfig for a draft (as DeepseekV3ForCausalLMNextN)
+        Eagle = type("MistralLarge3ForCausalLMEagle", (mod.DeepseekV3ForCausalLM,), {})
+        EagleModel = type("MistralLarge3EagleModel", (mod.DeepseekV2Model,), {})
+        for model in (build(mod, "list", cls=Eagle), build(mod, "list", architectures=["DeepseekV3ForCausalLMNextN"])):
+            check(not model.capture_aux_hidden_states, "capture enabled in a draft model")
+            check(model.model.layers_to_capture == [], "layers set in a draft model")
+        inner = build(mod, "list", architectures=["DeepseekV3ForCausalLMNextN"]).model
+        check(getattr(inner, "_hs_dump_dir", None) is None, "draft DeepseekV2Model would dump")
+        torch.manual_seed(0)
+        em = EagleModel(mod.MockConfig()).to(DEVICE, DTYPE)
+        check(getattr(em, "_hs_dump_dir", None) is None, "Eagle DeepseekV2Model subclass would dump")
+        ids, pos, batch = make_batch(mod)
+        with torch.no_grad():
+            em(ids, pos, batch)
+        # the target (plain V3) still captures
+        check(build(mod, "list", cls=mod.DeepseekV3ForCausalLM).capture_aux_hidden_states, "target V3 not capturing")
+    check(files_in(out) == [], "draft wrote files")
+
+
+def case_bad_layer_env_keeps_serving(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    before = len(WARNINGS.records)
+    with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_LAYERS="two,x"):
+        set_ranks(0, 0)
+        model = build(mod, "packed")  # must not raise
+        check(not model.capture_aux_hidden_states, "capture flag left on")
+        check(len(WARNINGS.records) - before == 1, "expected one construction warning")
+        ids, pos, batch = make_batch(mod)
+        out_logits = model(ids, pos, batch)  # bare tensor path, no unpack error
+        pristine = build(ref, "packed")
+        check(torch.equal(out_logits.next_token_logits, pristine(ids, pos, make_batch(ref)[2]).next_token_logits), "logits differ")
+        with torch.no_grad():
+            value = model.model(ids, pos, make_batch(mod)[2])
+    check_samples(files_in(out)[:2], ids, value, None, None)
+
+
+CASES = [(name[5:].replace("_", "-"), fn) for name, fn in list(globals().items()) if name.startswith("case_")]
+
+
+def run(path):
+    fake_root = tempfile.mkdtemp(prefix="hs_fake_sglang_")
+    install_fake_sglang(fake_root)
+    mod = load(path, "mock_deepseek_v2_under_test")
+    ref = load(PRISTINE, "mock_deepseek_v2_pristine")
+    print("device %s, dtype %s, torch %s, module %s" % (DEVICE, DTYPE, torch.__version__, path))
+    passed = failed = 0
+    for name, fn in CASES:
+        tmp = tempfile.mkdtemp(prefix="hs_case_")
+        try:
+            set_ranks(0, 0)
+            fn(mod, ref, tmp)
+            leftover = leftovers(tmp)
+            check(not leftover, "leftover temporary files: %s" % leftover)
+        except Exception as exc:
+            failed += 1
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            print("FAIL %s: %s" % (name, detail))
+            if os.environ.get("HS_TEST_VERBOSE"):
+                traceback.print_exc()
+        else:
+            passed += 1
+            print("ok   %s" % name)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(fake_root, ignore_errors=True)
+    return passed, failed
+
+
+def main(argv):
+    if argv[1:] == ["--unpatched"]:
+        passed, failed = run(PRISTINE)
+        ok = failed > 0
+        print("unpatched mock: %d of %d cases failed, %s" % (failed, passed + failed, "as expected" if ok else "UNEXPECTED: the test cannot fail"))
+        return 0 if ok else 1
+    if len(argv) != 2 or argv[1].startswith("-"):
+        print(__doc__.strip())
+        return 2
+    passed, failed = run(argv[1])
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
