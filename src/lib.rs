@@ -1,6 +1,8 @@
 //! pysplice: find Python classes, methods and statements by meaning, and splice code into them.
 #![deny(missing_docs)]
 
+pub mod edit;
+pub mod engine;
 pub mod error;
 pub mod parse;
 pub mod source;
@@ -10,8 +12,10 @@ pub use error::{Error, Location};
 pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
 pub use syntax::Node;
 pub mod locate;
+pub mod marker;
 pub mod outline;
 pub mod pattern;
+mod place;
 pub mod spec;
 pub mod template;
 
@@ -20,3 +24,4 @@ pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
 pub use spec::{Action, Anchor, Hook, ImportLine, Nth, Recipe, Selector};
 pub use template::Template;
+pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Status};

@@ -1,0 +1,605 @@
+//! Plan, apply, check and revert a recipe on one file, with verification.
+//!
+//! Planning never mutates; applying never decides. A file that already carries this recipe's
+//! markers is first reverted in memory to its original text, the recipe is planned on that
+//! original, and the result compared with what is there: equal blocks are "already applied",
+//! changed ones "updated".
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use crate::edit::{apply_edits, Edit, EditMap};
+use crate::error::{Error, HookRef};
+use crate::locate::Target;
+use crate::marker::{self, Frame};
+use crate::outline::{DefKind, Definition, ParsedFile};
+use crate::pattern::Depth;
+use crate::place::{Placer, Refusal};
+use crate::source::SourceFile;
+use crate::spec::{Action, Hook, Recipe};
+use crate::syntax::{Node, LIST};
+use crate::template::Bindings;
+
+/// What happened (or would happen) to one hook in one file.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Status {
+    /// Newly placed.
+    Applied,
+    /// Already there, identical.
+    AlreadyApplied,
+    /// There from an older spec; replaced.
+    Updated,
+    /// Not placed, on purpose (optional anchor absent, `when` not matched, nothing to do).
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+    /// Could not be placed (a required hook): the file is left untouched.
+    Failed {
+        /// Why, with file:line:column.
+        reason: String,
+    },
+    /// Removed by revert.
+    Reverted,
+    /// Revert found nothing of this hook.
+    NotPresent,
+}
+
+/// The outcome for one hook.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct HookOutcome {
+    /// Hook id.
+    pub hook: String,
+    /// Hook summary.
+    pub summary: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub status: Status,
+    /// 1-based first and last line the hook's text occupies in the output (markers included).
+    pub lines: Option<(usize, usize)>,
+}
+
+/// A hook's edits, or why it has none.
+#[derive(Debug)]
+enum HookPlan {
+    Edits(Vec<Edit>),
+    Skipped(String),
+    Failed(Error),
+}
+
+/// The plan of a recipe for one file: per hook, edits or the reason there are none.
+#[derive(Debug)]
+pub struct Plan {
+    recipe_id: String,
+    hooks: Vec<(String, String, HookPlan)>,
+}
+
+impl Plan {
+    /// Whether every hook could be placed or was skipped on purpose.
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        !self.hooks.iter().any(|(_, _, p)| matches!(p, HookPlan::Failed(_)))
+    }
+
+    /// The first failure, if any.
+    #[must_use]
+    pub fn first_failure(&self) -> Option<&Error> {
+        self.hooks.iter().find_map(|(_, _, p)| match p {
+            HookPlan::Failed(err) => Some(err),
+            _ => None,
+        })
+    }
+
+    /// All edits in hook order.
+    #[must_use]
+    pub fn edits(&self) -> Vec<Edit> {
+        self.hooks
+            .iter()
+            .flat_map(|(_, _, p)| match p {
+                HookPlan::Edits(edits) => edits.clone(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Per-hook statuses as planned (placed hooks show as `Applied`).
+    #[must_use]
+    pub fn outcomes(&self) -> Vec<HookOutcome> {
+        self.hooks
+            .iter()
+            .map(|(id, summary, p)| HookOutcome {
+                hook: id.clone(),
+                summary: summary.clone(),
+                status: match p {
+                    HookPlan::Edits(_) => Status::Applied,
+                    HookPlan::Skipped(reason) => Status::Skipped { reason: reason.clone() },
+                    HookPlan::Failed(err) => Status::Failed { reason: err.to_string() },
+                },
+                lines: None,
+            })
+            .collect()
+    }
+
+    /// The recipe this plan is for.
+    #[must_use]
+    pub fn recipe_id(&self) -> &str {
+        &self.recipe_id
+    }
+}
+
+/// A file as found, with this recipe's frames taken out.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    current: SourceFile,
+    frames: Vec<Frame>,
+    original: ParsedFile,
+}
+
+impl Prepared {
+    /// Reads this recipe's markers in `current` and reconstructs the original text.
+    ///
+    /// # Errors
+    /// [`Error::Marker`] for damaged or hand-edited frames; [`Error::Syntax`] when the text is not
+    /// valid Python.
+    pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
+        let frames = marker::scan(&current, &recipe.id)?;
+        let original = if frames.is_empty() {
+            ParsedFile::parse(current.clone())?
+        } else {
+            let text = marker::strip(current.text(), &frames);
+            ParsedFile::parse(SourceFile::new(current.name(), text))?
+        };
+        Ok(Prepared {
+            current,
+            frames,
+            original,
+        })
+    }
+
+    /// The file as found.
+    #[must_use]
+    pub fn current(&self) -> &SourceFile {
+        &self.current
+    }
+
+    /// The file without this recipe's changes.
+    #[must_use]
+    pub fn original(&self) -> &ParsedFile {
+        &self.original
+    }
+
+    /// Whether the recipe has frames in the file.
+    #[must_use]
+    pub fn is_patched(&self) -> bool {
+        !self.frames.is_empty()
+    }
+}
+
+/// Plans `recipe` on an (unpatched) parsed file.
+#[must_use]
+pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
+    let hooks = recipe
+        .hooks
+        .iter()
+        .map(|hook| {
+            let planned = match plan_hook(recipe, hook, file) {
+                Ok(Ok(edits)) => HookPlan::Edits(edits),
+                Ok(Err(reason)) => HookPlan::Skipped(reason),
+                Err(err) if hook.optional => HookPlan::Skipped(err.to_string()),
+                Err(err) => HookPlan::Failed(err),
+            };
+            (hook.id.clone(), hook.summary.clone(), planned)
+        })
+        .collect();
+    Plan {
+        recipe_id: recipe.id.clone(),
+        hooks,
+    }
+}
+
+/// `Ok(Ok(edits))` placed, `Ok(Err(reason))` skipped on purpose, `Err` cannot be placed.
+fn plan_hook(recipe: &Recipe, hook: &Hook, file: &ParsedFile) -> Result<Result<Vec<Edit>, String>, Error> {
+    let source = file.source();
+    let placement_error = |refusal: Refusal| Error::Placement {
+        location: source.location(refusal.offset),
+        reason: refusal.reason,
+        hook: HookRef(Some(hook.id.clone())),
+    };
+    for path in &hook.requires {
+        if file.find_all(path.split('#').next().unwrap_or(path)).is_empty() {
+            return Ok(Err(format!("requires `{path}`, which this file does not define")));
+        }
+    }
+    let target = match &hook.target {
+        Target::Module => None,
+        Target::Definition { .. } => {
+            let text = target_text(&hook.target);
+            Some(file.locate(&text).map_err(|err| err.with_hook(&hook.id))?)
+        }
+    };
+    let body = target.map_or(&file.root().children()[0], |def| {
+        file.node(def).field("body").expect("definitions have a body")
+    });
+    if let Some(when) = &hook.when {
+        if when.find_in(body, Depth::Nested).is_empty() {
+            return Ok(Err(format!("not applicable: nothing in the target matches `{}`", when.text())));
+        }
+    }
+    let params = target.map(|def| parameter_names(file.node(def))).unwrap_or_default();
+    let placer = Placer::new(file, &recipe.id, &hook.id);
+    let render = |template: &crate::template::Template, value: Option<&str>| -> Result<String, Error> {
+        if let Some(&n) = template.param_indices().iter().find(|&&n| n >= params.len()) {
+            return Err(placement_error(Refusal {
+                offset: target.map_or(0, |d| d.range().start),
+                reason: format!("the template uses `{{param.{n}}}` but the target has {} parameters", params.len()),
+            }));
+        }
+        Ok(template.render(&recipe.vars, &Bindings { value, params: &params }))
+    };
+    let edits = match (&hook.action, target) {
+        (Action::EnsureImports(imports), _) => {
+            let (edits, present) = placer.ensure_imports(imports).map_err(placement_error)?;
+            if edits.is_empty() {
+                return Ok(Err(format!("already imported: {}", present.join(", "))));
+            }
+            edits
+        }
+        (Action::Insert { at, code }, None) => placer.insert_in_module(at, &render(code, None)?).map_err(placement_error)?,
+        (Action::Insert { at, code }, Some(def)) => {
+            placer.insert_in_definition(def, at, &render(code, None)?).map_err(placement_error)?
+        }
+        (Action::Replace { selector, code }, _) => {
+            placer.replace_statements(body, selector, &render(code, None)?).map_err(placement_error)?
+        }
+        (Action::WrapReturns { template, unless_inside }, Some(def)) => {
+            let exclude: Vec<Range<usize>> = unless_inside
+                .as_ref()
+                .map(|p| p.find_in(body, Depth::Nested).into_iter().map(Node::range).collect())
+                .unwrap_or_default();
+            // Rendering checks the parameters once; each return then substitutes its value.
+            render(template, None)?;
+            let wrap = |value: &str| template.render(&recipe.vars, &Bindings { value: Some(value), params: &params });
+            let (edits, _) = placer.wrap_returns(def, &exclude, &wrap).map_err(placement_error)?;
+            if edits.is_empty() {
+                return Err(placement_error(Refusal {
+                    offset: def.range().start,
+                    reason: format!("`{}` has no return statement to wrap", def.path()),
+                }));
+            }
+            edits
+        }
+        (Action::AddForwarder { method, via }, Some(def)) => {
+            if def.kind() != DefKind::Class {
+                return Err(placement_error(Refusal {
+                    offset: def.range().start,
+                    reason: format!("`{}` is not a class", def.path()),
+                }));
+            }
+            if let Some(existing) = class_method(file, def, method) {
+                return Ok(Err(format!("already present: `{}` (line {})", existing.path(), existing.line())));
+            }
+            if !assigns_self_attribute(file.node(def), via) {
+                return Err(placement_error(Refusal {
+                    offset: def.range().start,
+                    reason: format!("`{}` never assigns `self.{via}`", def.path()),
+                }));
+            }
+            placer.add_forwarder(def, method, via).map_err(placement_error)?
+        }
+        (Action::WrapReturns { .. } | Action::AddForwarder { .. }, None) => {
+            return Err(placement_error(Refusal {
+                offset: 0,
+                reason: "this placement needs a definition target".into(),
+            }))
+        }
+    };
+    Ok(Ok(edits))
+}
+
+fn target_text(target: &Target) -> String {
+    match target {
+        Target::Module => "module".into(),
+        Target::Definition { path, ordinal: Some(n) } => format!("{path}#{n}"),
+        Target::Definition { path, ordinal: None } => path.clone(),
+    }
+}
+
+/// Parameter names of a function node in order: positional-only, regular, `*args`, keyword-only, `**kwargs`.
+fn parameter_names(def: &Node) -> Vec<String> {
+    let Some(args) = def.children().iter().find(|c| c.kind() == "arguments") else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for child in args.children() {
+        if child.kind() == LIST {
+            for item in child.children() {
+                names.extend(item.children().first().and_then(Node::label).map(str::to_string));
+            }
+        } else if child.kind() == "arg" {
+            names.extend(child.label().map(str::to_string));
+        }
+    }
+    names
+}
+
+/// A method named `name` of `class` or of a base class defined in the same file.
+fn class_method<'f>(file: &'f ParsedFile, class: &Definition, name: &str) -> Option<&'f Definition> {
+    let mut seen = Vec::new();
+    let mut queue = vec![class.path().to_string()];
+    while let Some(path) = queue.pop() {
+        if seen.contains(&path) {
+            continue;
+        }
+        let method = format!("{path}.{name}");
+        if let Some(found) = file.find_all(&method).into_iter().next() {
+            return Some(found);
+        }
+        if let Some(def) = file.find_all(&path).into_iter().next() {
+            if let Some(bases) = file.node(def).field("bases") {
+                queue.extend(bases.children().iter().filter_map(|b| (b.kind() == "Name").then(|| b.label()).flatten().map(str::to_string)));
+            }
+        }
+        seen.push(path);
+    }
+    None
+}
+
+fn assigns_self_attribute(class: &Node, attr: &str) -> bool {
+    let mut found = false;
+    class.walk(&mut |n| {
+        if matches!(n.kind(), "Assign" | "AnnAssign") {
+            let targets = if n.kind() == "Assign" { n.children()[0].children() } else { &n.children()[..1] };
+            found |= targets.iter().any(|t| {
+                t.kind() == "Attribute"
+                    && t.label() == Some(attr)
+                    && t.children()[0].kind() == "Name"
+                    && t.children()[0].label() == Some("self")
+            });
+        }
+        !found
+    });
+    found
+}
+
+/// A verified result of applying a recipe to one file.
+#[derive(Clone, Debug)]
+pub struct Patched {
+    name: String,
+    input: String,
+    output: String,
+    outcomes: Vec<HookOutcome>,
+}
+
+impl Patched {
+    /// The file's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The text as it was.
+    #[must_use]
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
+    /// The text as it is now (equal to the input when nothing changed).
+    #[must_use]
+    pub fn output(&self) -> &str {
+        &self.output
+    }
+
+    /// Whether the output differs from the input.
+    #[must_use]
+    pub fn changed(&self) -> bool {
+        self.input != self.output
+    }
+
+    /// Per-hook outcomes, in recipe order.
+    #[must_use]
+    pub fn outcomes(&self) -> &[HookOutcome] {
+        &self.outcomes
+    }
+}
+
+/// Applies `recipe` to `source` in memory and verifies the result.
+///
+/// ```
+/// use pysplice::{apply, Recipe, SourceFile};
+/// let recipe = Recipe::from_toml("r.toml", r#"
+/// [recipe]
+/// id = "demo"
+/// summary = "Count calls"
+/// [[hook]]
+/// id = "count"
+/// summary = "Counted calls of Model.forward"
+/// in = "Model.forward"
+/// at = "start"
+/// code = "self.calls = getattr(self, 'calls', 0) + 1"
+/// "#)?;
+/// let file = SourceFile::new("m.py", "class Model:\n    def forward(self, x):\n        return x\n");
+/// let patched = apply(&recipe, file)?;
+/// assert!(patched.output().contains("        self.calls = getattr(self, 'calls', 0) + 1\n"));
+/// // Applying again changes nothing; reverting gives back the original bytes.
+/// let again = apply(&recipe, SourceFile::new("m.py", patched.output()))?;
+/// assert!(!again.changed());
+/// let reverted = pysplice::revert(&recipe, SourceFile::new("m.py", patched.output()))?;
+/// assert_eq!(reverted.output(), "class Model:\n    def forward(self, x):\n        return x\n");
+/// # Ok::<(), pysplice::Error>(())
+/// ```
+///
+/// # Errors
+/// The first failing required hook ([`Error::NotFound`], [`Error::Placement`]...), a conflict
+/// between hooks, damaged markers, or a failed verification. Nothing is changed on error.
+pub fn apply(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
+    let prepared = Prepared::new(recipe, source)?;
+    let plan = plan(recipe, prepared.original());
+    apply_plan(recipe, &prepared, plan)
+}
+
+/// Applies an already computed plan of `prepared`'s original text.
+///
+/// # Errors
+/// As [`apply`].
+pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Patched, Error> {
+    if !plan.is_complete() {
+        let failure = plan.hooks.into_iter().find_map(|(_, _, p)| match p {
+            HookPlan::Failed(err) => Some(err),
+            _ => None,
+        });
+        return Err(failure.expect("an incomplete plan has a failure"));
+    }
+    let original = prepared.original();
+    let (output, map) = apply_edits(original.source(), &plan.edits())?;
+    let out_file = SourceFile::new(original.source().name(), output);
+    let out_frames = verify(recipe, original, &out_file, &map)?;
+    let before: BTreeMap<&str, Vec<(&str, &str)>> = group(&prepared.frames);
+    let after: BTreeMap<&str, Vec<(&str, &str)>> = group(&out_frames);
+    let outcomes = plan
+        .outcomes()
+        .into_iter()
+        .map(|mut outcome| {
+            if outcome.status == Status::Applied {
+                let old = before.get(outcome.hook.as_str());
+                let new = after.get(outcome.hook.as_str());
+                outcome.status = match old {
+                    None => Status::Applied,
+                    Some(old) if Some(old) == new => Status::AlreadyApplied,
+                    Some(_) => Status::Updated,
+                };
+                outcome.lines = frame_lines(&out_file, &out_frames, &outcome.hook);
+            }
+            outcome
+        })
+        .collect();
+    Ok(Patched {
+        name: prepared.current().name().to_string(),
+        input: prepared.current().text().to_string(),
+        output: out_file.text().to_string(),
+        outcomes,
+    })
+}
+
+fn group(frames: &[Frame]) -> BTreeMap<&str, Vec<(&str, &str)>> {
+    let mut map: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for frame in frames {
+        map.entry(frame.hook.as_str()).or_default().push((frame.hash.as_str(), frame.was.as_str()));
+    }
+    map
+}
+
+fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize, usize)> {
+    let mine: Vec<&Frame> = frames.iter().filter(|f| f.hook == hook).collect();
+    let first = mine.iter().map(|f| f.line).min()?;
+    let last = mine
+        .iter()
+        .map(|f| f.removal.iter().map(|r| file.lines().line_of(r.end.saturating_sub(1).max(r.start))).max().unwrap_or(f.line))
+        .max()?;
+    Some((first, last.max(first)))
+}
+
+/// Removes this recipe's changes from `source`, giving back the original bytes.
+///
+/// # Errors
+/// [`Error::Marker`] for damaged or hand-edited frames, [`Error::Verify`] when the result does
+/// not parse.
+pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
+    let prepared = Prepared::new(recipe, source)?;
+    let present: BTreeMap<&str, Vec<(&str, &str)>> = group(&prepared.frames);
+    let outcomes = recipe
+        .hooks
+        .iter()
+        .map(|hook| HookOutcome {
+            hook: hook.id.clone(),
+            summary: hook.summary.clone(),
+            status: if present.contains_key(hook.id.as_str()) { Status::Reverted } else { Status::NotPresent },
+            lines: None,
+        })
+        .collect();
+    Ok(Patched {
+        name: prepared.current.name().to_string(),
+        input: prepared.current.text().to_string(),
+        output: prepared.original.source().text().to_string(),
+        outcomes,
+    })
+}
+
+/// Checks the output of an apply: it parses; bytes outside the edits are unchanged; its frames
+/// strip back to the original exactly; without the inserted statements it has the original's
+/// syntax tree. Returns the output's frames.
+fn verify(recipe: &Recipe, original: &ParsedFile, output: &SourceFile, map: &EditMap) -> Result<Vec<Frame>, Error> {
+    let hook_at = |offset: usize| {
+        map.spans
+            .iter()
+            .find(|(_, new, _)| new.start <= offset && offset <= new.end)
+            .map(|(_, _, hook)| hook.clone())
+    };
+    let fail = |offset: usize, reason: String| Error::Verify {
+        location: output.location(offset),
+        reason,
+        hook: HookRef(hook_at(offset)),
+    };
+    let parsed = ParsedFile::parse(output.clone()).map_err(|err| {
+        let offset = output.lines().line_start(err.location().line).unwrap_or(0);
+        fail(offset, format!("the patched text does not parse: {err}"))
+    })?;
+    let (old, new) = (original.source().text(), output.text());
+    let (mut at_old, mut at_new) = (0, 0);
+    for (old_range, new_range, _) in &map.spans {
+        if old.get(at_old..old_range.start) != new.get(at_new..new_range.start) {
+            return Err(fail(at_new, "bytes outside the edited ranges changed".into()));
+        }
+        (at_old, at_new) = (old_range.end, new_range.end);
+    }
+    if old.get(at_old..) != new.get(at_new..) {
+        return Err(fail(at_new, "bytes outside the edited ranges changed".into()));
+    }
+    let frames = marker::scan(output, &recipe.id)?;
+    if marker::strip(new, &frames) != old {
+        return Err(fail(0, "removing the markers does not give back the original text".into()));
+    }
+    let before = strip_statements(&original.root().children()[0], &map.removed);
+    let after = strip_statements(&parsed.root().children()[0], &map.inserted);
+    if !equivalent(&before, &after, map) {
+        return Err(fail(0, "without the inserted statements the syntax tree differs from the original".into()));
+    }
+    Ok(frames)
+}
+
+/// A copy of `node` without the statements lying inside `ranges`.
+fn strip_statements(node: &Node, ranges: &[Range<usize>]) -> Node {
+    let inside = |n: &Node| ranges.iter().any(|r| r.start <= n.range().start && n.range().end <= r.end);
+    let children = node
+        .children()
+        .iter()
+        .filter(|child| !(node.kind() == LIST && !ranges.is_empty() && inside(child) && is_statement(child)))
+        .map(|child| strip_statements(child, ranges))
+        .collect();
+    Node::new(node.kind(), node.range(), node.label().map(Into::into), children)
+}
+
+fn is_statement(node: &Node) -> bool {
+    !matches!(node.kind(), LIST | "absent") && node.kind().chars().next().is_some_and(char::is_uppercase)
+}
+
+/// Same shape, where a rewritten statement counts as equal when it keeps the original's kind
+/// and contains the original's value.
+fn equivalent(before: &Node, after: &Node, map: &EditMap) -> bool {
+    if let Some((_, _)) = map.rewritten.iter().find(|(old, new)| *old == before.range() && *new == after.range()) {
+        let value = before.children().first();
+        let mut contains = false;
+        if let Some(value) = value {
+            after.walk(&mut |n| {
+                contains |= n.same_shape(value);
+                !contains
+            });
+        }
+        return before.kind() == after.kind() && contains;
+    }
+    before.kind() == after.kind()
+        && before.label() == after.label()
+        && before.children().len() == after.children().len()
+        && before.children().iter().zip(after.children()).all(|(a, b)| equivalent(a, b, map))
+}

@@ -1,0 +1,264 @@
+//! Marker comments: how pysplice frames what it inserted, so that applying again is a no-op,
+//! a changed spec replaces its old blocks, hand edits are caught, and revert is exact.
+//!
+//! A block of inserted lines:
+//! ```text
+//!     # >>> pysplice RECIPE/HOOK HASH
+//!     inserted code
+//!     # <<< pysplice RECIPE/HOOK
+//! ```
+//! When the block displaced original text (a one-line suite `def f(): return x` expanded into a
+//! block, or a replaced statement), the opening marker ends with ` was=JSON` and the frame runs
+//! from the line break before the opening marker to the end of the closing marker line.
+//!
+//! A change inside a statement (a wrapped return value) gets one marker line before the line
+//! holding the change:
+//! ```text
+//!     # ~~~ pysplice RECIPE/HOOK HASH at=COLUMN len=LENGTH was=JSON
+//!     return wrapped(value)
+//! ```
+//! `HASH` is a short hash of the inserted text, so an edited block is recognised.
+
+use std::ops::Range;
+
+use crate::error::{Error, HookRef};
+use crate::source::SourceFile;
+
+const BEGIN: &str = "# >>> pysplice ";
+const END: &str = "# <<< pysplice ";
+const INLINE: &str = "# ~~~ pysplice ";
+
+/// A 64-bit FNV-1a hash of `text`, as 8 hex digits (the low 32 bits): short, stable across
+/// platforms and releases, enough to recognise an edited block.
+#[must_use]
+pub fn short_hash(text: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:08x}", hash & 0xffff_ffff)
+}
+
+/// One framed change found in a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// The recipe id in the marker.
+    pub recipe: String,
+    /// The hook id in the marker.
+    pub hook: String,
+    /// The hash in the marker.
+    pub hash: String,
+    /// The inserted text the hash covers (block content, or the changed text of an inline change).
+    pub content: Range<usize>,
+    /// The bytes revert replaces by [`Frame::was`]: the whole frame, marker lines included.
+    pub removal: Vec<Range<usize>>,
+    /// The original text the change displaced (empty for pure insertions).
+    pub was: String,
+    /// 1-based line of the opening marker.
+    pub line: usize,
+}
+
+/// The text of a block frame. `lines` are the already indented code lines.
+#[must_use]
+pub fn block(recipe: &str, hook: &str, indent: &str, newline: &str, lines: &str, was: Option<&str>) -> BlockText {
+    let hash = short_hash(lines);
+    let was_attr = was.map(|w| format!(" was={}", json_string(w))).unwrap_or_default();
+    let begin = format!("{indent}{BEGIN}{recipe}/{hook} {hash}{was_attr}{newline}");
+    let end = format!("{indent}{END}{recipe}/{hook}");
+    BlockText {
+        content_offset: begin.len(),
+        text: format!("{begin}{lines}{end}"),
+        content_len: lines.len(),
+    }
+}
+
+/// A rendered block frame without its final line break.
+#[derive(Clone, Debug)]
+pub struct BlockText {
+    /// The frame's text: opening marker line, content lines, closing marker (no final break).
+    pub text: String,
+    /// Where the content starts within `text`.
+    pub content_offset: usize,
+    /// The content's length.
+    pub content_len: usize,
+}
+
+/// The marker line (with its line break) for an inline change of `new_text` starting at byte
+/// `column` (0-based) of the following line.
+#[must_use]
+pub fn inline(recipe: &str, hook: &str, indent: &str, newline: &str, new_text: &str, column: usize, was: &str) -> String {
+    let hash = short_hash(new_text);
+    let len = new_text.len();
+    let was = json_string(was);
+    format!("{indent}{INLINE}{recipe}/{hook} {hash} at={column} len={len} was={was}{newline}")
+}
+
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// Every frame of `recipe` in `file`, in order.
+///
+/// # Errors
+/// [`Error::Marker`] naming the line when a frame of this recipe is damaged: an opening marker
+/// without its closing marker, a closing marker alone, a bad attribute, or content whose hash no
+/// longer matches (edited by hand).
+pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
+    let text = file.text();
+    let mut frames = Vec::new();
+    let mut open: Option<OpenFrame> = None;
+    let lines = file.lines();
+    for line in 1..=lines.line_count() {
+        let range = file.line_range(line);
+        let trimmed = text[range.clone()].trim_start();
+        let damaged = |reason: String, hook: &str| Error::Marker {
+            location: file.location(range.start),
+            reason,
+            hook: HookRef(Some(hook.to_string())),
+        };
+        if let Some(rest) = trimmed.strip_prefix(BEGIN) {
+            let Some((hook, fields)) = parse_head(rest, recipe) else { continue };
+            if let Some(open) = &open {
+                return Err(damaged(format!("the block of hook `{}` is not closed before this marker", open.hook), &open.hook));
+            }
+            let (hash, was) = match fields.split_once(" was=") {
+                Some((hash, was)) => {
+                    let was: String = serde_json::from_str(was)
+                        .map_err(|_| damaged("the `was=` text of this marker is damaged".into(), &hook))?;
+                    (hash.to_string(), Some(was))
+                }
+                None => (fields.to_string(), None),
+            };
+            open = Some(OpenFrame {
+                hook,
+                hash,
+                was,
+                line,
+                content_start: lines.line_start(line + 1).unwrap_or(text.len()),
+            });
+        } else if let Some(rest) = trimmed.strip_prefix(END) {
+            let Some((hook, _)) = parse_head(rest, recipe) else { continue };
+            let Some(frame) = open.take() else {
+                return Err(damaged("closing marker without an opening marker".into(), &hook));
+            };
+            if frame.hook != hook {
+                return Err(damaged(format!("closing marker for `{hook}` inside the block of `{}`", frame.hook), &hook));
+            }
+            let begin_start = lines.line_start(frame.line).unwrap_or(0);
+            let content = frame.content_start..range.start.max(frame.content_start);
+            if short_hash(&text[content.clone()]) != frame.hash {
+                return Err(Error::Marker {
+                    location: file.location(begin_start),
+                    reason: format!("the block of hook `{hook}` was edited by hand (its hash no longer matches)"),
+                    hook: HookRef(Some(hook)),
+                });
+            }
+            let line_end = lines.line_start(line + 1).unwrap_or(text.len());
+            let removal = if frame.was.is_some() || line_end == range.end {
+                // A displacing frame, or one at the very end of the text, starts at the line
+                // break before it and ends with its closing marker.
+                newline_before(text, begin_start)..range.end
+            } else {
+                begin_start..line_end
+            };
+            frames.push(Frame {
+                recipe: recipe.to_string(),
+                hook,
+                hash: frame.hash,
+                content,
+                removal: vec![removal],
+                was: frame.was.unwrap_or_default(),
+                line: frame.line,
+            });
+        } else if let Some(rest) = trimmed.strip_prefix(INLINE) {
+            let Some((hook, fields)) = parse_head(rest, recipe) else { continue };
+            let bad = || damaged("this inline marker is damaged".into(), &hook);
+            let (hash, rest) = fields.split_once(" at=").ok_or_else(bad)?;
+            let (column, rest) = rest.split_once(" len=").ok_or_else(bad)?;
+            let (len, was) = rest.split_once(" was=").ok_or_else(bad)?;
+            let column: usize = column.parse().map_err(|_| bad())?;
+            let len: usize = len.parse().map_err(|_| bad())?;
+            let was: String = serde_json::from_str(was).map_err(|_| bad())?;
+            let next = lines.line_start(line + 1).ok_or_else(bad)?;
+            let content = next + column..next + column + len;
+            if text.get(content.clone()).map(short_hash).as_deref() != Some(hash) {
+                return Err(damaged(format!("the line changed by hook `{hook}` was edited by hand (its hash no longer matches)"), &hook));
+            }
+            let begin_start = lines.line_start(line).unwrap_or(0);
+            frames.push(Frame {
+                recipe: recipe.to_string(),
+                hook,
+                hash: hash.to_string(),
+                removal: vec![begin_start..next, content.clone()],
+                content,
+                was,
+                line,
+            });
+        }
+    }
+    if let Some(frame) = open {
+        return Err(Error::Marker {
+            location: file.location(lines.line_start(frame.line).unwrap_or(0)),
+            reason: format!("the opening marker of hook `{}` has no closing marker", frame.hook),
+            hook: HookRef(Some(frame.hook)),
+        });
+    }
+    Ok(frames)
+}
+
+/// An opening marker waiting for its closing marker.
+struct OpenFrame {
+    hook: String,
+    hash: String,
+    was: Option<String>,
+    line: usize,
+    content_start: usize,
+}
+
+/// `RECIPE/HOOK rest` → (hook, rest) when the recipe is the one asked for.
+fn parse_head<'a>(rest: &'a str, recipe: &str) -> Option<(String, &'a str)> {
+    let (id, fields) = rest.split_once(' ').unwrap_or((rest, ""));
+    let (marker_recipe, hook) = id.split_once('/')?;
+    (marker_recipe == recipe).then(|| (hook.to_string(), fields.trim_end()))
+}
+
+/// The offset of the line break that ends the line before `line_start` (or `line_start` itself
+/// at the start of the text).
+fn newline_before(text: &str, line_start: usize) -> usize {
+    let bytes = text.as_bytes();
+    if line_start >= 2 && &bytes[line_start - 2..line_start] == b"\r\n" {
+        line_start - 2
+    } else {
+        line_start.saturating_sub(1)
+    }
+}
+
+/// The text with every frame removed and what it displaced put back.
+#[must_use]
+pub fn strip(text: &str, frames: &[Frame]) -> String {
+    let mut pieces: Vec<(Range<usize>, &str)> = Vec::new();
+    for frame in frames {
+        match frame.removal.as_slice() {
+            [whole] => pieces.push((whole.clone(), &frame.was)),
+            [marker, changed] => {
+                pieces.push((marker.clone(), ""));
+                pieces.push((changed.clone(), &frame.was));
+            }
+            _ => {}
+        }
+    }
+    pieces.sort_by_key(|(range, _)| range.start);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (range, replacement) in pieces {
+        if range.start < at {
+            continue;
+        }
+        out.push_str(&text[at..range.start]);
+        out.push_str(replacement);
+        at = range.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
