@@ -152,7 +152,10 @@ mod tests {
             Edit::deletion("d", 5..6),
         ];
         assert_eq!(apply_edits(&file, &edits).unwrap().0, "ZbcXYde");
-        let clash = [Edit::replacement("a", 0..3, "x".into()), Edit::replacement("b", 2..4, "y".into())];
+        let clash = [
+            Edit::replacement("a", 0..3, "x".into()),
+            Edit::replacement("b", 2..4, "y".into()),
+        ];
         let err = apply_edits(&file, &clash).unwrap_err();
         assert!(err.to_string().contains("hooks `a` and `b`"), "{err}");
     }

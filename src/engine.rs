@@ -115,7 +115,9 @@ impl Plan {
                 status: match p {
                     HookPlan::Edits(_) => Status::Applied,
                     HookPlan::Skipped(reason) => Status::Skipped { reason: reason.clone() },
-                    HookPlan::Failed(err) => Status::Failed { reason: err.to_string() },
+                    HookPlan::Failed(err) => Status::Failed {
+                        reason: err.to_string(),
+                    },
                 },
                 lines: None,
             })
@@ -224,7 +226,10 @@ fn plan_hook(recipe: &Recipe, hook: &Hook, file: &ParsedFile) -> Result<Result<V
     });
     if let Some(when) = &hook.when {
         if when.find_in(body, Depth::Nested).is_empty() {
-            return Ok(Err(format!("not applicable: nothing in the target matches `{}`", when.text())));
+            return Ok(Err(format!(
+                "not applicable: nothing in the target matches `{}`",
+                when.text()
+            )));
         }
     }
     let params = target.map(|def| parameter_names(file.node(def))).unwrap_or_default();
@@ -233,7 +238,10 @@ fn plan_hook(recipe: &Recipe, hook: &Hook, file: &ParsedFile) -> Result<Result<V
         if let Some(&n) = template.param_indices().iter().find(|&&n| n >= params.len()) {
             return Err(placement_error(Refusal {
                 offset: target.map_or(0, |d| d.range().start),
-                reason: format!("the template uses `{{param.{n}}}` but the target has {} parameters", params.len()),
+                reason: format!(
+                    "the template uses `{{param.{n}}}` but the target has {} parameters",
+                    params.len()
+                ),
             }));
         }
         Ok(template.render(&recipe.vars, &Bindings { value, params: &params }))
@@ -246,21 +254,37 @@ fn plan_hook(recipe: &Recipe, hook: &Hook, file: &ParsedFile) -> Result<Result<V
             }
             edits
         }
-        (Action::Insert { at, code }, None) => placer.insert_in_module(at, &render(code, None)?).map_err(placement_error)?,
-        (Action::Insert { at, code }, Some(def)) => {
-            placer.insert_in_definition(def, at, &render(code, None)?).map_err(placement_error)?
-        }
-        (Action::Replace { selector, code }, _) => {
-            placer.replace_statements(body, selector, &render(code, None)?).map_err(placement_error)?
-        }
-        (Action::WrapReturns { template, unless_inside }, Some(def)) => {
+        (Action::Insert { at, code }, None) => placer
+            .insert_in_module(at, &render(code, None)?)
+            .map_err(placement_error)?,
+        (Action::Insert { at, code }, Some(def)) => placer
+            .insert_in_definition(def, at, &render(code, None)?)
+            .map_err(placement_error)?,
+        (Action::Replace { selector, code }, _) => placer
+            .replace_statements(body, selector, &render(code, None)?)
+            .map_err(placement_error)?,
+        (
+            Action::WrapReturns {
+                template,
+                unless_inside,
+            },
+            Some(def),
+        ) => {
             let exclude: Vec<Range<usize>> = unless_inside
                 .as_ref()
                 .map(|p| p.find_in(body, Depth::Nested).into_iter().map(Node::range).collect())
                 .unwrap_or_default();
             // Rendering checks the parameters once; each return then substitutes its value.
             render(template, None)?;
-            let wrap = |value: &str| template.render(&recipe.vars, &Bindings { value: Some(value), params: &params });
+            let wrap = |value: &str| {
+                template.render(
+                    &recipe.vars,
+                    &Bindings {
+                        value: Some(value),
+                        params: &params,
+                    },
+                )
+            };
             let (edits, _) = placer.wrap_returns(def, &exclude, &wrap).map_err(placement_error)?;
             if edits.is_empty() {
                 return Err(placement_error(Refusal {
@@ -278,7 +302,11 @@ fn plan_hook(recipe: &Recipe, hook: &Hook, file: &ParsedFile) -> Result<Result<V
                 }));
             }
             if let Some(existing) = class_method(file, def, method) {
-                return Ok(Err(format!("already present: `{}` (line {})", existing.path(), existing.line())));
+                return Ok(Err(format!(
+                    "already present: `{}` (line {})",
+                    existing.path(),
+                    existing.line()
+                )));
             }
             if !assigns_self_attribute(file.node(def), via) {
                 return Err(placement_error(Refusal {
@@ -338,7 +366,12 @@ fn class_method<'f>(file: &'f ParsedFile, class: &Definition, name: &str) -> Opt
         }
         if let Some(def) = file.find_all(&path).into_iter().next() {
             if let Some(bases) = file.node(def).field("bases") {
-                queue.extend(bases.children().iter().filter_map(|b| (b.kind() == "Name").then(|| b.label()).flatten().map(str::to_string)));
+                queue.extend(
+                    bases
+                        .children()
+                        .iter()
+                        .filter_map(|b| (b.kind() == "Name").then(|| b.label()).flatten().map(str::to_string)),
+                );
             }
         }
         seen.push(path);
@@ -350,7 +383,11 @@ fn assigns_self_attribute(class: &Node, attr: &str) -> bool {
     let mut found = false;
     class.walk(&mut |n| {
         if matches!(n.kind(), "Assign" | "AnnAssign") {
-            let targets = if n.kind() == "Assign" { n.children()[0].children() } else { &n.children()[..1] };
+            let targets = if n.kind() == "Assign" {
+                n.children()[0].children()
+            } else {
+                &n.children()[..1]
+            };
             found |= targets.iter().any(|t| {
                 t.kind() == "Attribute"
                     && t.label() == Some(attr)
@@ -485,7 +522,9 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
 fn group(frames: &[Frame]) -> BTreeMap<&str, Vec<(&str, &str)>> {
     let mut map: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
     for frame in frames {
-        map.entry(frame.hook.as_str()).or_default().push((frame.hash.as_str(), frame.was.as_str()));
+        map.entry(frame.hook.as_str())
+            .or_default()
+            .push((frame.hash.as_str(), frame.was.as_str()));
     }
     map
 }
@@ -495,7 +534,13 @@ fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize
     let first = mine.iter().map(|f| f.line).min()?;
     let last = mine
         .iter()
-        .map(|f| f.removal.iter().map(|r| file.lines().line_of(r.end.saturating_sub(1).max(r.start))).max().unwrap_or(f.line))
+        .map(|f| {
+            f.removal
+                .iter()
+                .map(|r| file.lines().line_of(r.end.saturating_sub(1).max(r.start)))
+                .max()
+                .unwrap_or(f.line)
+        })
         .max()?;
     Some((first, last.max(first)))
 }
@@ -514,7 +559,11 @@ pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
         .map(|hook| HookOutcome {
             hook: hook.id.clone(),
             summary: hook.summary.clone(),
-            status: if present.contains_key(hook.id.as_str()) { Status::Reverted } else { Status::NotPresent },
+            status: if present.contains_key(hook.id.as_str()) {
+                Status::Reverted
+            } else {
+                Status::NotPresent
+            },
             lines: None,
         })
         .collect();
@@ -558,19 +607,29 @@ fn verify(recipe: &Recipe, original: &ParsedFile, output: &SourceFile, map: &Edi
     }
     let frames = marker::scan(output, &recipe.id)?;
     if marker::strip(new, &frames) != old {
-        return Err(fail(0, "removing the markers does not give back the original text".into()));
+        return Err(fail(
+            0,
+            "removing the markers does not give back the original text".into(),
+        ));
     }
     let before = strip_statements(&original.root().children()[0], &map.removed);
     let after = strip_statements(&parsed.root().children()[0], &map.inserted);
     if !equivalent(&before, &after, map) {
-        return Err(fail(0, "without the inserted statements the syntax tree differs from the original".into()));
+        return Err(fail(
+            0,
+            "without the inserted statements the syntax tree differs from the original".into(),
+        ));
     }
     Ok(frames)
 }
 
 /// A copy of `node` without the statements lying inside `ranges`.
 fn strip_statements(node: &Node, ranges: &[Range<usize>]) -> Node {
-    let inside = |n: &Node| ranges.iter().any(|r| r.start <= n.range().start && n.range().end <= r.end);
+    let inside = |n: &Node| {
+        ranges
+            .iter()
+            .any(|r| r.start <= n.range().start && n.range().end <= r.end)
+    };
     let children = node
         .children()
         .iter()
@@ -587,7 +646,12 @@ fn is_statement(node: &Node) -> bool {
 /// Same shape, where a rewritten statement counts as equal when it keeps the original's kind
 /// and contains the original's value.
 fn equivalent(before: &Node, after: &Node, map: &EditMap) -> bool {
-    if let Some((_, _)) = map.rewritten.iter().find(|(old, new)| *old == before.range() && *new == after.range()) {
+    let rewritten = is_statement(before)
+        && map
+            .rewritten
+            .iter()
+            .any(|(old, new)| *old == before.range() && *new == after.range());
+    if rewritten {
         let value = before.children().first();
         let mut contains = false;
         if let Some(value) = value {
@@ -601,5 +665,9 @@ fn equivalent(before: &Node, after: &Node, map: &EditMap) -> bool {
     before.kind() == after.kind()
         && before.label() == after.label()
         && before.children().len() == after.children().len()
-        && before.children().iter().zip(after.children()).all(|(a, b)| equivalent(a, b, map))
+        && before
+            .children()
+            .iter()
+            .zip(after.children())
+            .all(|(a, b)| equivalent(a, b, map))
 }

@@ -4,6 +4,7 @@
 pub mod edit;
 pub mod engine;
 pub mod error;
+pub mod files;
 pub mod parse;
 pub mod source;
 pub mod syntax;
@@ -16,12 +17,14 @@ pub mod marker;
 pub mod outline;
 pub mod pattern;
 mod place;
+pub mod report;
 pub mod spec;
 pub mod template;
 
+pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Status};
+pub use files::DiskFile;
 pub use locate::Target;
 pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
 pub use spec::{Action, Anchor, Hook, ImportLine, Nth, Recipe, Selector};
 pub use template::Template;
-pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Status};

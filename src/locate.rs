@@ -51,8 +51,8 @@ impl Target {
         for segment in path.split('.') {
             // Non-ASCII characters are let through: Python names take XID characters that are not
             // alphanumeric (`a·b`, `℘`), and a path that cannot match is reported as not found.
-            let valid_name = segment.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic() || !c.is_ascii())
-                && segment.chars().all(|c| c == '_' || c.is_alphanumeric() || !c.is_ascii());
+            let name_char = |c: char| c == '_' || c.is_alphanumeric() || !c.is_ascii();
+            let valid_name = segment.starts_with(|c: char| !c.is_ascii_digit()) && segment.chars().all(name_char);
             if !(valid_name || segment == "<locals>") {
                 return Err(bad(&format!("`{segment}` is not a Python name")));
             }

@@ -87,7 +87,15 @@ pub struct BlockText {
 /// The marker line (with its line break) for an inline change of `new_text` starting at byte
 /// `column` (0-based) of the following line.
 #[must_use]
-pub fn inline(recipe: &str, hook: &str, indent: &str, newline: &str, new_text: &str, column: usize, was: &str) -> String {
+pub fn inline(
+    recipe: &str,
+    hook: &str,
+    indent: &str,
+    newline: &str,
+    new_text: &str,
+    column: usize,
+    was: &str,
+) -> String {
     let hash = short_hash(new_text);
     let len = new_text.len();
     let was = json_string(was);
@@ -118,9 +126,14 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
             hook: HookRef(Some(hook.to_string())),
         };
         if let Some(rest) = trimmed.strip_prefix(BEGIN) {
-            let Some((hook, fields)) = parse_head(rest, recipe) else { continue };
+            let Some((hook, fields)) = parse_head(rest, recipe) else {
+                continue;
+            };
             if let Some(open) = &open {
-                return Err(damaged(format!("the block of hook `{}` is not closed before this marker", open.hook), &open.hook));
+                return Err(damaged(
+                    format!("the block of hook `{}` is not closed before this marker", open.hook),
+                    &open.hook,
+                ));
             }
             let (hash, was) = match fields.split_once(" was=") {
                 Some((hash, was)) => {
@@ -138,12 +151,17 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                 content_start: lines.line_start(line + 1).unwrap_or(text.len()),
             });
         } else if let Some(rest) = trimmed.strip_prefix(END) {
-            let Some((hook, _)) = parse_head(rest, recipe) else { continue };
+            let Some((hook, _)) = parse_head(rest, recipe) else {
+                continue;
+            };
             let Some(frame) = open.take() else {
                 return Err(damaged("closing marker without an opening marker".into(), &hook));
             };
             if frame.hook != hook {
-                return Err(damaged(format!("closing marker for `{hook}` inside the block of `{}`", frame.hook), &hook));
+                return Err(damaged(
+                    format!("closing marker for `{hook}` inside the block of `{}`", frame.hook),
+                    &hook,
+                ));
             }
             let begin_start = lines.line_start(frame.line).unwrap_or(0);
             let content = frame.content_start..range.start.max(frame.content_start);
@@ -172,7 +190,9 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                 line: frame.line,
             });
         } else if let Some(rest) = trimmed.strip_prefix(INLINE) {
-            let Some((hook, fields)) = parse_head(rest, recipe) else { continue };
+            let Some((hook, fields)) = parse_head(rest, recipe) else {
+                continue;
+            };
             let bad = || damaged("this inline marker is damaged".into(), &hook);
             let (hash, rest) = fields.split_once(" at=").ok_or_else(bad)?;
             let (column, rest) = rest.split_once(" len=").ok_or_else(bad)?;
@@ -183,7 +203,10 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
             let next = lines.line_start(line + 1).ok_or_else(bad)?;
             let content = next + column..next + column + len;
             if text.get(content.clone()).map(short_hash).as_deref() != Some(hash) {
-                return Err(damaged(format!("the line changed by hook `{hook}` was edited by hand (its hash no longer matches)"), &hook));
+                return Err(damaged(
+                    format!("the line changed by hook `{hook}` was edited by hand (its hash no longer matches)"),
+                    &hook,
+                ));
             }
             let begin_start = lines.line_start(line).unwrap_or(0);
             frames.push(Frame {

@@ -1,7 +1,8 @@
 //! Structural patterns: Python snippets with metavariables, matched on the syntax tree.
 //!
 //! `$X` matches any one node (the same `$X` twice must match equal subtrees), `$_` any one node,
-//! `$$$` any sequence (of statements, arguments, elements). Identifiers and attribute names can
+//! `$$$` any sequence (of statements, arguments, elements). A compound statement written
+//! without `else` matches with or without one. Identifiers and attribute names can
 //! be metavariables too (`self.$ATTR = $_`). Formatting and comments never matter.
 //!
 //! A statement pattern matches a statement of the same shape. A pattern that is a bare expression
@@ -55,7 +56,10 @@ impl Pattern {
         if stmts.len() != 1 {
             return Err(Error::Spec {
                 location: Location::new("<pattern>", 1, 1),
-                message: format!("a pattern is exactly one statement or expression; `{text}` has {}", stmts.len()),
+                message: format!(
+                    "a pattern is exactly one statement or expression; `{text}` has {}",
+                    stmts.len()
+                ),
                 hook: HookRef::default(),
             });
         }
@@ -131,7 +135,10 @@ pub fn visit_statements<'a>(block: &'a Node, depth: Depth, visit: &mut dyn FnMut
 fn header_children(stmt: &Node) -> impl Iterator<Item = &Node> {
     stmt.children().iter().filter(|child| {
         !(child.kind() == LIST
-            && matches!(child.label(), Some("body" | "orelse" | "finalbody" | "handlers" | "cases")))
+            && matches!(
+                child.label(),
+                Some("body" | "orelse" | "finalbody" | "handlers" | "cases")
+            ))
     })
 }
 
@@ -168,7 +175,11 @@ fn encode_metavariables(text: &str) -> String {
 fn wildcard_name(node: &Node) -> Option<&str> {
     let name = match node.kind() {
         "Name" => node.label(),
-        "Expr" => node.children().first().filter(|v| v.kind() == "Name").and_then(Node::label),
+        "Expr" => node
+            .children()
+            .first()
+            .filter(|v| v.kind() == "Name")
+            .and_then(Node::label),
         _ => None,
     }?;
     (name == ANY || name == SEQ || name.starts_with(VAR_PREFIX)).then_some(name)
@@ -207,6 +218,10 @@ fn match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut HashMap<String,
         return false;
     }
     if pattern.kind() == LIST {
+        // A pattern without `else` does not care whether the statement has one.
+        if pattern.label() == Some("orelse") && pattern.children().is_empty() {
+            return true;
+        }
         return match_list(pattern.children(), node.children(), bindings);
     }
     let (p, n) = (pattern.children(), node.children());
@@ -215,9 +230,10 @@ fn match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut HashMap<String,
     }
     // `f($$$)` matches any call of f: a sequence wildcard in the arguments also admits keywords.
     let open_keywords = pattern.kind() == "Call" && p[1].children().iter().any(is_seq) && p[2].children().is_empty();
-    p.iter().zip(n).enumerate().all(|(i, (pc, nc))| {
-        (open_keywords && i == 2) || match_node(pc, nc, bindings)
-    })
+    p.iter()
+        .zip(n)
+        .enumerate()
+        .all(|(i, (pc, nc))| (open_keywords && i == 2) || match_node(pc, nc, bindings))
 }
 
 fn match_list<'a>(pattern: &[Node], items: &'a [Node], bindings: &mut HashMap<String, &'a Node>) -> bool {
@@ -260,13 +276,18 @@ mod tests {
 
     #[test]
     fn metavariables_are_encoded() {
-        assert_eq!(encode_metavariables("f($$$, $X, $_) + $"), format!("f({SEQ}, {VAR_PREFIX}X, {ANY}) + $"));
+        assert_eq!(
+            encode_metavariables("f($$$, $X, $_) + $"),
+            format!("f({SEQ}, {VAR_PREFIX}X, {ANY}) + $")
+        );
     }
 
     #[test]
     fn formatting_and_comments_do_not_matter() {
         let p = Pattern::parse("hidden_states, _ = self.norm(hidden_states, residual)").unwrap();
-        assert!(p.matches_statement(&first_stmt("hidden_states , _=self.norm(  # c\n  hidden_states, residual)")));
+        assert!(p.matches_statement(&first_stmt(
+            "hidden_states , _=self.norm(  # c\n  hidden_states, residual)"
+        )));
         assert!(!p.matches_statement(&first_stmt("hidden_states, _ = self.norm(hidden_states)")));
     }
 
@@ -276,11 +297,15 @@ mod tests {
         assert!(p.matches_statement(&first_stmt("h = self.norm(h, r, eps=1)")));
         assert!(!p.matches_statement(&first_stmt("h = self.norm(g, r)")));
         let p = Pattern::parse("if not self.pp_group.is_last_rank:\n    $$$\nelse:\n    $$$").unwrap();
-        assert!(p.matches_statement(&first_stmt("if not self.pp_group.is_last_rank:\n    return x\nelse:\n    y = 1\n    z = 2\n")));
-        // `else: $$$` admits an empty `else`; a pattern without `else` demands none.
+        assert!(p.matches_statement(&first_stmt(
+            "if not self.pp_group.is_last_rank:\n    return x\nelse:\n    y = 1\n    z = 2\n"
+        )));
+        // `else: $$$` admits an empty `else`; a pattern without `else` admits any `else`.
         assert!(p.matches_statement(&first_stmt("if not self.pp_group.is_last_rank:\n    return x\n")));
         let p = Pattern::parse("if not self.pp_group.is_last_rank:\n    $$$").unwrap();
-        assert!(!p.matches_statement(&first_stmt("if not self.pp_group.is_last_rank:\n    a\nelse:\n    b\n")));
+        assert!(p.matches_statement(&first_stmt("if not self.pp_group.is_last_rank:\n    a\nelse:\n    b\n")));
+        let p = Pattern::parse("if c:\n    $$$\nelse:\n    b").unwrap();
+        assert!(!p.matches_statement(&first_stmt("if c:\n    a\nelse:\n    c\n")));
     }
 
     #[test]

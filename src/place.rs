@@ -10,8 +10,8 @@ use std::ops::Range;
 use crate::edit::Edit;
 use crate::marker;
 use crate::outline::{Definition, ParsedFile};
-use crate::pattern::{visit_statements, Depth};
 use crate::parse::parse_snippet;
+use crate::pattern::{visit_statements, Depth};
 use crate::source::{SourceFile, Style};
 use crate::spec::{Anchor, ImportLine, Nth, Selector};
 use crate::syntax::Node;
@@ -122,7 +122,11 @@ impl<'a> Placer<'a> {
                 let trimmed = line.trim_start_matches([' ', '\t']);
                 let leading = &line[..line.len() - trimmed.len()];
                 let levels = if unit.is_empty() { 0 } else { leading.len() / unit.len() };
-                let extra = if unit.is_empty() { leading } else { &leading[levels * unit.len()..] };
+                let extra = if unit.is_empty() {
+                    leading
+                } else {
+                    &leading[levels * unit.len()..]
+                };
                 out.push_str(indent);
                 out.push_str(&file_unit.repeat(levels));
                 out.push_str(extra);
@@ -185,7 +189,10 @@ impl<'a> Placer<'a> {
             Anchor::End => {
                 let last = body.children().last().expect("a body has statements");
                 if !self.line_ends_after(last.range().end) {
-                    return Err(refuse(last.range().end, "the body's last statement shares its line with other code"));
+                    return Err(refuse(
+                        last.range().end,
+                        "the body's last statement shares its line with other code",
+                    ));
                 }
                 let at = self.next_line_start(last.range().end);
                 Ok(vec![self.block_at_line(at, &indent, &self.indent_code(code, &indent)?)])
@@ -204,9 +211,15 @@ impl<'a> Placer<'a> {
         let text = self.text();
         let colon_end = text[..first.range().start].trim_end_matches([' ', '\t']).len();
         if !text[..colon_end].ends_with(':') {
-            return Err(refuse(first.range().start, "cannot find the colon of this one-line suite"));
+            return Err(refuse(
+                first.range().start,
+                "cannot find the colon of this one-line suite",
+            ));
         }
-        let end = self.source().line_range(self.source().lines().line_of(last.range().end)).end;
+        let end = self
+            .source()
+            .line_range(self.source().lines().line_of(last.range().end))
+            .end;
         let suite = text[first.range().start..end].trim_end();
         let indent = def.body_indent();
         let code_lines = self.indent_code(code, indent)?;
@@ -214,14 +227,25 @@ impl<'a> Placer<'a> {
         let docstring_only = def.docstring().is_some() && body.children().len() == 1;
         let code_first = matches!(anchor, Anchor::Start) && !docstring_only;
         if matches!(anchor, Anchor::Start) && def.docstring().is_some() && !docstring_only {
-            return Err(refuse(first.range().start, "a docstring shares its line with other statements"));
+            return Err(refuse(
+                first.range().start,
+                "a docstring shares its line with other statements",
+            ));
         }
         let (lines, inserted) = if code_first {
             (format!("{code_lines}{suite_line}"), 0..code_lines.len())
         } else {
-            (format!("{suite_line}{code_lines}"), suite_line.len()..suite_line.len() + code_lines.len())
+            (
+                format!("{suite_line}{code_lines}"),
+                suite_line.len()..suite_line.len() + code_lines.len(),
+            )
         };
-        Ok(vec![self.displacing_block(colon_end..end, indent, &lines, vec![inserted])])
+        Ok(vec![self.displacing_block(
+            colon_end..end,
+            indent,
+            &lines,
+            vec![inserted],
+        )])
     }
 
     /// The statements of `block` chosen by `selector`, or why none are.
@@ -232,7 +256,10 @@ impl<'a> Placer<'a> {
                 Depth::Top => "at the top level of the body",
                 Depth::Nested => "in the body",
             };
-            return Err(refuse(block.range().start, format!("no statement {depth} matches `{}`", selector.pattern.text())));
+            return Err(refuse(
+                block.range().start,
+                format!("no statement {depth} matches `{}`", selector.pattern.text()),
+            ));
         }
         Ok(match selector.nth {
             Nth::First => found[..1].to_vec(),
@@ -268,17 +295,30 @@ impl<'a> Placer<'a> {
         for stmt in self.select(block, selector)? {
             let r = stmt.range();
             let Some(indent) = self.indent_before(r.start).map(str::to_string) else {
-                return Err(refuse(r.start, "the statement to replace shares its line with other code"));
+                return Err(refuse(
+                    r.start,
+                    "the statement to replace shares its line with other code",
+                ));
             };
             if !self.line_ends_after(r.end) {
-                return Err(refuse(r.end, "the statement to replace shares its line with other code"));
+                return Err(refuse(
+                    r.end,
+                    "the statement to replace shares its line with other code",
+                ));
             }
             let line_start = self.line_start(r.start);
-            let from = if line_start == 0 { 0 } else { newline_before(self.text(), line_start) };
+            let from = if line_start == 0 {
+                0
+            } else {
+                newline_before(self.text(), line_start)
+            };
             let to = self.source().line_range(self.source().lines().line_of(r.end)).end;
             let lines = self.indent_code(code, &indent)?;
             let len = lines.len();
-            edits.push(self.displacing_block(from..to, &indent, &lines, vec![0..len]).with_removed(r));
+            edits.push(
+                self.displacing_block(from..to, &indent, &lines, vec![0..len])
+                    .with_removed(r),
+            );
         }
         Ok(edits)
     }
@@ -287,12 +327,23 @@ impl<'a> Placer<'a> {
     pub(crate) fn insert_in_module(&self, anchor: &Anchor, code: &str) -> Placed {
         let body = &self.file.root().children()[0];
         match anchor {
-            Anchor::Start => Ok(vec![self.block_at_line(self.module_start(false)?, "", &self.indent_code(code, "")?)]),
-            Anchor::AfterImports => Ok(vec![self.block_at_line(self.module_start(true)?, "", &self.indent_code(code, "")?)]),
+            Anchor::Start => Ok(vec![self.block_at_line(
+                self.module_start(false)?,
+                "",
+                &self.indent_code(code, "")?,
+            )]),
+            Anchor::AfterImports => Ok(vec![self.block_at_line(
+                self.module_start(true)?,
+                "",
+                &self.indent_code(code, "")?,
+            )]),
             Anchor::End => {
                 let at = match body.children().last() {
                     Some(last) if !self.line_ends_after(last.range().end) => {
-                        return Err(refuse(last.range().end, "the module's last statement shares its line with other code"))
+                        return Err(refuse(
+                            last.range().end,
+                            "the module's last statement shares its line with other code",
+                        ))
                     }
                     Some(last) => self.next_line_start(last.range().end).max(self.text().len()),
                     None => self.text().len(),
@@ -320,15 +371,25 @@ impl<'a> Placer<'a> {
                 break;
             }
         }
-        let bom = if self.style().has_bom() { '\u{feff}'.len_utf8() } else { 0 };
+        let bom = if self.style().has_bom() {
+            '\u{feff}'.len_utf8()
+        } else {
+            0
+        };
         match last {
             Some(stmt) => {
                 if !self.line_ends_after(stmt.range().end) {
-                    return Err(refuse(stmt.range().end, "the statement before the insertion point shares its line"));
+                    return Err(refuse(
+                        stmt.range().end,
+                        "the statement before the insertion point shares its line",
+                    ));
                 }
                 Ok(self.next_line_start(stmt.range().end))
             }
-            None => Ok(body.first().map_or(self.text().len(), |s| self.line_start(s.range().start)).max(bom)),
+            None => Ok(body
+                .first()
+                .map_or(self.text().len(), |s| self.line_start(s.range().start))
+                .max(bom)),
         }
     }
 
@@ -345,7 +406,11 @@ impl<'a> Placer<'a> {
             if let Some(stmt) = binding_of(body, import.bound_name()) {
                 return Err(refuse(
                     stmt.range().start,
-                    format!("`{}` would shadow `{}`, which the module already binds differently", import.statement, import.bound_name()),
+                    format!(
+                        "`{}` would shadow `{}`, which the module already binds differently",
+                        import.statement,
+                        import.bound_name()
+                    ),
                 ));
             }
             missing.push(import.statement.clone());
@@ -386,7 +451,11 @@ impl<'a> Placer<'a> {
                 "None".to_string()
             } else {
                 let text = self.source().slice(value.range());
-                if is_atom(value) { text.to_string() } else { format!("({text})") }
+                if is_atom(value) {
+                    text.to_string()
+                } else {
+                    format!("({text})")
+                }
             };
             let new_stmt = format!("return {}", render(&value_text));
             let line_start = self.line_start(r.start);
@@ -396,7 +465,15 @@ impl<'a> Placer<'a> {
                 .filter(|&c| c != '\x0c')
                 .collect();
             let was = self.source().slice(r.clone());
-            let marker = marker::inline(self.recipe, self.hook, &indent, self.newline(), &new_stmt, r.start - line_start, was);
+            let marker = marker::inline(
+                self.recipe,
+                self.hook,
+                &indent,
+                self.newline(),
+                &new_stmt,
+                r.start - line_start,
+                was,
+            );
             let len = new_stmt.len();
             edits.push(Edit::insertion(self.hook, line_start, marker));
             edits.push(Edit::replacement(self.hook, r.clone(), new_stmt).with_rewritten(r, 0..len));
@@ -406,9 +483,7 @@ impl<'a> Placer<'a> {
 
     /// Adds `def method(self, *args, **kwargs): return self.via.method(...)` at the end of `class`.
     pub(crate) fn add_forwarder(&self, class: &Definition, method: &str, via: &str) -> Placed {
-        let code = format!(
-            "def {method}(self, *args, **kwargs):\n    return self.{via}.{method}(*args, **kwargs)"
-        );
+        let code = format!("def {method}(self, *args, **kwargs):\n    return self.{via}.{method}(*args, **kwargs)");
         self.insert_in_definition(class, &Anchor::End, &code)
     }
 }
@@ -432,7 +507,18 @@ pub(crate) fn is_docstring(stmt: &Node) -> bool {
 fn is_atom(value: &Node) -> bool {
     matches!(
         value.kind(),
-        "Name" | "Attribute" | "Call" | "Subscript" | "Constant" | "List" | "Dict" | "Set" | "ListComp" | "SetComp" | "DictComp" | "JoinedStr"
+        "Name"
+            | "Attribute"
+            | "Call"
+            | "Subscript"
+            | "Constant"
+            | "List"
+            | "Dict"
+            | "Set"
+            | "ListComp"
+            | "SetComp"
+            | "DictComp"
+            | "JoinedStr"
     )
 }
 
@@ -448,12 +534,18 @@ fn has_import(body: &[Node], import: &ImportLine) -> bool {
                 match &import.alias {
                     Some(want) => name == import.name && alias.as_deref() == Some(want),
                     // `import os.path` binds `os` to the same package as `import os`.
-                    None => alias.is_none() && (name == import.name || name.starts_with(&format!("{}.", import.name)) && !import.name.contains('.')),
+                    None => {
+                        alias.is_none()
+                            && (name == import.name
+                                || name.starts_with(&format!("{}.", import.name)) && !import.name.contains('.'))
+                    }
                 }
             }),
             ("ImportFrom", Some(from)) => {
                 stmt.label() == Some(from.as_str())
-                    && names.iter().any(|a| a.label() == Some(import.name.as_str()) && alias_of(a) == import.alias)
+                    && names
+                        .iter()
+                        .any(|a| a.label() == Some(import.name.as_str()) && alias_of(a) == import.alias)
             }
             _ => false,
         }
@@ -469,7 +561,11 @@ fn binding_of<'n>(body: &'n [Node], name: &str) -> Option<&'n Node> {
                 let alias = a.children().first().and_then(Node::label);
                 let bound = alias.unwrap_or_else(|| {
                     let full = a.label().unwrap_or_default();
-                    if stmt.kind() == "Import" { full.split('.').next().unwrap_or(full) } else { full }
+                    if stmt.kind() == "Import" {
+                        full.split('.').next().unwrap_or(full)
+                    } else {
+                        full
+                    }
                 });
                 bound == name
             })

@@ -330,7 +330,10 @@ fn hook_offset(file: &SourceFile, id: &str) -> usize {
 }
 
 fn check_id(file: &SourceFile, id: &str, offset: usize, hook: Option<&str>) -> Result<(), Error> {
-    let ok = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let ok = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if ok {
         Ok(())
     } else {
@@ -359,7 +362,8 @@ fn compile_hook(
     let fail = |key: &str, message: String| spec_error(file, at_key(key), message, Some(&id));
     check_id(file, &raw.id, at_key("id"), Some(&id))?;
     let pattern = |key: &str, text: &str| {
-        Pattern::parse(text).map_err(|err| fail(key, format!("pattern `{text}` is not valid: {}", strip_location(&err))))
+        Pattern::parse(text)
+            .map_err(|err| fail(key, format!("pattern `{text}` is not valid: {}", strip_location(&err))))
     };
     let code = |key: &str, text: &str, wrap: bool| -> Result<Template, Error> {
         let template = Template::new(if wrap { text.trim().to_string() } else { dedent(text) });
@@ -401,13 +405,19 @@ fn compile_hook(
         return Err(fail("code", message.into()));
     }
     if raw.unless_inside.is_some() && raw.wrap_returns.is_none() {
-        return Err(fail("unless-inside", "`unless-inside` is only used with `wrap-returns`".into()));
+        return Err(fail(
+            "unless-inside",
+            "`unless-inside` is only used with `wrap-returns`".into(),
+        ));
     }
     if raw.via.is_some() != raw.add_forwarder.is_some() {
         return Err(fail("via", "`add-forwarder` and `via` go together".into()));
     }
     if (raw.nth.is_some() || raw.depth.is_some()) && raw.replace.is_none() {
-        return Err(fail("nth", "`nth` and `depth` belong to `replace` or inside `at = { ... }`".into()));
+        return Err(fail(
+            "nth",
+            "`nth` and `depth` belong to `replace` or inside `at = { ... }`".into(),
+        ));
     }
 
     let action = if let Some(imports) = &raw.ensure_imports {
@@ -457,7 +467,10 @@ fn compile_hook(
         }
         let template = code("wrap-returns", text, true)?;
         if !template.mentions("value") {
-            return Err(fail("wrap-returns", "the template must use `{value}` (the returned value)".into()));
+            return Err(fail(
+                "wrap-returns",
+                "the template must use `{value}` (the returned value)".into(),
+            ));
         }
         let unless_inside = match &raw.unless_inside {
             Some(text) => Some(pattern("unless-inside", text)?),
@@ -517,7 +530,8 @@ fn strip_location(err: &Error) -> String {
 }
 
 fn is_identifier(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic()) && name.chars().all(|c| c == '_' || c.is_alphanumeric())
+    name.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
+        && name.chars().all(|c| c == '_' || c.is_alphanumeric())
 }
 
 /// Parses one `ensure-imports` entry: `os`, `numpy as np`, `import a.b`, `from a import b as c`.
@@ -559,7 +573,10 @@ fn import_line(text: &str) -> Result<ImportLine, String> {
 pub(crate) fn dedent(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.iter().position(|l| !l.trim().is_empty()).unwrap_or(lines.len());
-    let end = lines.iter().rposition(|l| !l.trim().is_empty()).map_or(start, |i| i + 1);
+    let end = lines
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .map_or(start, |i| i + 1);
     let body = &lines[start..end];
     let common = body
         .iter()
@@ -567,7 +584,16 @@ pub(crate) fn dedent(text: &str) -> String {
         .map(|l| l.len() - l.trim_start_matches([' ', '\t']).len())
         .min()
         .unwrap_or(0);
-    let out: Vec<&str> = body.iter().map(|l| if l.len() >= common { &l[common..] } else { l.trim_start() }).collect();
+    let out: Vec<&str> = body
+        .iter()
+        .map(|l| {
+            if l.len() >= common {
+                &l[common..]
+            } else {
+                l.trim_start()
+            }
+        })
+        .collect();
     out.join("\n")
 }
 
@@ -583,25 +609,44 @@ mod tests {
 
     #[test]
     fn unknown_fields_point_at_the_toml() {
-        let e = err(&format!("{HEAD}\n[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x\"\ncolour = 1\n"));
-        assert!(e.starts_with("s.toml:11:1: bad spec: unknown field `colour`") && e.ends_with("[hook h]"), "{e}");
+        let e = err(&format!(
+            "{HEAD}\n[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x\"\ncolour = 1\n"
+        ));
+        assert!(
+            e.starts_with("s.toml:11:1: bad spec: unknown field `colour`") && e.ends_with("[hook h]"),
+            "{e}"
+        );
     }
 
     #[test]
     fn bad_code_and_patterns_name_the_hook() {
-        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x = (\"\n"));
-        assert!(e.starts_with("s.toml:9:1: bad spec: code does not parse") && e.ends_with("[hook h]"), "{e}");
-        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = {{ after = \"x = \" }}\ncode = \"y\"\n"));
-        assert!(e.contains("pattern `x = ` is not valid") && e.contains("[hook h]"), "{e}");
+        let e = err(&format!(
+            "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x = (\"\n"
+        ));
+        assert!(
+            e.starts_with("s.toml:9:1: bad spec: code does not parse") && e.ends_with("[hook h]"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = {{ after = \"x = \" }}\ncode = \"y\"\n"
+        ));
+        assert!(
+            e.contains("pattern `x = ` is not valid") && e.contains("[hook h]"),
+            "{e}"
+        );
     }
 
     #[test]
     fn placement_must_be_single_and_complete() {
         let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\n"));
         assert!(e.contains("exactly one of"), "{e}");
-        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nwrap-returns = \"f(1)\"\n"));
+        let e = err(&format!(
+            "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nwrap-returns = \"f(1)\"\n"
+        ));
         assert!(e.contains("must use `{value}`"), "{e}");
-        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nensure-imports = [\"a, b\"]\n"));
+        let e = err(&format!(
+            "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nensure-imports = [\"a, b\"]\n"
+        ));
         assert!(e.contains("is not one import"), "{e}");
         let twice = "[[hook]]\nid = \"h\"\nsummary = \"x\"\nensure-imports = [\"os\"]\n";
         let e = err(&format!("{HEAD}{twice}{twice}"));

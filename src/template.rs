@@ -120,7 +120,10 @@ mod tests {
             value: Some("(a, b)"),
             params: &params,
         };
-        assert_eq!(t.render(&vars, &b), "f((a, b), input_ids, os.environ['DUMP'], {1}, {x: 1}, f'{y}')");
+        assert_eq!(
+            t.render(&vars, &b),
+            "f((a, b), input_ids, os.environ['DUMP'], {1}, {x: 1}, f'{y}')"
+        );
         assert_eq!(t.param_indices(), [1]);
         assert!(t.mentions("value"));
         assert_eq!(Template::new("{param.9}").render(&vars, &b), "{param.9}");

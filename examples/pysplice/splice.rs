@@ -1,6 +1,8 @@
 //! `apply`, `check`, `revert` and `matrix`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use pysplice::{report, DiskFile, Error, Patched, Recipe, Status};
 
 /// Arguments shared by `check` and `revert`.
 #[derive(clap::Args)]
@@ -35,31 +37,267 @@ pub struct MatrixArgs {
     /// Source trees, one per release.
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
+    /// The file to patch, relative to each tree.
+    #[arg(long, default_value = "sglang/srt/models/deepseek_v2.py")]
+    pub file: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Runs `apply`.
-pub fn apply(_args: &ApplyArgs) -> u8 {
-    eprintln!("apply: not implemented yet");
-    2
+/// Reads the recipe; on failure prints the error and gives exit code 2.
+fn load_recipe(path: &Path) -> Result<Recipe, u8> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|err| {
+        eprintln!("{name}: cannot read the spec: {err}");
+        2
+    })?;
+    Recipe::from_toml(&name, &text).map_err(|err| {
+        eprintln!("{err}");
+        2
+    })
 }
 
-/// Runs `check`.
-pub fn check(_args: &FilesArgs) -> u8 {
-    eprintln!("check: not implemented yet");
-    2
+/// Exit code for an error: 1 when a hook could not be placed, 2 for unusable input.
+fn exit_code(err: &Error) -> u8 {
+    match err {
+        Error::NotFound { .. }
+        | Error::Ambiguous { .. }
+        | Error::Placement { .. }
+        | Error::Conflict { .. }
+        | Error::Marker { .. }
+        | Error::Verify { .. }
+        | Error::Changed { .. } => 1,
+        _ => 2,
+    }
+}
+
+/// Runs `operation` on every file; all files are processed before anything is written, and
+/// nothing is written if any of them fails.
+fn run_all(
+    args: &FilesArgs,
+    operation: fn(&Recipe, pysplice::SourceFile) -> Result<Patched, Error>,
+) -> Result<(Vec<(DiskFile, Patched)>, Recipe), u8> {
+    let recipe = load_recipe(&args.spec)?;
+    let mut done = Vec::new();
+    let mut worst = 0;
+    for path in &args.files {
+        let result = DiskFile::read(path).and_then(|file| {
+            let patched = operation(&recipe, file.source().clone())?;
+            Ok((file, patched))
+        });
+        match result {
+            Ok(pair) => done.push(pair),
+            Err(err) => {
+                if args.json {
+                    let value = serde_json::json!({"file": path.display().to_string(), "error": err.to_string()});
+                    println!("{value}");
+                } else {
+                    eprintln!("{err}");
+                }
+                worst = worst.max(exit_code(&err));
+            }
+        }
+    }
+    if worst > 0 {
+        if !args.json {
+            eprintln!("nothing was written");
+        }
+        return Err(worst);
+    }
+    Ok((done, recipe))
+}
+
+fn write_all(done: &[(DiskFile, Patched)]) -> u8 {
+    for (file, patched) in done {
+        if patched.changed() {
+            if let Err(err) = file.write(patched.output()) {
+                eprintln!("{err}");
+                return exit_code(&err);
+            }
+        }
+    }
+    0
+}
+
+/// Runs `apply`.
+pub fn apply(args: &ApplyArgs) -> u8 {
+    let (done, _) = match run_all(&args.files, pysplice::apply) {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    for (_, patched) in &done {
+        if args.files.json {
+            let mut value = report::json(patched);
+            if args.dry_run {
+                value["diff"] = report::unified_diff(patched.name(), patched.input(), patched.output()).into();
+            }
+            println!("{value}");
+        } else if args.dry_run {
+            print!(
+                "{}",
+                report::unified_diff(patched.name(), patched.input(), patched.output())
+            );
+        } else {
+            print!("{}", report::applied_text(patched));
+        }
+    }
+    if args.dry_run {
+        0
+    } else {
+        write_all(&done)
+    }
+}
+
+/// Runs `check`: exit 0 when every required hook is applied and up to date.
+pub fn check(args: &FilesArgs) -> u8 {
+    let (done, _) = match run_all(args, pysplice::apply) {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    let mut code = 0;
+    for (_, patched) in &done {
+        let pending = patched
+            .outcomes()
+            .iter()
+            .any(|o| matches!(o.status, Status::Applied | Status::Updated));
+        if pending || patched.changed() {
+            code = 1;
+        }
+        if args.json {
+            let mut value = report::json(patched);
+            value["up_to_date"] = (!pending && !patched.changed()).into();
+            println!("{value}");
+        } else {
+            let verdict = if pending { "needs apply" } else { "up to date" };
+            println!("{}: {verdict}", patched.name());
+            for outcome in patched.outcomes() {
+                let status = match &outcome.status {
+                    Status::Applied => "missing".to_string(),
+                    Status::Updated => "outdated".to_string(),
+                    Status::AlreadyApplied => "applied".to_string(),
+                    Status::Skipped { reason } => format!("skipped: {reason}"),
+                    other => format!("{other:?}"),
+                };
+                println!("  - {}: {status}", outcome.hook);
+            }
+        }
+    }
+    code
 }
 
 /// Runs `revert`.
-pub fn revert(_args: &FilesArgs) -> u8 {
-    eprintln!("revert: not implemented yet");
-    2
+pub fn revert(args: &FilesArgs) -> u8 {
+    let (done, _) = match run_all(args, pysplice::revert) {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    for (_, patched) in &done {
+        if args.json {
+            println!("{}", report::json(patched));
+        } else if patched.changed() {
+            println!("Reverted {}", patched.name());
+            for outcome in patched.outcomes() {
+                println!("  - {}", report::outcome_line(outcome));
+            }
+        } else {
+            println!("Nothing to revert in {}", patched.name());
+        }
+    }
+    write_all(&done)
 }
 
-/// Runs `matrix`.
-pub fn matrix(_args: &MatrixArgs) -> u8 {
-    eprintln!("matrix: not implemented yet");
-    2
+/// Runs `matrix`: the recipe applied in memory to `--file` of every tree.
+pub fn matrix(args: &MatrixArgs) -> u8 {
+    let recipe = match load_recipe(&args.spec) {
+        Ok(recipe) => recipe,
+        Err(code) => return code,
+    };
+    let mut rows = Vec::new();
+    let mut any_failed = false;
+    for dir in &args.dirs {
+        let path = dir.join(&args.file);
+        let label = dir
+            .file_name()
+            .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let outcomes = match DiskFile::read(&path) {
+            Err(err) => Err(err.to_string()),
+            Ok(file) => pysplice::Prepared::new(&recipe, file.source().clone())
+                .map(|prepared| {
+                    let plan = pysplice::plan(&recipe, prepared.original());
+                    let outcomes = plan.outcomes();
+                    match pysplice::apply_plan(&recipe, &prepared, plan) {
+                        Ok(patched) => patched.outcomes().to_vec(),
+                        Err(err) if outcomes.iter().all(|o| !matches!(o.status, Status::Failed { .. })) => {
+                            // Planned, but applying failed (conflict, verification): every placed hook fails.
+                            outcomes
+                                .into_iter()
+                                .map(|mut o| {
+                                    if o.status == Status::Applied {
+                                        o.status = Status::Failed {
+                                            reason: err.to_string(),
+                                        };
+                                    }
+                                    o
+                                })
+                                .collect()
+                        }
+                        Err(_) => outcomes,
+                    }
+                })
+                .map_err(|err| err.to_string()),
+        };
+        if outcomes
+            .as_ref()
+            .map_or(true, |o| o.iter().any(|o| matches!(o.status, Status::Failed { .. })))
+        {
+            any_failed = true;
+        }
+        rows.push((label, outcomes));
+    }
+    if args.json {
+        let value: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(label, outcomes)| match outcomes {
+                Ok(o) => serde_json::json!({"tree": label, "hooks": o}),
+                Err(e) => serde_json::json!({"tree": label, "error": e}),
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(value));
+    } else {
+        print!("{}", matrix_table(&recipe, &rows));
+    }
+    u8::from(any_failed)
+}
+
+type Row = (String, Result<Vec<pysplice::HookOutcome>, String>);
+
+/// A Markdown table: one row per tree, one column per hook.
+fn matrix_table(recipe: &Recipe, rows: &[Row]) -> String {
+    let mut out = String::from("| release |");
+    for hook in &recipe.hooks {
+        out.push_str(&format!(" {} |", hook.id));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(recipe.hooks.len()));
+    out.push('\n');
+    for (label, outcomes) in rows {
+        out.push_str(&format!("| {label} |"));
+        match outcomes {
+            Ok(outcomes) => {
+                for o in outcomes {
+                    let cell = match &o.status {
+                        Status::Applied | Status::Updated | Status::AlreadyApplied => "applied".to_string(),
+                        Status::Skipped { reason } => format!("skipped: {reason}"),
+                        Status::Failed { reason } => format!("FAILED: {reason}"),
+                        other => format!("{other:?}"),
+                    };
+                    out.push_str(&format!(" {} |", cell.replace('|', "\\|")));
+                }
+            }
+            Err(err) => out.push_str(&format!(" FAILED: {} |", err.replace('|', "\\|"))),
+        }
+        out.push('\n');
+    }
+    out
 }

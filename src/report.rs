@@ -1,0 +1,68 @@
+//! Reports for people and tools: patch-script style text, unified diffs, JSON.
+
+use std::fmt::Write;
+
+use similar::TextDiff;
+
+use crate::engine::{HookOutcome, Patched, Status};
+
+/// The patch-script style report of an apply: `Successfully patched FILE` and one `  - summary`
+/// line per hook placed; skipped hooks with their reason.
+#[must_use]
+pub fn applied_text(patched: &Patched) -> String {
+    let mut out = String::new();
+    let placed = patched
+        .outcomes()
+        .iter()
+        .any(|o| matches!(o.status, Status::Applied | Status::Updated));
+    if placed {
+        let _ = writeln!(out, "Successfully patched {}", patched.name());
+    } else {
+        let _ = writeln!(out, "Already up to date: {}", patched.name());
+    }
+    for outcome in patched.outcomes() {
+        let _ = writeln!(out, "  - {}", outcome_line(outcome));
+    }
+    out
+}
+
+/// One line for a hook outcome: its summary, with the status when it is not a fresh placement.
+#[must_use]
+pub fn outcome_line(outcome: &HookOutcome) -> String {
+    let lines = outcome
+        .lines
+        .map(|(a, b)| format!(" (lines {a}-{b})"))
+        .unwrap_or_default();
+    match &outcome.status {
+        Status::Applied => format!("{}{lines}", outcome.summary),
+        Status::AlreadyApplied => format!("{} [already applied]{lines}", outcome.summary),
+        Status::Updated => format!("{} [updated]{lines}", outcome.summary),
+        Status::Skipped { reason } => format!("skipped `{}`: {reason}", outcome.hook),
+        Status::Failed { reason } => format!("FAILED `{}`: {reason}", outcome.hook),
+        Status::Reverted => format!("removed: {}", outcome.summary),
+        Status::NotPresent => format!("not present: {}", outcome.summary),
+    }
+}
+
+/// A unified diff of `old` and `new` with `name` in the headers (empty when equal).
+#[must_use]
+pub fn unified_diff(name: &str, old: &str, new: &str) -> String {
+    if old == new {
+        return String::new();
+    }
+    TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
+}
+
+/// The JSON form of one file's outcome: `{"file", "changed", "hooks": [...]}`.
+#[must_use]
+pub fn json(patched: &Patched) -> serde_json::Value {
+    serde_json::json!({
+        "file": patched.name(),
+        "changed": patched.changed(),
+        "hooks": patched.outcomes(),
+    })
+}
