@@ -93,9 +93,9 @@ pub enum Error {
         /// The path looked for.
         path: String,
         /// Paths that exist and are closest to the one asked for.
-        candidates: Vec<String>,
+        candidates: Box<[String]>,
         /// When the enclosing class exists, the names of its members.
-        members: Vec<String>,
+        members: Box<[String]>,
         /// The hook naming the path, if any.
         hook: HookRef,
     },
@@ -236,10 +236,10 @@ impl Error {
             | Error::Spec { hook, .. }
             | Error::Placement { hook, .. }
             | Error::Marker { hook, .. }
-            | Error::Verify { hook, .. } => {
-                if hook.0.is_none() {
-                    hook.0 = Some(id.to_string());
-                }
+            | Error::Verify { hook, .. }
+                if hook.0.is_none() =>
+            {
+                hook.0 = Some(id.to_string());
             }
             _ => {}
         }

@@ -17,6 +17,7 @@ pub mod marker;
 pub mod outline;
 pub mod pattern;
 mod place;
+pub mod recipes;
 pub mod report;
 pub mod spec;
 pub mod template;

@@ -142,8 +142,8 @@ impl ParsedFile {
         Error::NotFound {
             location,
             path: path.to_string(),
-            candidates: self.closest_paths(path, 3),
-            members,
+            candidates: self.closest_paths(path, 3).into(),
+            members: members.into(),
             hook: HookRef::default(),
         }
     }
@@ -230,7 +230,7 @@ mod tests {
         else {
             panic!("{err}")
         };
-        assert_eq!(members, &["__init__", "forward"]);
+        assert_eq!(&members[..], ["__init__", "forward"]);
         assert_eq!(candidates.first().map(String::as_str), Some("Model.forward"));
         assert_eq!(location.line, 1);
     }

@@ -316,7 +316,7 @@ impl<'a> Placer<'a> {
             let lines = self.indent_code(code, &indent)?;
             let len = lines.len();
             edits.push(
-                self.displacing_block(from..to, &indent, &lines, vec![0..len])
+                self.displacing_block(from..to, &indent, &lines, std::iter::once(0..len).collect())
                     .with_removed(r),
             );
         }

@@ -6,6 +6,9 @@ use std::process::Command;
 
 use pysplice::{ParsedFile, SourceFile};
 
+/// (path, kind, line, end line, decorator line, async)
+type Row<'a> = (String, &'a str, usize, usize, Option<usize>, bool);
+
 #[test]
 fn outline_agrees_with_cpython_on_every_pinned_release() {
     let mut files_checked = 0;
@@ -28,14 +31,21 @@ fn outline_agrees_with_cpython_on_every_pinned_release() {
             let got = SourceFile::from_bytes(key, bytes).and_then(ParsedFile::parse);
             match (got, want.as_array()) {
                 (Ok(parsed), Some(want)) => {
-                    let got: Vec<(String, &str, usize, usize, Option<usize>, bool)> = parsed
+                    let got: Vec<Row> = parsed
                         .definitions()
                         .iter()
                         .map(|d| {
-                            (d.path().to_string(), d.kind().as_str(), d.line(), d.end_line(), d.decorator_line(), d.is_async())
+                            (
+                                d.path().to_string(),
+                                d.kind().as_str(),
+                                d.line(),
+                                d.end_line(),
+                                d.decorator_line(),
+                                d.is_async(),
+                            )
                         })
                         .collect();
-                    let want: Vec<(String, &str, usize, usize, Option<usize>, bool)> = want
+                    let want: Vec<Row> = want
                         .iter()
                         .map(|d| {
                             (
@@ -71,6 +81,9 @@ fn outline_agrees_with_cpython_on_every_pinned_release() {
         mismatches.len(),
         mismatches.join("\n")
     );
-    assert!(definitions_checked > 10_000, "only {definitions_checked} definitions checked");
+    assert!(
+        definitions_checked > 10_000,
+        "only {definitions_checked} definitions checked"
+    );
     eprintln!("{files_checked} files, {definitions_checked} definitions agree with CPython");
 }

@@ -1,0 +1,652 @@
+//! The class graph: classes as nodes, resolved base classes (inheritance), compositions
+//! (`self.attr = Class(...)`), entry classes, method resolution order, and which class's code a
+//! method call on an instance runs.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use super::facts::{ClassFacts, CompositionFacts, MethodFacts};
+use super::{ClassKey, FileProblem, Project, Resolved};
+
+/// Index of a class in [`ClassGraph::classes`].
+pub type ClassId = usize;
+
+/// What a base class expression resolved to.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", content = "to", rename_all = "lowercase")]
+pub enum BaseTarget {
+    /// A class of the project.
+    Class(ClassId),
+    /// A name from outside the scanned directory (`torch.nn.Module`, `builtins.object`).
+    External(String),
+    /// Nothing that can be found; the reason says why.
+    Unresolved(String),
+}
+
+/// One base of a class.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct BaseLink {
+    /// The base as written (dotted).
+    pub text: String,
+    /// 1-based line of the base expression.
+    pub line: usize,
+    /// What it resolved to (one per definition when a name is defined in several branches).
+    pub targets: Vec<BaseTarget>,
+}
+
+/// `self.attr = Target(...)` in some method of a class, resolved.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CompositionEdge {
+    /// The instance attribute.
+    pub attr: String,
+    /// The class constructed.
+    pub target: ClassId,
+    /// The callee as written.
+    pub callee: String,
+    /// 1-based line of the assignment.
+    pub line: usize,
+    /// The method assigning it.
+    pub method: String,
+    /// The call is the value (or a branch of it), not nested inside it.
+    pub direct: bool,
+    /// The assignment sits in a branch, loop, `try` or `with`.
+    pub conditional: bool,
+    /// The attribute is also set to `None` somewhere in the class.
+    pub optional: bool,
+}
+
+/// A class of the graph.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ClassNode {
+    /// Its module (dotted).
+    pub module: String,
+    /// Its qualified name in the module.
+    pub name: String,
+    /// Its file, relative to the scanned directory.
+    pub file: String,
+    /// 1-based line of the `class` keyword.
+    pub line: usize,
+    /// Resolved bases, in order.
+    pub bases: Vec<BaseLink>,
+    /// Resolved compositions (empty when the scope did not ask for this class's).
+    pub compositions: Vec<CompositionEdge>,
+    /// Direct subclasses within the graph.
+    pub subclasses: Vec<ClassId>,
+    /// The class or its file looks like a speculative-decoding draft model (Eagle, NextN, MTP,
+    /// Medusa, DFlash or "draft" in the name).
+    pub draft: bool,
+    #[serde(skip)]
+    pub(crate) key: ClassKey,
+    #[serde(skip)]
+    expanded: bool,
+}
+
+/// Something worth knowing about the graph that is not an edge.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Diagnostic {
+    /// A base class that cannot be found.
+    UnresolvedBase {
+        /// The class.
+        class: String,
+        /// Its file.
+        file: String,
+        /// 1-based line of the base.
+        line: usize,
+        /// The base as written.
+        base: String,
+        /// Why.
+        reason: String,
+    },
+    /// A module defines the same class name more than once.
+    DuplicateClass {
+        /// The file.
+        file: String,
+        /// The class name.
+        class: String,
+        /// The lines of every definition.
+        lines: Vec<usize>,
+    },
+    /// A file of the scope could not be read or parsed.
+    UnparsedFile(FileProblem),
+}
+
+/// How compositions are resolved while building.
+#[derive(Clone, Debug)]
+pub(crate) enum Policy {
+    /// Every class's compositions.
+    All,
+    /// Compositions whose callee may be one of these names.
+    Named(HashSet<String>),
+    /// Compositions of the seed files' classes and their ancestors only.
+    SeedsOnly,
+}
+
+/// The classes of a scope and the edges between them. Built by [`Project::graph`].
+#[derive(Debug)]
+pub struct ClassGraph<'p> {
+    pub(crate) project: &'p Project,
+    nodes: Vec<ClassNode>,
+    index: HashMap<ClassKey, ClassId>,
+    entries: Vec<(ClassId, usize, usize)>,
+    diagnostics: Vec<Diagnostic>,
+    mro: Vec<Vec<ClassId>>,
+    /// Per class: the compositions its instances get, as (class defining it, index in that
+    /// class's compositions).
+    edges: Vec<Vec<(ClassId, usize)>>,
+}
+
+const DRAFT_MARKERS: &[&str] = &["eagle", "nextn", "mtp", "medusa", "dflash", "draft"];
+
+/// Whether a class or file name looks like a speculative-decoding draft model.
+#[must_use]
+pub fn looks_like_draft(name: &str) -> bool {
+    let lower = name.to_lowercase();
+    DRAFT_MARKERS.iter().any(|m| lower.contains(m))
+}
+
+impl<'p> ClassGraph<'p> {
+    pub(crate) fn build(project: &'p Project, files: &[usize], policy: Policy) -> ClassGraph<'p> {
+        let mut g = ClassGraph {
+            project,
+            nodes: Vec::new(),
+            index: HashMap::new(),
+            entries: Vec::new(),
+            diagnostics: Vec::new(),
+            mro: Vec::new(),
+            edges: Vec::new(),
+        };
+        let mut queue = VecDeque::new();
+        for &f in files {
+            match project.facts(f) {
+                Ok(facts) => {
+                    for class in 0..facts.classes.len() {
+                        g.intern(ClassKey { file: f, class }, true, &mut queue);
+                    }
+                    for (dotted, line) in &facts.entry_classes {
+                        for r in project.resolve(f, &[], dotted) {
+                            if let Resolved::Class(key) = r {
+                                let id = g.intern(key, matches!(policy, Policy::All), &mut queue);
+                                if !g.entries.iter().any(|(e, _, _)| *e == id) {
+                                    g.entries.push((id, f, *line));
+                                }
+                            }
+                        }
+                    }
+                    g.duplicates(f);
+                }
+                Err(problem) => g.diagnostics.push(Diagnostic::UnparsedFile(problem.clone())),
+            }
+        }
+        while let Some(id) = queue.pop_front() {
+            g.resolve_node(id, &policy, &mut queue);
+        }
+        for id in 0..g.nodes.len() {
+            let bases: Vec<ClassId> = g.class_bases(id);
+            for b in bases {
+                if !g.nodes[b].subclasses.contains(&id) {
+                    g.nodes[b].subclasses.push(id);
+                }
+            }
+        }
+        g.mro = (0..g.nodes.len()).map(|_| Vec::new()).collect();
+        let mut state = vec![0u8; g.nodes.len()];
+        for id in 0..g.nodes.len() {
+            g.compute_mro(id, &mut state);
+        }
+        g.edges = (0..g.nodes.len()).map(|id| g.effective_compositions(id)).collect();
+        g
+    }
+
+    fn intern(&mut self, key: ClassKey, expand: bool, queue: &mut VecDeque<(ClassId, bool)>) -> ClassId {
+        if let Some(&id) = self.index.get(&key) {
+            if expand && !self.nodes[id].expanded {
+                self.nodes[id].expanded = true;
+                queue.push_back((id, true));
+            }
+            return id;
+        }
+        let file = self.project.file(key.file);
+        let class = self.class_facts_of(key);
+        let draft = looks_like_draft(&class.name) || looks_like_draft(file.relative_path());
+        let id = self.nodes.len();
+        self.nodes.push(ClassNode {
+            module: file.module().to_string(),
+            name: class.name.clone(),
+            file: file.relative_path().to_string(),
+            line: class.line,
+            bases: Vec::new(),
+            compositions: Vec::new(),
+            subclasses: Vec::new(),
+            draft,
+            key,
+            expanded: expand,
+        });
+        self.index.insert(key, id);
+        queue.push_back((id, false));
+        if expand {
+            queue.push_back((id, true));
+        }
+        id
+    }
+
+    fn class_facts_of(&self, key: ClassKey) -> &'p ClassFacts {
+        let project: &'p Project = self.project;
+        match project.facts(key.file) {
+            Ok(facts) => &facts.classes[key.class],
+            Err(_) => unreachable_class(),
+        }
+    }
+
+    /// Resolves bases (`compositions == false`) or compositions of a node.
+    fn resolve_node(&mut self, (id, compositions): (ClassId, bool), policy: &Policy, queue: &mut VecDeque<(ClassId, bool)>) {
+        let key = self.nodes[id].key;
+        let class = self.class_facts_of(key);
+        let project = self.project;
+        if !compositions {
+            let expand = self.nodes[id].expanded;
+            let mut links = Vec::new();
+            for base in &class.bases {
+                let resolved = if base.is_name {
+                    project.resolve(key.file, &[], &base.text)
+                } else {
+                    vec![Resolved::Unresolved("not a class name (an expression)".into())]
+                };
+                let mut targets = Vec::new();
+                for r in &resolved {
+                    match r {
+                        Resolved::Class(k) => {
+                            let b = self.intern(*k, expand, queue);
+                            targets.push(BaseTarget::Class(b));
+                        }
+                        Resolved::External(d) => targets.push(BaseTarget::External(d.clone())),
+                        Resolved::Module(m) => {
+                            targets.push(BaseTarget::Unresolved(format!("`{m}` is a module, not a class")));
+                        }
+                        Resolved::Unresolved(_) => {}
+                    }
+                }
+                if targets.is_empty() {
+                    let reason = resolved
+                        .iter()
+                        .find_map(|r| match r {
+                            Resolved::Unresolved(why) => Some(why.clone()),
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| "cannot be resolved".into());
+                    targets.push(BaseTarget::Unresolved(reason));
+                }
+                for t in &targets {
+                    if let BaseTarget::Unresolved(reason) = t {
+                        self.diagnostics.push(Diagnostic::UnresolvedBase {
+                            class: class.name.clone(),
+                            file: self.nodes[id].file.clone(),
+                            line: base.line,
+                            base: base.text.clone(),
+                            reason: reason.clone(),
+                        });
+                    }
+                }
+                links.push(BaseLink {
+                    text: base.text.clone(),
+                    line: base.line,
+                    targets,
+                });
+            }
+            self.nodes[id].bases = links;
+            return;
+        }
+        let mut edges = Vec::new();
+        for comp in &class.compositions {
+            let expand_target = match policy {
+                Policy::All => true,
+                Policy::Named(names) => {
+                    if !comp.names.iter().any(|n| names.contains(n)) {
+                        continue;
+                    }
+                    true
+                }
+                Policy::SeedsOnly => false,
+            };
+            let locals = class
+                .methods_named(&comp.method)
+                .next()
+                .map_or(&[][..], |m: &MethodFacts| &m.locals[..]);
+            for r in project.resolve(key.file, locals, &comp.callee) {
+                if let Resolved::Class(k) = r {
+                    let target = self.intern(k, expand_target, queue);
+                    edges.push(self.edge(class, comp, target));
+                }
+            }
+        }
+        self.nodes[id].compositions = edges;
+    }
+
+    fn edge(&self, class: &ClassFacts, comp: &CompositionFacts, target: ClassId) -> CompositionEdge {
+        CompositionEdge {
+            attr: comp.attr.clone(),
+            target,
+            callee: comp.callee.clone(),
+            line: comp.line,
+            method: comp.method.clone(),
+            direct: comp.direct,
+            conditional: comp.conditional,
+            optional: class.attributes.iter().any(|a| a.name == comp.attr && a.is_none),
+        }
+    }
+
+    fn duplicates(&mut self, file: usize) {
+        let Ok(facts) = self.project.facts(file) else { return };
+        let mut seen: Vec<(&str, Vec<usize>)> = Vec::new();
+        for class in facts.classes.iter().filter(|c| !c.name.contains('.')) {
+            match seen.iter_mut().find(|(n, _)| *n == class.name) {
+                Some((_, lines)) => lines.push(class.line),
+                None => seen.push((&class.name, vec![class.line])),
+            }
+        }
+        for (name, lines) in seen {
+            if lines.len() > 1 {
+                self.diagnostics.push(Diagnostic::DuplicateClass {
+                    file: self.project.file(file).relative_path().to_string(),
+                    class: name.to_string(),
+                    lines,
+                });
+            }
+        }
+    }
+
+    fn class_bases(&self, id: ClassId) -> Vec<ClassId> {
+        let mut out = Vec::new();
+        for link in &self.nodes[id].bases {
+            for t in &link.targets {
+                if let BaseTarget::Class(b) = t {
+                    if !out.contains(b) && *b != id {
+                        out.push(*b);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// C3 linearization over the project bases; depth-first order when C3 fails or bases cycle.
+    fn compute_mro(&mut self, id: ClassId, state: &mut [u8]) -> Vec<ClassId> {
+        match state[id] {
+            2 => return self.mro[id].clone(),
+            1 => return vec![id],
+            _ => {}
+        }
+        state[id] = 1;
+        let bases = self.class_bases(id);
+        let mut lists: Vec<Vec<ClassId>> = bases.iter().map(|&b| self.compute_mro(b, state)).collect();
+        lists.push(bases.clone());
+        let mut out = vec![id];
+        let merged = c3_merge(lists.clone());
+        match merged {
+            Some(rest) => out.extend(rest),
+            None => {
+                for list in lists {
+                    for c in list {
+                        if !out.contains(&c) {
+                            out.push(c);
+                        }
+                    }
+                }
+            }
+        }
+        out.dedup();
+        state[id] = 2;
+        self.mro[id] = out.clone();
+        out
+    }
+
+    fn effective_compositions(&self, k: ClassId) -> Vec<(ClassId, usize)> {
+        let mut out = Vec::new();
+        for &x in &self.mro[k] {
+            for (i, edge) in self.nodes[x].compositions.iter().enumerate() {
+                if self.runs(k, x, &edge.method).is_some() {
+                    out.push((x, i));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every class, by id.
+    #[must_use]
+    pub fn classes(&self) -> &[ClassNode] {
+        &self.nodes
+    }
+
+    /// One class.
+    #[must_use]
+    pub fn class(&self, id: ClassId) -> &ClassNode {
+        &self.nodes[id]
+    }
+
+    /// The facts read off a class's source (methods, attributes, uses).
+    #[must_use]
+    pub fn facts(&self, id: ClassId) -> &'p ClassFacts {
+        self.class_facts_of(self.nodes[id].key)
+    }
+
+    /// The entry classes (`EntryClass` of the modules in scope), with the file and line listing
+    /// them.
+    #[must_use]
+    pub fn entries(&self) -> Vec<(ClassId, String, usize)> {
+        self.entries
+            .iter()
+            .map(|&(id, f, line)| (id, self.project.file(f).relative_path().to_string(), line))
+            .collect()
+    }
+
+    /// Whether the class is listed in some `EntryClass`.
+    #[must_use]
+    pub fn is_entry(&self, id: ClassId) -> bool {
+        self.entries.iter().any(|(e, _, _)| *e == id)
+    }
+
+    /// Unresolvable bases, duplicate class names and files that failed to parse.
+    #[must_use]
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// The method resolution order of a class (itself first), over project classes.
+    #[must_use]
+    pub fn mro(&self, id: ClassId) -> &[ClassId] {
+        &self.mro[id]
+    }
+
+    /// The compositions instances of `id` get: their own and those of ancestors whose assigning
+    /// method `id` runs, as (ancestor, edge).
+    #[must_use]
+    pub fn compositions_of(&self, id: ClassId) -> Vec<(ClassId, &CompositionEdge)> {
+        self.edges[id]
+            .iter()
+            .map(|&(x, i)| (x, &self.nodes[x].compositions[i]))
+            .collect()
+    }
+
+    /// Classes named `name`: a simple or qualified class name (`DeepseekV2Model`), optionally
+    /// prefixed by its module or a tail of it (`deepseek_v2.DeepseekV2Model`). Sorted by module.
+    #[must_use]
+    pub fn find(&self, name: &str) -> Vec<ClassId> {
+        let mut out: Vec<ClassId> = (0..self.nodes.len())
+            .filter(|&id| {
+                let n = &self.nodes[id];
+                if n.name == name {
+                    return true;
+                }
+                let full = format!("{}.{}", n.module, n.name);
+                full == name || full.ends_with(&format!(".{name}"))
+            })
+            .collect();
+        out.sort_by(|&a, &b| (&self.nodes[a].module, a).cmp(&(&self.nodes[b].module, b)));
+        out
+    }
+
+    /// All subclasses of `id`, transitively, in breadth-first order (not `id` itself).
+    #[must_use]
+    pub fn descendants(&self, id: ClassId) -> Vec<ClassId> {
+        let mut out = Vec::new();
+        let mut queue = VecDeque::from([id]);
+        while let Some(c) = queue.pop_front() {
+            for &s in &self.nodes[c].subclasses {
+                if s != id && !out.contains(&s) {
+                    out.push(s);
+                    queue.push_back(s);
+                }
+            }
+        }
+        out
+    }
+
+    /// The first class in the MRO of `id` that defines method `name`.
+    #[must_use]
+    pub fn owner_of(&self, id: ClassId, name: &str) -> Option<ClassId> {
+        self.mro[id].iter().copied().find(|&c| self.facts(c).defines(name))
+    }
+
+    /// Whether calling method `m` on an instance of `k` runs the body of `t.m`: `k` is `t`, `k`
+    /// inherits `t.m`, or the overriding methods on the way call `super().m(...)` or
+    /// `Base.m(self, ...)` until they reach it.
+    #[must_use]
+    pub fn runs(&self, k: ClassId, t: ClassId, m: &str) -> Option<RunPath> {
+        let mro = &self.mro[k];
+        let mut pos = 0;
+        let mut through = Vec::new();
+        loop {
+            let x = pos + mro.get(pos..)?.iter().position(|&c| self.facts(c).defines(m))?;
+            let class = mro[x];
+            if class == t {
+                return Some(RunPath {
+                    direct: x == 0,
+                    through,
+                });
+            }
+            let facts = self.facts(class);
+            let methods: Vec<&MethodFacts> = facts.methods_named(m).collect();
+            if let Some(method) = methods.iter().find(|md| md.super_calls.iter().any(|s| s == m)) {
+                through.push((class, method.line));
+                pos = x + 1;
+                continue;
+            }
+            let mut jumped = None;
+            for method in &methods {
+                for (base, called) in &method.explicit_calls {
+                    if called != m {
+                        continue;
+                    }
+                    let resolved = self.project.resolve(self.nodes[class].key.file, &method.locals, base);
+                    for r in resolved {
+                        if let Resolved::Class(key) = r {
+                            if let Some(&b) = self.index.get(&key) {
+                                if let Some(i) = mro.iter().position(|&c| c == b).filter(|&i| i > x) {
+                                    jumped = Some((i, method.line));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let (i, line) = jumped?;
+            through.push((class, line));
+            pos = i;
+        }
+    }
+
+    /// A shortest inheritance path from `from` up to its ancestor `to` (both included).
+    #[must_use]
+    pub fn inheritance_path(&self, from: ClassId, to: ClassId) -> Option<Vec<ClassId>> {
+        let mut parent: HashMap<ClassId, ClassId> = HashMap::new();
+        let mut queue = VecDeque::from([from]);
+        let mut seen = HashSet::from([from]);
+        while let Some(c) = queue.pop_front() {
+            if c == to {
+                let mut path = vec![c];
+                let mut at = c;
+                while let Some(&p) = parent.get(&at) {
+                    path.push(p);
+                    at = p;
+                }
+                path.reverse();
+                return Some(path);
+            }
+            for b in self.class_bases(c) {
+                if seen.insert(b) {
+                    parent.insert(b, c);
+                    queue.push_back(b);
+                }
+            }
+        }
+        None
+    }
+
+    /// The classes from which some goal class is reachable through compositions (goal classes
+    /// included).
+    pub(crate) fn can_reach(&self, goal: &dyn Fn(ClassId) -> bool) -> Vec<bool> {
+        let mut reach: Vec<bool> = (0..self.nodes.len()).map(goal).collect();
+        loop {
+            let mut changed = false;
+            for k in 0..self.nodes.len() {
+                if !reach[k] && self.edges[k].iter().any(|&(x, i)| reach[self.nodes[x].compositions[i].target]) {
+                    reach[k] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return reach;
+            }
+        }
+    }
+
+    /// Composition hops `(via, edge index)` out of `k`, in a stable order.
+    pub(crate) fn hops(&self, k: ClassId) -> &[(ClassId, usize)] {
+        &self.edges[k]
+    }
+}
+
+/// How a method call reaches a method body (see [`ClassGraph::runs`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunPath {
+    /// The class itself defines the method.
+    pub direct: bool,
+    /// Overriding methods passed through (class, line of their `def`), calling up by `super()`
+    /// or an explicit base call.
+    pub through: Vec<(ClassId, usize)>,
+}
+
+fn c3_merge(mut lists: Vec<Vec<ClassId>>) -> Option<Vec<ClassId>> {
+    let mut out = Vec::new();
+    loop {
+        lists.retain(|l| !l.is_empty());
+        if lists.is_empty() {
+            return Some(out);
+        }
+        let head = lists
+            .iter()
+            .map(|l| l[0])
+            .find(|&h| !lists.iter().any(|l| l[1..].contains(&h)))?;
+        out.push(head);
+        for l in &mut lists {
+            if l[0] == head {
+                l.remove(0);
+            }
+        }
+    }
+}
+
+/// Never reached: nodes are only made for classes of parsed files.
+fn unreachable_class() -> &'static ClassFacts {
+    static EMPTY: std::sync::OnceLock<ClassFacts> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| ClassFacts {
+        name: String::new(),
+        line: 0,
+        end_line: 0,
+        bases: Vec::new(),
+        methods: Vec::new(),
+        attributes: Vec::new(),
+        compositions: Vec::new(),
+        uses: Vec::new(),
+    })
+}

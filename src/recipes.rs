@@ -1,0 +1,15 @@
+//! Recipes that ship with pysplice.
+
+/// Dumps EAGLE-3 / SpecForge training hidden states from SGLang's `DeepseekV2Model`
+/// (`sglang/srt/models/deepseek_v2.py`, SGLang 0.2.6 to 0.5.23; Kimi-K2.5 included) during
+/// prefill passes, gated by `SGLANG_HS_DUMP_DIR`.
+///
+/// ```
+/// let recipe = pysplice::Recipe::from_toml("sglang_hs_dump.toml", pysplice::recipes::SGLANG_HS_DUMP)?;
+/// assert_eq!(recipe.id, "sglang-hs-dump");
+/// # Ok::<(), pysplice::Error>(())
+/// ```
+pub const SGLANG_HS_DUMP: &str = include_str!("../recipes/sglang_hs_dump.toml");
+
+/// The file of an SGLang tree that [`SGLANG_HS_DUMP`] patches.
+pub const SGLANG_HS_DUMP_FILE: &str = "sglang/srt/models/deepseek_v2.py";
