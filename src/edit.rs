@@ -17,6 +17,8 @@ pub struct Edit {
     rewritten: Option<(Range<usize>, Range<usize>)>,
     /// Original statements this edit removes (replacements).
     removed: Vec<Range<usize>>,
+    /// Placed after other insertions at the same offset (a marker that must stay next to its line).
+    last_at_offset: bool,
 }
 
 impl Edit {
@@ -36,6 +38,7 @@ impl Edit {
             inserted: Vec::new(),
             rewritten: None,
             removed: Vec::new(),
+            last_at_offset: false,
         }
     }
 
@@ -63,6 +66,14 @@ impl Edit {
     #[must_use]
     pub fn with_removed(mut self, range: Range<usize>) -> Edit {
         self.removed.push(range);
+        self
+    }
+
+    /// Keeps this insertion after every other insertion at the same offset, next to the text
+    /// that follows it (inline markers describe the line right after them).
+    #[must_use]
+    pub fn last_at_offset(mut self) -> Edit {
+        self.last_at_offset = true;
         self
     }
 
@@ -106,7 +117,7 @@ pub struct EditMap {
 pub fn apply_edits(file: &SourceFile, edits: &[Edit]) -> Result<(String, EditMap), Error> {
     let text = file.text();
     let mut order: Vec<&Edit> = edits.iter().collect();
-    order.sort_by_key(|e| (e.range.start, e.range.end));
+    order.sort_by_key(|e| (e.range.start, e.range.end, e.last_at_offset));
     for pair in order.windows(2) {
         let (a, b) = (pair[0], pair[1]);
         let overlap = b.range.start < a.range.end || (a.range == b.range && !a.range.is_empty());

@@ -494,7 +494,7 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
     let out_frames = verify(recipe, original, &out_file, &map)?;
     let before: BTreeMap<&str, Vec<(&str, &str)>> = group(&prepared.frames);
     let after: BTreeMap<&str, Vec<(&str, &str)>> = group(&out_frames);
-    let outcomes = plan
+    let mut outcomes: Vec<HookOutcome> = plan
         .outcomes()
         .into_iter()
         .map(|mut outcome| {
@@ -511,12 +511,28 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
             outcome
         })
         .collect();
+    // Blocks of hooks the recipe no longer has were taken out with the rest; say so.
+    outcomes.extend(stale_hooks(recipe, &before));
     Ok(Patched {
         name: prepared.current().name().to_string(),
         input: prepared.current().text().to_string(),
         output: out_file.text().to_string(),
         outcomes,
     })
+}
+
+/// Outcomes for hooks whose frames are in the file but which the recipe no longer has.
+fn stale_hooks(recipe: &Recipe, present: &BTreeMap<&str, Vec<(&str, &str)>>) -> Vec<HookOutcome> {
+    present
+        .keys()
+        .filter(|id| !recipe.hooks.iter().any(|h| h.id == **id))
+        .map(|hook| HookOutcome {
+            hook: (*hook).to_string(),
+            summary: format!("hook `{hook}` is no longer in the recipe"),
+            status: Status::Reverted,
+            lines: None,
+        })
+        .collect()
 }
 
 fn group(frames: &[Frame]) -> BTreeMap<&str, Vec<(&str, &str)>> {
@@ -553,7 +569,7 @@ fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize
 pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;
     let present: BTreeMap<&str, Vec<(&str, &str)>> = group(&prepared.frames);
-    let outcomes = recipe
+    let mut outcomes: Vec<HookOutcome> = recipe
         .hooks
         .iter()
         .map(|hook| HookOutcome {
@@ -567,6 +583,7 @@ pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
             lines: None,
         })
         .collect();
+    outcomes.extend(stale_hooks(recipe, &present));
     Ok(Patched {
         name: prepared.current.name().to_string(),
         input: prepared.current.text().to_string(),

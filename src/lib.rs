@@ -29,3 +29,6 @@ pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
 pub use spec::{Action, Anchor, Hook, ImportLine, Nth, Recipe, Selector};
 pub use template::Template;
+pub mod project;
+
+pub use project::{ClassGraph, Project};

@@ -475,7 +475,7 @@ impl<'a> Placer<'a> {
                 was,
             );
             let len = new_stmt.len();
-            edits.push(Edit::insertion(self.hook, line_start, marker));
+            edits.push(Edit::insertion(self.hook, line_start, marker).last_at_offset());
             edits.push(Edit::replacement(self.hook, r.clone(), new_stmt).with_rewritten(r, 0..len));
         }
         Ok((edits, left_alone))

@@ -355,10 +355,7 @@ impl ModuleWalker<'_, '_> {
 
     fn assignment(&mut self, stmt: &Node, conditional: bool) {
         let (targets, value): (Vec<&Node>, Option<&Node>) = match stmt.kind() {
-            "Assign" => (
-                stmt.children()[0].children().iter().collect(),
-                stmt.children().get(1),
-            ),
+            "Assign" => (stmt.children()[0].children().iter().collect(), stmt.children().get(1)),
             _ => (
                 stmt.children().first().into_iter().collect(),
                 stmt.children().get(if stmt.kind() == "AnnAssign" { 2 } else { 1 }),
@@ -662,7 +659,8 @@ impl MethodScan<'_, '_, '_, '_> {
                 class_exprs(value, &mut classes);
                 self.aliases.retain(|(n, _)| *n != name);
                 if !classes.is_empty() {
-                    self.aliases.push((name, classes.into_iter().filter_map(dotted).collect()));
+                    self.aliases
+                        .push((name, classes.into_iter().filter_map(dotted).collect()));
                 }
             }
             _ => {
@@ -700,7 +698,10 @@ impl MethodScan<'_, '_, '_, '_> {
             }
             true
         });
-        let calls = direct.iter().map(|c| (*c, true)).chain(nested.iter().map(|c| (*c, false)));
+        let calls = direct
+            .iter()
+            .map(|c| (*c, true))
+            .chain(nested.iter().map(|c| (*c, false)));
         for (call, is_direct) in calls {
             let func = &call.children()[0];
             let Some(callee) = dotted(func) else { continue };
@@ -739,7 +740,13 @@ impl MethodScan<'_, '_, '_, '_> {
         match self.aliases.iter().rev().find(|(n, _)| n == first) {
             Some((_, targets)) => targets
                 .iter()
-                .map(|t| if rest.is_empty() { t.clone() } else { format!("{t}.{rest}") })
+                .map(|t| {
+                    if rest.is_empty() {
+                        t.clone()
+                    } else {
+                        format!("{t}.{rest}")
+                    }
+                })
                 .collect(),
             None => vec![callee.to_string()],
         }

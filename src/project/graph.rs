@@ -238,7 +238,12 @@ impl<'p> ClassGraph<'p> {
     }
 
     /// Resolves bases (`compositions == false`) or compositions of a node.
-    fn resolve_node(&mut self, (id, compositions): (ClassId, bool), policy: &Policy, queue: &mut VecDeque<(ClassId, bool)>) {
+    fn resolve_node(
+        &mut self,
+        (id, compositions): (ClassId, bool),
+        policy: &Policy,
+        queue: &mut VecDeque<(ClassId, bool)>,
+    ) {
         let key = self.nodes[id].key;
         let class = self.class_facts_of(key);
         let project = self.project;
@@ -589,7 +594,11 @@ impl<'p> ClassGraph<'p> {
         loop {
             let mut changed = false;
             for k in 0..self.nodes.len() {
-                if !reach[k] && self.edges[k].iter().any(|&(x, i)| reach[self.nodes[x].compositions[i].target]) {
+                if !reach[k]
+                    && self.edges[k]
+                        .iter()
+                        .any(|&(x, i)| reach[self.nodes[x].compositions[i].target])
+                {
                     reach[k] = true;
                     changed = true;
                 }

@@ -47,8 +47,10 @@ pub use facts::{
     AttributeFacts, AttributeKind, BaseFacts, ClassFacts, CompositionFacts, Import, MethodFacts, MethodKind,
     ModuleFacts, UseFacts, UseKind,
 };
-pub use graph::{BaseLink, BaseTarget, ClassGraph, ClassId, ClassNode, CompositionEdge, Diagnostic};
-pub use query::{Chain, Evidence, Forwarding, Member, Reach, ReachEntry, Runner, RunVia, Step, UseEvidence};
+pub use graph::{
+    looks_like_draft, BaseLink, BaseTarget, ClassGraph, ClassId, ClassNode, CompositionEdge, Diagnostic, RunPath,
+};
+pub use query::{Chain, Evidence, Forwarding, Member, Reach, ReachEntry, RunVia, Runner, Step, UseEvidence};
 
 use facts::{Binding, ModuleContext, NameBinding};
 
@@ -143,6 +145,9 @@ pub enum Scope {
     /// Files that can matter to these class names: their definitions, subclasses and holders,
     /// transitively.
     Related(Vec<String>),
+    /// Files with a `class X` statement for one of these names; compositions are resolved only
+    /// for those classes and their bases (what a wrapper's delegates need).
+    Defining(Vec<String>),
 }
 
 /// Counters of how much work a query did (for benchmarks and `--stats`).
@@ -171,7 +176,10 @@ pub enum QueryError {
         candidates: Vec<String>,
     },
     /// The class exists but neither it nor its bases define the method.
-    #[error("`{class}` has no method `{method}` (in the class or its bases){}", did_you_mean(candidates))]
+    #[error(
+        "`{class}` has no method `{method}` (in the class or its bases){}",
+        did_you_mean(candidates)
+    )]
     UnknownMethod {
         /// The class.
         class: String,
@@ -318,10 +326,8 @@ impl Project {
         let mut paths = Vec::new();
         walk(dir, dir, &mut paths).map_err(io)?;
         paths.sort();
-        let texts: Vec<Result<String, FileProblem>> = paths
-            .par_iter()
-            .map(|(path, rel)| read_text(path, rel))
-            .collect();
+        let texts: Vec<Result<String, FileProblem>> =
+            paths.par_iter().map(|(path, rel)| read_text(path, rel)).collect();
         let own_py = paths.iter().any(|(_, rel)| !rel.contains('/'));
         let package = match &options.package {
             Some(p) => p.clone(),
@@ -464,6 +470,14 @@ impl Project {
                 let (files, names) = self.related(names);
                 (files, Some(names))
             }
+            Scope::Defining(names) => {
+                let selected: Vec<usize> = (0..self.files.len())
+                    .into_par_iter()
+                    .filter(|&i| class_statement_names(self.files[i].text()).any(|c| names.contains(&c)))
+                    .collect();
+                self.load(&selected);
+                (selected, None)
+            }
         }
     }
 
@@ -512,7 +526,12 @@ impl Project {
     #[must_use]
     pub fn graph(&self, scope: &Scope) -> ClassGraph<'_> {
         let (files, names) = self.select(scope);
-        ClassGraph::build(self, &files, names)
+        let policy = match (scope, names) {
+            (Scope::Defining(_), _) => graph::Policy::SeedsOnly,
+            (_, Some(names)) => graph::Policy::Named(names),
+            (_, None) => graph::Policy::All,
+        };
+        ClassGraph::build(self, &files, policy)
     }
 
     /// Every class name defined in the project, by a cheap text scan of `class X` lines (no
@@ -536,7 +555,12 @@ impl Project {
         let mut scored: Vec<(usize, String)> = self
             .class_names()
             .into_iter()
-            .map(|c| (crate::locate::edit_distance(&wanted.to_lowercase(), &c.to_lowercase()), c))
+            .map(|c| {
+                (
+                    crate::locate::edit_distance(&wanted.to_lowercase(), &c.to_lowercase()),
+                    c,
+                )
+            })
             .collect();
         scored.sort();
         let cutoff = (wanted.len() / 2).max(3);
@@ -602,7 +626,10 @@ impl Project {
                 let mut parts = d.split('.');
                 let mut current = self.lookup(&module, parts.next().unwrap_or_default(), trail, true);
                 for part in parts {
-                    current = current.into_iter().flat_map(|r| self.attribute(r, part, trail)).collect();
+                    current = current
+                        .into_iter()
+                        .flat_map(|r| self.attribute(r, part, trail))
+                        .collect();
                 }
                 current
             }
@@ -688,7 +715,10 @@ impl Project {
                     continue;
                 }
                 let found = self.lookup(star, name, trail, false);
-                if found.iter().any(|r| matches!(r, Resolved::Class(_) | Resolved::Module(_))) {
+                if found
+                    .iter()
+                    .any(|r| matches!(r, Resolved::Class(_) | Resolved::Module(_)))
+                {
                     out = found;
                     break;
                 }
@@ -845,11 +875,7 @@ fn read_text(path: &Path, rel: &str) -> Result<String, FileProblem> {
 /// `(module, is_package)` of a file at `rel` (relative, `/`-separated) under package `package`.
 fn module_name(package: &str, rel: &str) -> (String, bool) {
     let stem = rel.strip_suffix(".py").unwrap_or(rel);
-    let mut parts: Vec<&str> = if package.is_empty() {
-        Vec::new()
-    } else {
-        vec![package]
-    };
+    let mut parts: Vec<&str> = if package.is_empty() { Vec::new() } else { vec![package] };
     parts.extend(stem.split('/'));
     let is_package = parts.last() == Some(&"__init__");
     if is_package {
@@ -859,7 +885,8 @@ fn module_name(package: &str, rel: &str) -> (String, bool) {
 }
 
 fn is_identifier(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic()) && s.chars().all(|c| c == '_' || c.is_alphanumeric())
+    s.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
+        && s.chars().all(|c| c == '_' || c.is_alphanumeric())
 }
 
 /// The package name of `dir` (see [`Project::scan`]).
@@ -888,7 +915,11 @@ fn infer_package(dir: &Path, texts: &[Result<String, FileProblem>]) -> String {
         };
         candidate.insert(0, n);
         let dotted = candidate.join(".");
-        let needles = [format!("from {dotted}."), format!("import {dotted}."), format!("from {dotted} import")];
+        let needles = [
+            format!("from {dotted}."),
+            format!("import {dotted}."),
+            format!("from {dotted} import"),
+        ];
         if texts
             .iter()
             .flatten()
