@@ -141,7 +141,7 @@ fn nested_classes() {
         panic!("{err}")
     };
     assert_eq!((location.line, location.column), (1, 1));
-    assert_eq!(members, &["Inner", "outer_method"]);
+    assert_eq!(&members[..], ["Inner", "outer_method"]);
     assert_eq!(
         candidates.first().map(String::as_str),
         Some("Outer.Inner.Deepest"),
@@ -305,12 +305,30 @@ fn byte_order_mark() {
 }
 
 #[test]
+#[ignore = "SourceFile::position counts the 3 BOM bytes in line 1's columns (CPython and editors do not)"]
+fn byte_order_mark_is_not_counted_in_columns() {
+    let parsed = parse("bom.py");
+    let marked = parsed.locate("Marked").unwrap();
+    assert_eq!(
+        parsed.source().position(marked.range().start),
+        LineColumn { line: 1, column: 1 }
+    );
+    assert_eq!(
+        parsed.source().position_utf16(marked.range().start),
+        LineColumn { line: 1, column: 1 }
+    );
+}
+
+#[test]
 fn docstrings() {
     let parsed = assert_outline(
         "docstrings.py",
         &[
             r#"function single L1-3 indent="    " doc="'Single-quoted docstring.'""#,
-            r#"function triple L6-11 indent="    " doc="\"\"\"Triple-quoted\n    docstring spanning lines.\n    \"\"\"""#,
+            concat!(
+                r#"function triple L6-11 indent="    " "#,
+                r#"doc="\"\"\"Triple-quoted\n    docstring spanning lines.\n    \"\"\"""#
+            ),
             r#"class WithDoc L14-18 indent="    " doc="r'''Raw docstring with a \\\\ backslash.'''""#,
             r#"method WithDoc.method L17-18 indent="        " doc="\"Double-quoted.\"""#,
             r#"function not_bytes L21-23 indent="    ""#,
@@ -336,7 +354,7 @@ fn docstrings() {
         parsed
             .source()
             .position(parsed.locate("triple").unwrap().docstring().unwrap().end),
-        LineColumn { line: 8, column: 8 }
+        LineColumn { line: 9, column: 8 }
     );
 }
 
@@ -422,20 +440,36 @@ fn non_ascii_identifiers_and_strings() {
     // units, ✓ 3 bytes and 1 unit.
     let body = method.body_range();
     assert_eq!(source.slice(body.clone()), "return \"😀 ✓\"");
-    assert_eq!(source.position(body.start), LineColumn { line: 7, column: 23 });
-    assert_eq!(source.position_utf16(body.start), LineColumn { line: 7, column: 21 });
-    assert_eq!(source.position(method.range().end), LineColumn { line: 7, column: 40 });
+    assert_eq!(source.position(body.start), LineColumn { line: 7, column: 24 });
+    assert_eq!(source.position_utf16(body.start), LineColumn { line: 7, column: 22 });
+    assert_eq!(source.position(method.range().end), LineColumn { line: 7, column: 41 });
     assert_eq!(
         source.position_utf16(method.range().end),
-        LineColumn { line: 7, column: 33 }
+        LineColumn { line: 7, column: 35 }
     );
-    assert_eq!(source.offset_of_utf16(LineColumn { line: 7, column: 21 }), body.start);
+    assert_eq!(source.offset_of_utf16(LineColumn { line: 7, column: 22 }), body.start);
     // Before any non-ASCII text on a line, both columns agree.
     assert_eq!(
         source.position(method.range().start),
         source.position_utf16(method.range().start)
     );
     assert_eq!(parsed.locate("函数").unwrap().line(), 10);
+}
+
+#[test]
+fn identifier_characters_that_are_not_alphanumeric() {
+    // U+2118 (℘) is Other_ID_Start, U+00B7 (·) Other_ID_Continue, U+0662 (٢) an Arabic-Indic digit.
+    let parsed = assert_outline(
+        "xid_names.py",
+        &[
+            r#"class ℘eierstrass L1-6 indent="    ""#,
+            r#"method ℘eierstrass.a·b L2-3 indent="        ""#,
+            r#"method ℘eierstrass._٢ L5-6 indent="        ""#,
+        ],
+    );
+    for d in parsed.definitions() {
+        assert_eq!(parsed.locate(d.path()).unwrap().line(), d.line(), "{}", d.path());
+    }
 }
 
 #[test]
@@ -539,7 +573,13 @@ fn global_declaration_gives_a_bare_qualname() {
 fn non_nfkc_names_are_kept_as_written_for_now() {
     let parsed = parse("nfkc_names.py");
     let paths: Vec<&str> = parsed.definitions().iter().map(Definition::path).collect();
-    assert_eq!(paths, ["\u{fb01}le", "\u{212b}ngstrom"]);
+    assert_eq!(
+        paths,
+        ["\u{fb01}le", "\u{212b}ngstrom", "\u{212b}ngstrom.e\u{301}te\u{301}"]
+    );
+    // Each is found as written in the file, not as CPython names it.
+    assert_eq!(parsed.locate("\u{212b}ngstrom.e\u{301}te\u{301}").unwrap().line(), 6);
+    assert!(matches!(parsed.locate("file"), Err(Error::NotFound { .. })));
 }
 
 #[test]
@@ -547,7 +587,7 @@ fn non_nfkc_names_are_kept_as_written_for_now() {
 fn identifiers_are_nfkc_normalized() {
     let parsed = parse("nfkc_names.py");
     let paths: Vec<&str> = parsed.definitions().iter().map(Definition::path).collect();
-    assert_eq!(paths, ["file", "\u{c5}ngstrom"]);
+    assert_eq!(paths, ["file", "\u{c5}ngstrom", "\u{c5}ngstrom.\u{e9}t\u{e9}"]);
 }
 
 type Outline = Vec<(String, String, usize, usize, Option<usize>, bool)>;
