@@ -688,3 +688,44 @@ fn equivalent(before: &Node, after: &Node, map: &EditMap) -> bool {
             .zip(after.children())
             .all(|(a, b)| equivalent(a, b, map))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recursive passes over the tree (outline, patterns, verification) fit a 2 MiB thread
+    /// stack in a debug build for the deepest tree the parser accepts.
+    #[test]
+    fn deepest_accepted_tree_fits_a_small_stack() {
+        let spec = r#"
+[recipe]
+id = "deep"
+summary = "s"
+[[hook]]
+id = "wrap"
+summary = "w"
+in = "f"
+wrap-returns = "g({value})"
+when = "return $X + 1"
+[[hook]]
+id = "after"
+summary = "a"
+in = "f"
+at = { after = "y = $$$" }
+code = "z = y + 1"
+"#;
+        let depth = crate::parse::MAX_DEPTH - 10;
+        let text = format!(
+            "def f():\n    y = 1{}\n    return y{}\n",
+            " + 1".repeat(depth),
+            " + 1".repeat(depth)
+        );
+        let recipe = Recipe::from_toml("deep.toml", spec).unwrap();
+        let worker = std::thread::Builder::new().stack_size(2 << 20).spawn(move || {
+            let patched = apply(&recipe, SourceFile::new("deep.py", text.clone())).unwrap();
+            let back = revert(&recipe, SourceFile::new("deep.py", patched.output())).unwrap();
+            assert_eq!(back.output(), text);
+        });
+        worker.unwrap().join().expect("no stack overflow");
+    }
+}

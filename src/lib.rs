@@ -1,6 +1,7 @@
 //! pysplice: find Python classes, methods and statements by meaning, and splice code into them.
 #![deny(missing_docs)]
 
+pub mod document;
 pub mod edit;
 pub mod engine;
 pub mod error;
@@ -9,6 +10,7 @@ pub mod parse;
 pub mod source;
 pub mod syntax;
 
+pub use document::{Document, DocumentPlan, TextEdit, Utf16Position, Utf16Range};
 pub use error::{Error, Location};
 pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
 pub use syntax::Node;

@@ -2,6 +2,8 @@
 //! with `#N` to pick the N-th of several definitions of one path (`A.f#2`), and `module` for the
 //! file itself.
 
+use unicode_normalization::UnicodeNormalization;
+
 use crate::error::{Error, HookRef, Location};
 use crate::outline::{DefKind, Definition, ParsedFile};
 
@@ -57,10 +59,13 @@ impl Target {
                 return Err(bad(&format!("`{segment}` is not a Python name")));
             }
         }
-        Ok(Target::Definition {
-            path: path.to_string(),
-            ordinal,
-        })
+        // Python compares identifiers after NFKC normalization (PEP 3131); so does the outline.
+        let path = if path.is_ascii() {
+            path.to_string()
+        } else {
+            path.nfkc().collect()
+        };
+        Ok(Target::Definition { path, ordinal })
     }
 }
 
@@ -132,7 +137,12 @@ impl ParsedFile {
                     .iter()
                     .filter(|d| d.path().strip_prefix(&prefix).is_some_and(|rest| !rest.contains('.')))
                     .map(|d| d.name().to_string())
-                    .collect()
+                    .fold(Vec::new(), |mut names, name| {
+                        if !names.contains(&name) {
+                            names.push(name);
+                        }
+                        names
+                    })
             })
             .unwrap_or_default();
         let location = match parent {
@@ -162,7 +172,7 @@ impl ParsedFile {
             scored.push((distance, d.path()));
         }
         scored.sort_by_key(|(distance, _)| *distance);
-        let cutoff = (path.len() / 2).max(3);
+        let cutoff = (path.len() / 3).max(3);
         scored
             .into_iter()
             .filter(|(distance, _)| *distance <= cutoff)

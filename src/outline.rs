@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use crate::error::Error;
 use crate::parse::parse_module;
+use crate::pattern::{visit_statements, Depth};
 use crate::source::SourceFile;
 use crate::syntax::Node;
 
@@ -197,11 +198,18 @@ impl ParsedFile {
     }
 }
 
+/// The enclosing definition while walking: its index and the names its scope declares `global`.
+#[derive(Clone, Copy)]
+struct Scope<'a> {
+    index: usize,
+    globals: &'a [String],
+}
+
 /// Walks a `list` of statements, recording definitions and descending into every block.
 fn collect(
     source: &SourceFile,
     list: &Node,
-    parent: Option<usize>,
+    scope: Option<Scope<'_>>,
     tree_path: &mut Vec<usize>,
     out: &mut Vec<Definition>,
 ) {
@@ -209,10 +217,20 @@ fn collect(
         tree_path.push(i);
         if stmt.is_definition() {
             let index = out.len();
-            out.push(definition(source, stmt, parent, tree_path, out));
-            descend(source, stmt, Some(index), tree_path, out);
+            out.push(definition(source, stmt, scope, tree_path, out));
+            let globals = global_names(stmt);
+            descend(
+                source,
+                stmt,
+                Some(Scope {
+                    index,
+                    globals: &globals,
+                }),
+                tree_path,
+                out,
+            );
         } else {
-            descend(source, stmt, parent, tree_path, out);
+            descend(source, stmt, scope, tree_path, out);
         }
         tree_path.pop();
     }
@@ -222,18 +240,18 @@ fn collect(
 fn descend(
     source: &SourceFile,
     stmt: &Node,
-    parent: Option<usize>,
+    scope: Option<Scope<'_>>,
     tree_path: &mut Vec<usize>,
     out: &mut Vec<Definition>,
 ) {
     for (i, child) in stmt.children().iter().enumerate() {
         tree_path.push(i);
         match (child.kind(), child.label()) {
-            ("list", Some("body" | "orelse" | "finalbody")) => collect(source, child, parent, tree_path, out),
+            ("list", Some("body" | "orelse" | "finalbody")) => collect(source, child, scope, tree_path, out),
             ("list", Some("handlers" | "cases")) => {
                 for (j, inner) in child.children().iter().enumerate() {
                     tree_path.push(j);
-                    descend(source, inner, parent, tree_path, out);
+                    descend(source, inner, scope, tree_path, out);
                     tree_path.pop();
                 }
             }
@@ -243,17 +261,35 @@ fn descend(
     }
 }
 
+/// The names a definition's own scope declares `global` (not those of nested scopes).
+fn global_names(def: &Node) -> Vec<String> {
+    let mut names = Vec::new();
+    if let Some(body) = def.field("body") {
+        visit_statements(body, Depth::Nested, &mut |stmt| {
+            if stmt.kind() == "Global" {
+                let declared = stmt.field("names").map(Node::children).unwrap_or_default();
+                names.extend(declared.iter().filter_map(Node::label).map(str::to_string));
+            }
+        });
+    }
+    names
+}
+
 fn definition(
     source: &SourceFile,
     stmt: &Node,
-    parent: Option<usize>,
+    scope: Option<Scope<'_>>,
     tree_path: &[usize],
     out: &[Definition],
 ) -> Definition {
     let name = stmt.label().unwrap_or_default();
+    let parent = scope.map(|s| s.index);
     let parent_def = parent.map(|i| &out[i]);
+    // CPython: a name declared `global` in the enclosing scope gets a bare qualified name.
+    let declared_global = scope.is_some_and(|s| s.globals.iter().any(|g| g == name));
     let path = match parent_def {
         None => name.to_string(),
+        Some(_) if declared_global => name.to_string(),
         Some(p) if p.kind == DefKind::Class => format!("{}.{name}", p.path),
         Some(p) => format!("{}.<locals>.{name}", p.path),
     };

@@ -232,24 +232,35 @@ impl SourceFile {
         self.text.get(range).unwrap_or("")
     }
 
-    /// 1-based line and 1-based column counted in UTF-8 bytes of the byte `offset` (clamped to the text).
+    /// Where line 1's columns start: after the BOM, which neither CPython nor editors count.
+    fn first_column_offset(&self, line: usize) -> usize {
+        if line == 1 && self.style.bom {
+            '\u{feff}'.len_utf8()
+        } else {
+            self.lines.line_start(line).unwrap_or(0)
+        }
+    }
+
+    /// 1-based line and 1-based column counted in UTF-8 bytes of the byte `offset` (clamped to the
+    /// text). A BOM is not counted.
     #[must_use]
     pub fn position(&self, offset: usize) -> LineColumn {
         let offset = offset.min(self.text.len());
         let line = self.lines.line_of(offset);
-        let start = self.lines.line_start(line).unwrap_or(0);
+        let start = self.first_column_offset(line);
         LineColumn {
             line,
-            column: offset - start + 1,
+            column: offset.saturating_sub(start) + 1,
         }
     }
 
-    /// 1-based line and 1-based column counted in UTF-16 code units, as editors count.
+    /// 1-based line and 1-based column counted in UTF-16 code units, as editors count (a BOM is
+    /// not counted).
     #[must_use]
     pub fn position_utf16(&self, offset: usize) -> LineColumn {
         let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
         let line = self.lines.line_of(offset);
-        let start = self.lines.line_start(line).unwrap_or(0);
+        let start = self.first_column_offset(line).min(offset);
         let units: usize = self.text[start..offset].chars().map(char::len_utf16).sum();
         LineColumn {
             line,
@@ -260,9 +271,10 @@ impl SourceFile {
     /// The byte offset of a 1-based line and 1-based UTF-16 column (clamped to the line).
     #[must_use]
     pub fn offset_of_utf16(&self, at: LineColumn) -> usize {
-        let Some(start) = self.lines.line_start(at.line) else {
+        if self.lines.line_start(at.line).is_none() {
             return self.text.len();
-        };
+        }
+        let start = self.first_column_offset(at.line);
         let end = self.lines.line_start(at.line + 1).unwrap_or(self.text.len());
         let mut units = 0;
         for (i, ch) in self.text[start..end].char_indices() {
@@ -336,6 +348,14 @@ mod tests {
         assert_eq!(file.position(x), LineColumn { line: 1, column: 15 });
         assert_eq!(file.position_utf16(x), LineColumn { line: 1, column: 12 });
         assert_eq!(file.offset_of_utf16(LineColumn { line: 1, column: 12 }), x);
+    }
+
+    #[test]
+    fn bom_is_not_counted_in_columns() {
+        let file = SourceFile::new("b.py", "\u{feff}class A: pass\n");
+        assert_eq!(file.position(3), LineColumn { line: 1, column: 1 });
+        assert_eq!(file.position_utf16(9), LineColumn { line: 1, column: 7 });
+        assert_eq!(file.offset_of_utf16(LineColumn { line: 1, column: 7 }), 9);
     }
 
     #[test]

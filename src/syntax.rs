@@ -22,6 +22,16 @@ pub struct Node {
     children: Vec<Node>,
 }
 
+impl Drop for Node {
+    /// Drops the subtree iteratively, so a deep tree cannot overflow the stack.
+    fn drop(&mut self) {
+        let mut pending = std::mem::take(&mut self.children);
+        while let Some(mut node) = pending.pop() {
+            pending.append(&mut node.children);
+        }
+    }
+}
+
 impl Node {
     /// A node of `kind` over `range` with an optional label and children.
     #[must_use]

@@ -305,7 +305,6 @@ fn byte_order_mark() {
 }
 
 #[test]
-#[ignore = "SourceFile::position counts the 3 BOM bytes in line 1's columns (CPython and editors do not)"]
 fn byte_order_mark_is_not_counted_in_columns() {
     let parsed = parse("bom.py");
     let marked = parsed.locate("Marked").unwrap();
@@ -543,26 +542,24 @@ fn non_utf8_bytes_name_line_column_and_byte() {
 
 /// Fixtures where pysplice knowingly disagrees with CPython; each has an ignored test below that
 /// states CPython's answer. When one is fixed, remove it here and un-ignore its test.
-const KNOWN_DIFFERENCES: &[&str] = &["global_qualname.py", "nfkc_names.py"];
+const KNOWN_DIFFERENCES: &[&str] = &[];
 
 #[test]
-fn global_declaration_keeps_the_nested_qualname_for_now() {
-    // CPython gives `helper`, `Plugin` and `Plugin.run` (a def whose name is declared `global` in
-    // its enclosing scope gets a bare `__qualname__`); see `global_declaration_gives_a_bare_qualname`.
+fn global_declaration_outline() {
+    // A def whose name is declared `global` in its enclosing scope gets a bare `__qualname__`.
     assert_outline(
         "global_qualname.py",
         &[
             r#"function outer L1-7 indent="    ""#,
-            r#"function outer.<locals>.helper L4-5 indent="        ""#,
+            r#"function helper L4-5 indent="        ""#,
             r#"class Registry L10-15 indent="    ""#,
-            r#"class Registry.Plugin L13-15 indent="        ""#,
-            r#"method Registry.Plugin.run L14-15 indent="            ""#,
+            r#"class Plugin L13-15 indent="        ""#,
+            r#"method Plugin.run L14-15 indent="            ""#,
         ],
     );
 }
 
 #[test]
-#[ignore = "pysplice does not apply CPython's `global` qualname rule (compile.c compiler_set_qualname)"]
 fn global_declaration_gives_a_bare_qualname() {
     let parsed = parse("global_qualname.py");
     let paths: Vec<&str> = parsed.definitions().iter().map(Definition::path).collect();
@@ -570,24 +567,13 @@ fn global_declaration_gives_a_bare_qualname() {
 }
 
 #[test]
-fn non_nfkc_names_are_kept_as_written_for_now() {
-    let parsed = parse("nfkc_names.py");
-    let paths: Vec<&str> = parsed.definitions().iter().map(Definition::path).collect();
-    assert_eq!(
-        paths,
-        ["\u{fb01}le", "\u{212b}ngstrom", "\u{212b}ngstrom.e\u{301}te\u{301}"]
-    );
-    // Each is found as written in the file, not as CPython names it.
-    assert_eq!(parsed.locate("\u{212b}ngstrom.e\u{301}te\u{301}").unwrap().line(), 6);
-    assert!(matches!(parsed.locate("file"), Err(Error::NotFound { .. })));
-}
-
-#[test]
-#[ignore = "the parser does not NFKC-normalize identifiers as CPython does (PEP 3131)"]
 fn identifiers_are_nfkc_normalized() {
     let parsed = parse("nfkc_names.py");
     let paths: Vec<&str> = parsed.definitions().iter().map(Definition::path).collect();
     assert_eq!(paths, ["file", "\u{c5}ngstrom", "\u{c5}ngstrom.\u{e9}t\u{e9}"]);
+    // A path written as in the file finds the same definition.
+    assert_eq!(parsed.locate("\u{212b}ngstrom.e\u{301}te\u{301}").unwrap().line(), 6);
+    assert_eq!(parsed.locate("\u{fb01}le").unwrap().path(), "file");
 }
 
 type Outline = Vec<(String, String, usize, usize, Option<usize>, bool)>;

@@ -3,6 +3,7 @@
 use std::ops::Range;
 
 use rustpython_ast::{self as ast, Ranged};
+use unicode_normalization::UnicodeNormalization;
 
 use crate::syntax::{Node, ABSENT, LIST};
 
@@ -28,8 +29,27 @@ fn list(field: &'static str, items: Vec<Node>, at: usize) -> Node {
     Node::new(LIST, range, Some(field.into()), items)
 }
 
-fn ident(name: &ast::Identifier, at: usize) -> Node {
-    leaf("identifier", at..at, name.as_str())
+/// An identifier as CPython sees it: NFKC-normalized (PEP 3131).
+fn name(identifier: &ast::Identifier) -> Box<str> {
+    let text = identifier.as_str();
+    if text.is_ascii() {
+        text.into()
+    } else {
+        text.nfkc().collect::<String>().into()
+    }
+}
+
+/// A dotted module path with every part normalized like an identifier.
+fn dotted(path: &str) -> Box<str> {
+    if path.is_ascii() {
+        path.into()
+    } else {
+        path.nfkc().collect::<String>().into()
+    }
+}
+
+fn ident(identifier: &ast::Identifier, at: usize) -> Node {
+    Node::new("identifier", at..at, Some(name(identifier)), Vec::new())
 }
 
 fn opt_ident(name: Option<&ast::Identifier>, at: usize) -> Node {
@@ -101,19 +121,19 @@ fn arguments(args: &ast::Arguments, at: usize) -> Node {
 fn arg(arg: &ast::Arg) -> Node {
     let range = span(arg);
     let annotation = opt_expr(arg.annotation.as_deref(), range.end);
-    Node::new("arg", range, Some(arg.arg.as_str().into()), vec![annotation])
+    Node::new("arg", range, Some(name(&arg.arg)), vec![annotation])
 }
 
 fn keyword(kw: &ast::Keyword) -> Node {
     let range = span(kw);
-    let label = kw.arg.as_ref().map(|name| name.as_str().into());
+    let label = kw.arg.as_ref().map(name);
     Node::new("keyword", range, label, vec![convert_expr(&kw.value)])
 }
 
 fn alias(alias: &ast::Alias) -> Node {
     let range = span(alias);
     let asname = opt_ident(alias.asname.as_ref(), range.end);
-    Node::new("alias", range, Some(alias.name.as_str().into()), vec![asname])
+    Node::new("alias", range, Some(dotted(alias.name.as_str())), vec![asname])
 }
 
 fn type_params(items: &[ast::TypeParam], at: usize) -> Node {
@@ -125,12 +145,12 @@ fn type_params(items: &[ast::TypeParam], at: usize) -> Node {
                 Node::new(
                     "TypeVar",
                     r.clone(),
-                    Some(p.name.as_str().into()),
+                    Some(name(&p.name)),
                     vec![opt_expr(p.bound.as_deref(), r.end)],
                 )
             }
-            ast::TypeParam::ParamSpec(p) => leaf("ParamSpec", span(p), p.name.as_str()),
-            ast::TypeParam::TypeVarTuple(p) => leaf("TypeVarTuple", span(p), p.name.as_str()),
+            ast::TypeParam::ParamSpec(p) => leaf("ParamSpec", span(p), name(&p.name)),
+            ast::TypeParam::TypeVarTuple(p) => leaf("TypeVarTuple", span(p), name(&p.name)),
         })
         .collect();
     list("type_params", nodes, at)
@@ -226,7 +246,7 @@ fn function(kind: &'static str, range: Range<usize>, f: FunctionParts<'_>) -> No
         type_params(f.type_params, range.start),
         stmts("body", f.body, range.end),
     ];
-    Node::new(kind, range, Some(f.name.as_str().into()), children)
+    Node::new(kind, range, Some(name(f.name)), children)
 }
 
 struct FunctionParts<'a> {
@@ -305,7 +325,7 @@ pub(crate) fn convert_stmt(stmt: &ast::Stmt) -> Node {
                 type_params(&c.type_params, s),
                 stmts("body", &c.body, e),
             ];
-            Node::new("ClassDef", r, Some(c.name.as_str().into()), children)
+            Node::new("ClassDef", r, Some(name(&c.name)), children)
         }
         S::Return(x) => Node::new("Return", r, None, vec![opt_expr(x.value.as_deref(), e)]),
         S::Delete(x) => Node::new("Delete", r, None, vec![exprs("targets", &x.targets, e)]),
@@ -456,7 +476,7 @@ pub(crate) fn convert_stmt(stmt: &ast::Stmt) -> Node {
         ),
         S::ImportFrom(x) => {
             let level = x.level.map_or(0, |l| l.to_u32());
-            let module = x.module.as_ref().map_or("", |m| m.as_str());
+            let module: Box<str> = x.module.as_ref().map_or_else(|| "".into(), |m| dotted(m.as_str()));
             Node::new(
                 "ImportFrom",
                 r,
@@ -593,12 +613,7 @@ pub(crate) fn convert_expr(expr: &ast::Expr) -> Node {
         ),
         E::JoinedStr(x) => Node::new("JoinedStr", r, None, vec![exprs("values", &x.values, e)]),
         E::Constant(x) => leaf("Constant", r, constant_label(&x.value)),
-        E::Attribute(x) => Node::new(
-            "Attribute",
-            r,
-            Some(x.attr.as_str().into()),
-            vec![convert_expr(&x.value)],
-        ),
+        E::Attribute(x) => Node::new("Attribute", r, Some(name(&x.attr)), vec![convert_expr(&x.value)]),
         E::Subscript(x) => Node::new(
             "Subscript",
             r,
@@ -606,7 +621,7 @@ pub(crate) fn convert_expr(expr: &ast::Expr) -> Node {
             vec![convert_expr(&x.value), convert_expr(&x.slice)],
         ),
         E::Starred(x) => Node::new("Starred", r, None, vec![convert_expr(&x.value)]),
-        E::Name(x) => leaf("Name", r, x.id.as_str()),
+        E::Name(x) => leaf("Name", r, name(&x.id)),
         E::List(x) => Node::new("List", r, None, vec![exprs("elts", &x.elts, e)]),
         E::Tuple(x) => Node::new("Tuple", r, None, vec![exprs("elts", &x.elts, e)]),
         E::Slice(x) => Node::new(

@@ -11,23 +11,49 @@ use crate::error::{Error, HookRef, Location};
 use crate::source::{floor_char_boundary, SourceFile};
 use crate::syntax::Node;
 
+/// The deepest syntax tree pysplice accepts. Deeper files are refused with a clear error rather
+/// than risking the caller's stack in the recursive passes over the tree: a debug build on a
+/// 2 MiB thread overflows near 1,600 levels, so this keeps a margin of more than two.
+pub const MAX_DEPTH: usize = 600;
+
+/// Stack reserved for the parser and the conversion (committed by the OS only as it is used), so
+/// that a deeply nested file cannot overflow the caller's thread, whatever its stack size.
+const PARSE_STACK: usize = 256 << 20;
+
 /// Parses a whole file into a `Module` node whose single child is the `body` list.
 ///
 /// # Errors
-/// [`Error::Syntax`] with the parser's message and the 1-based line and column where it stopped.
+/// [`Error::Syntax`] with the parser's message and the 1-based line and column where it stopped,
+/// or when the tree is nested deeper than [`MAX_DEPTH`].
 pub fn parse_module(file: &SourceFile) -> Result<Node, Error> {
     let text = file.text();
-    match parser::parse(text, Mode::Module, file.name()) {
+    let parsed = stacker::grow(PARSE_STACK, || match parser::parse(text, Mode::Module, file.name()) {
         Ok(parser::ast::Mod::Module(module)) => {
             let body = convert::stmts("body", &module.body, text.len());
             Ok(Node::new("Module", 0..text.len(), None, vec![body]))
         }
-        Ok(_) => Err(syntax_error(file, 0, "expected a module".into())),
-        Err(err) => {
-            let offset = floor_char_boundary(text, err.offset.to_usize().min(text.len()));
-            Err(syntax_error(file, offset, err.error.to_string()))
-        }
+        Ok(_) => Err((0, "expected a module".to_string())),
+        Err(err) => Err((err.offset.to_usize(), err.error.to_string())),
+    });
+    let root = parsed
+        .map_err(|(offset, message)| syntax_error(file, floor_char_boundary(text, offset.min(text.len())), message))?;
+    if let Some(deep) = deeper_than(&root, MAX_DEPTH) {
+        let message = format!("the code is nested more than {MAX_DEPTH} levels deep, which pysplice does not handle");
+        return Err(syntax_error(file, deep, message));
     }
+    Ok(root)
+}
+
+/// The start of a node deeper than `limit`, found without recursion.
+fn deeper_than(root: &Node, limit: usize) -> Option<usize> {
+    let mut stack = vec![(root, 0)];
+    while let Some((node, depth)) = stack.pop() {
+        if depth > limit {
+            return Some(node.range().start);
+        }
+        stack.extend(node.children().iter().map(|child| (child, depth + 1)));
+    }
+    None
 }
 
 /// Parses a snippet of statements (hook code, patterns) named `name` in messages.
@@ -72,6 +98,17 @@ mod tests {
         assert_eq!(body[1].kind(), "FunctionDef");
         assert_eq!(body[1].label(), Some("f"));
         assert!(file.slice(body[1].range()).starts_with("def f"));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_crash() {
+        let deep = format!("x = 1{}\n", " + 1".repeat(5000));
+        let err = parse_module(&SourceFile::new("deep.py", deep)).unwrap_err();
+        assert!(err.to_string().contains("nested more than"), "{err}");
+        let chain = format!("if x:\n    pass\n{}", "elif x:\n    pass\n".repeat(3000));
+        assert!(parse_module(&SourceFile::new("elif.py", chain)).is_err());
+        let fine = format!("x = 1{}\n", " + 1".repeat(150));
+        assert!(parse_module(&SourceFile::new("ok.py", fine)).is_ok());
     }
 
     #[test]

@@ -600,7 +600,7 @@ impl MethodScan<'_, '_, '_, '_> {
     fn block(&mut self, list: &Node, conditional: bool) {
         for stmt in list.children() {
             match stmt.kind() {
-                "FunctionDef" | "AsyncFunctionDef" | "ClassDef" | "Lambda" => {}
+                "FunctionDef" | "AsyncFunctionDef" | "ClassDef" => {}
                 "Assign" => {
                     let value = &stmt.children()[1];
                     for target in stmt.children()[0].children() {
@@ -830,6 +830,9 @@ fn call_facts(
         }
     }
     let callee = dotted(func).unwrap_or_else(|| "?".to_string());
+    if INTROSPECTION.contains(&callee.as_str()) {
+        return;
+    }
     for arg in call.children()[1].children() {
         if let Some(attr) = self_attr(arg, me) {
             uses.push((
@@ -855,6 +858,25 @@ fn call_facts(
         }
     }
 }
+
+/// Builtins that look at an object without delegating to it.
+const INTROSPECTION: &[&str] = &[
+    "hasattr",
+    "getattr",
+    "setattr",
+    "delattr",
+    "isinstance",
+    "issubclass",
+    "id",
+    "type",
+    "print",
+    "repr",
+    "str",
+    "len",
+    "callable",
+    "vars",
+    "dir",
+];
 
 /// `attr` when `node` is `<me>.attr`.
 fn self_attr<'n>(node: &'n Node, me: &str) -> Option<&'n str> {

@@ -319,7 +319,13 @@ impl<'p> ClassGraph<'p> {
             for r in project.resolve(key.file, locals, &comp.callee) {
                 if let Resolved::Class(k) = r {
                     let target = self.intern(k, expand_target, queue);
-                    edges.push(self.edge(class, comp, target));
+                    let edge = self.edge(class, comp, target);
+                    let same = |e: &CompositionEdge| {
+                        e.attr == edge.attr && e.target == edge.target && e.line == edge.line && e.method == edge.method
+                    };
+                    if !edges.iter().any(same) {
+                        edges.push(edge);
+                    }
                 }
             }
         }

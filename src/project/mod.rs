@@ -780,7 +780,8 @@ fn referring_names(facts: &ModuleFacts, names: &HashSet<String>) -> Vec<String> 
             Binding::Alias(d) => Some(last(d)),
             _ => None,
         };
-        if target.is_some_and(|t| names.contains(&t)) {
+        // `EntryClass = X` lists entry points; nothing subclasses or constructs it.
+        if b.name != "EntryClass" && target.is_some_and(|t| names.contains(&t)) {
             out.push(b.name.clone());
         }
     }

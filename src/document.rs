@@ -1,0 +1,735 @@
+//! An editor-facing document: the text of one open file as a rope that takes incremental LSP
+//! changes, re-planned on demand, with outcomes and edits in LSP positions.
+//!
+//! Positions here are what the Language Server Protocol sends: 0-based lines and 0-based
+//! characters counted in UTF-16 code units ([`Utf16Position`]). Lines break on `\n`, `\r\n` and
+//! `\r` only, as Python's do (ropey's Unicode line breaks are turned off). The library's own
+//! types ([`SourceFile`], [`Plan`](crate::Plan)) work on byte offsets of a `String`; a
+//! [`Document`] converts at the edge.
+//!
+//! Costs, for a text of `n` bytes: an incremental change of `m` bytes is O(m + log n); every
+//! position conversion is O(log n); [`Document::text`], [`Document::plan`],
+//! [`Document::apply_edits`] and [`Document::revert_edits`] copy the rope into a `String` (O(n))
+//! and parse it (the dominant cost, about 5 MB/s).
+//!
+//! ```
+//! use pysplice::document::{Document, Utf16Position, Utf16Range};
+//! use pysplice::{Recipe, Status};
+//!
+//! let recipe = Recipe::from_toml("r.toml", r#"
+//! [recipe]
+//! id = "demo"
+//! summary = "Count calls"
+//! [[hook]]
+//! id = "count"
+//! summary = "Counted calls of Model.forward"
+//! in = "Model.forward"
+//! at = "start"
+//! code = "self.calls = 1"
+//! "#)?;
+//! let mut doc = Document::new("m.py", "class Model:\n    def forward(self, x):\n        return x\n");
+//! // The user renames `x` to `y` in the signature (line 1, UTF-16 characters 22..23).
+//! let at = |character| Utf16Position::new(1, character);
+//! doc.apply_change(Some(Utf16Range::new(at(22), at(23))), "y");
+//! let plan = doc.plan(&recipe)?;
+//! assert_eq!(plan.hooks[0].status, Status::Applied); // would be placed
+//! assert_eq!(plan.hooks[0].range.start.line, 1); // on `def forward`
+//! // The edits an editor applies to get the patched text; applying them, then reverting, is exact.
+//! let edits = doc.apply_edits(&recipe)?;
+//! for edit in edits.iter().rev() {
+//!     doc.apply_change(Some(edit.range), &edit.new_text);
+//! }
+//! assert!(doc.text().contains("# >>> pysplice demo/count"));
+//! assert_eq!(doc.marker_at(Utf16Position::new(2, 0)).map(|m| m.hook), Some("count".to_string()));
+//! for edit in doc.revert_edits(&recipe)?.iter().rev() {
+//!     doc.apply_change(Some(edit.range), &edit.new_text);
+//! }
+//! assert_eq!(doc.text(), "class Model:\n    def forward(self, y):\n        return x\n");
+//! # Ok::<(), pysplice::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use ropey::Rope;
+use similar::{Algorithm, DiffOp};
+
+use crate::edit::apply_edits;
+use crate::engine::{self, Prepared, Status};
+use crate::error::{Error, Location};
+use crate::locate::Target;
+use crate::marker::{self, Frame};
+use crate::source::SourceFile;
+use crate::spec::Recipe;
+
+/// A position as LSP clients send it: 0-based line, 0-based character in UTF-16 code units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Utf16Position {
+    /// 0-based line.
+    pub line: u32,
+    /// 0-based column, counted in UTF-16 code units.
+    pub character: u32,
+}
+
+impl Utf16Position {
+    /// The position at 0-based `line` and UTF-16 `character`.
+    #[must_use]
+    pub const fn new(line: u32, character: u32) -> Utf16Position {
+        Utf16Position { line, character }
+    }
+}
+
+/// A range between two [`Utf16Position`]s: `start` inclusive, `end` exclusive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Utf16Range {
+    /// Where the range starts.
+    pub start: Utf16Position,
+    /// Where the range ends (exclusive).
+    pub end: Utf16Position,
+}
+
+impl Utf16Range {
+    /// The range from `start` to `end`.
+    #[must_use]
+    pub const fn new(start: Utf16Position, end: Utf16Position) -> Utf16Range {
+        Utf16Range { start, end }
+    }
+
+    /// The empty range at `at`.
+    #[must_use]
+    pub const fn point(at: Utf16Position) -> Utf16Range {
+        Utf16Range { start: at, end: at }
+    }
+
+    /// Whether the range covers nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.start >= self.end
+    }
+
+    /// Whether `at` lies in the range (the end counts, so an empty range contains its point).
+    #[must_use]
+    pub fn contains(&self, at: Utf16Position) -> bool {
+        self.start <= at && at <= self.end
+    }
+}
+
+/// One change an editor makes: replace `range` of the current text by `new_text` (LSP's
+/// `TextEdit`). Edits of one batch refer to the text before any of them is made.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TextEdit {
+    /// The range replaced, in the text before the batch.
+    pub range: Utf16Range,
+    /// What replaces it.
+    pub new_text: String,
+}
+
+/// The recipe and hook a marker line names (see [`crate::marker`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MarkerRef {
+    /// The recipe id.
+    pub recipe: String,
+    /// The hook id.
+    pub hook: String,
+}
+
+/// What a recipe would do to one document, hook by hook (see [`Document::plan`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DocumentPlan {
+    /// The recipe id.
+    pub recipe: String,
+    /// The document version the plan was made for.
+    pub version: i32,
+    /// Whether the document carries markers of this recipe.
+    pub patched: bool,
+    /// Whether applying the recipe now would change the text (every required hook placed and
+    /// the result differs from the text).
+    pub pending: bool,
+    /// Whether the recipe concerns this document: it carries the recipe's markers, or defines at
+    /// least one of the definitions the hooks target. Editors can stay quiet about the others.
+    pub relevant: bool,
+    /// One entry per hook, in recipe order.
+    pub hooks: Vec<DocumentHook>,
+}
+
+impl DocumentPlan {
+    /// Whether every required hook could be placed.
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        !self.hooks.iter().any(|h| matches!(h.status, Status::Failed { .. }))
+    }
+}
+
+/// One hook of a [`DocumentPlan`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DocumentHook {
+    /// The hook id.
+    pub id: String,
+    /// The hook's summary.
+    pub summary: String,
+    /// As planned, not yet verified: [`Status::Applied`] (would be placed), [`Status::AlreadyApplied`]
+    /// (its markers are there and match), [`Status::Updated`] (its markers are there from an older
+    /// recipe; applying replaces them), [`Status::Skipped`] or [`Status::Failed`].
+    pub status: Status,
+    /// Where the hook is or would go, as one line: the opening marker line of its first block
+    /// when the document carries it, else the `class`/`def` line of its target, else the line its
+    /// first edit lands on; for a skipped or failed hook, the line its message points at.
+    pub range: Utf16Range,
+    /// The whole blocks (marker lines included) the hook has in the document, in order.
+    pub blocks: Vec<Utf16Range>,
+    /// One line for people: the status with the summary, or the reason (with the nearest
+    /// candidates when a target is missing).
+    pub message: String,
+}
+
+/// The text of one open file, as an editor holds it.
+///
+/// `Send + Sync`, no global state: one per open file, re-planned whenever the embedder wants.
+#[derive(Clone, Debug)]
+pub struct Document {
+    name: String,
+    rope: Rope,
+    version: i32,
+}
+
+impl Document {
+    /// A document named `name` (used in messages, and by [`Location`]s) holding `text`, at
+    /// version 0. O(n).
+    #[must_use]
+    pub fn new(name: impl Into<String>, text: &str) -> Document {
+        Document {
+            name: name.into(),
+            rope: Rope::from_str(text),
+            version: 0,
+        }
+    }
+
+    /// The name given at creation.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The version: 0 at creation, plus one per [`Document::apply_change`], or what
+    /// [`Document::set_version`] set (an LSP server mirrors the client's numbers).
+    #[must_use]
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+
+    /// Sets the version (LSP `didChange` carries the client's number).
+    pub fn set_version(&mut self, version: i32) {
+        self.version = version;
+    }
+
+    /// The whole text. O(n).
+    #[must_use]
+    pub fn text(&self) -> String {
+        self.rope.to_string()
+    }
+
+    /// The length of the text in bytes. O(1).
+    #[must_use]
+    pub fn len_bytes(&self) -> usize {
+        self.rope.len_bytes()
+    }
+
+    /// The number of lines, as editors count them: a text ending in a line break has an empty
+    /// last line, an empty text has one line. O(1).
+    #[must_use]
+    pub fn line_count(&self) -> usize {
+        self.rope.len_lines()
+    }
+
+    /// Applies one LSP content change: `range` replaced by `text`, or the whole text replaced
+    /// when `range` is `None`. Then the version goes up by one. O(m + log n) for a ranged change
+    /// of `m` bytes, O(m) for a whole replacement.
+    ///
+    /// Never fails: as LSP asks, a character past the end of its line means the end of the line
+    /// (before the line break), and a line past the last line means the end of the text; a
+    /// character inside a surrogate pair means the start of that character; a range whose end
+    /// comes before its start is taken the other way round.
+    pub fn apply_change(&mut self, range: Option<Utf16Range>, text: &str) {
+        match range {
+            None => self.rope = Rope::from_str(text),
+            Some(range) => {
+                let (a, b) = (self.char_of(range.start), self.char_of(range.end));
+                let (start, end) = (a.min(b), a.max(b));
+                self.rope.remove(start..end);
+                self.rope.insert(start, text);
+            }
+        }
+        self.version = self.version.wrapping_add(1);
+    }
+
+    /// The byte offset of `at` in [`Document::text`], clamped as in [`Document::apply_change`].
+    /// O(log n).
+    #[must_use]
+    pub fn offset(&self, at: Utf16Position) -> usize {
+        self.rope.char_to_byte(self.char_of(at))
+    }
+
+    /// The position of byte `offset` of [`Document::text`] (clamped to the text; an offset inside
+    /// a character means that character). O(log n).
+    #[must_use]
+    pub fn position(&self, offset: usize) -> Utf16Position {
+        let char_idx = self.rope.byte_to_char(offset.min(self.rope.len_bytes()));
+        let line = self.rope.char_to_line(char_idx);
+        let line_start = self.rope.line_to_char(line);
+        let character = self.rope.char_to_utf16_cu(char_idx) - self.rope.char_to_utf16_cu(line_start);
+        Utf16Position::new(saturate(line), saturate(character))
+    }
+
+    /// The range of 0-based `line` without its line break (the last line when past the end).
+    /// O(log n).
+    #[must_use]
+    pub fn line_range(&self, line: usize) -> Utf16Range {
+        let line = line.min(self.rope.len_lines() - 1);
+        let start = self.rope.line_to_char(line);
+        let end = self.line_end_char(line);
+        let units = self.rope.char_to_utf16_cu(end) - self.rope.char_to_utf16_cu(start);
+        Utf16Range::new(
+            Utf16Position::new(saturate(line), 0),
+            Utf16Position::new(saturate(line), saturate(units)),
+        )
+    }
+
+    /// The line range of a [`Location`] of this document (an error's place), or `None` when the
+    /// location names another file. O(log n).
+    #[must_use]
+    pub fn location_range(&self, location: &Location) -> Option<Utf16Range> {
+        (location.file == self.name).then(|| self.line_range(location.line.saturating_sub(1)))
+    }
+
+    /// The recipe and hook named by the marker comment on the line of `at`, if that line is a
+    /// marker line (`# >>> pysplice R/H ...`, `# <<< pysplice R/H`, `# ~~~ pysplice R/H ...`).
+    /// O(log n + length of the line).
+    #[must_use]
+    pub fn marker_at(&self, at: Utf16Position) -> Option<MarkerRef> {
+        let line = usize::try_from(at.line).ok()?;
+        if line >= self.rope.len_lines() {
+            return None;
+        }
+        let text = self.rope.line(line).to_string();
+        parse_marker_line(&text)
+    }
+
+    /// Plans `recipe` on the current text: per hook, its status, where it is or would go, and a
+    /// message. Statuses are as planned, without the reparse that verifies an apply (that is
+    /// [`Document::apply_edits`]'s job), so they are cheap enough to refresh on every change:
+    /// one copy of the text, one parse, one marker scan of the text and of the planned result.
+    ///
+    /// # Errors
+    /// [`Error::Syntax`] when the text is not valid Python (an editor's usual state while
+    /// typing), [`Error::Marker`] when a block of this recipe was edited by hand. Hooks that cannot
+    /// be placed are not errors: they show as [`Status::Failed`].
+    pub fn plan(&self, recipe: &Recipe) -> Result<DocumentPlan, Error> {
+        let prepared = Prepared::new(recipe, SourceFile::new(self.name.clone(), self.text()))?;
+        let current = prepared.current();
+        let original = prepared.original();
+        let plan = engine::plan(recipe, original);
+        let edits = plan.edits();
+        let frames_now = marker::scan(current, &recipe.id)?;
+        let pieces = displaced_pieces(&frames_now);
+        let to_current = |offset: usize| map_to_current(&pieces, offset).min(current.text().len());
+        // The planned result: its frames tell "already applied" from "updated". A conflict
+        // between hooks is reported on both of them.
+        let (planned, conflict) = match apply_edits(original.source(), &edits) {
+            Ok((text, _)) => (Some(SourceFile::new(self.name.clone(), text)), None),
+            Err(err) => (None, Some(err)),
+        };
+        let frames_then = match &planned {
+            Some(file) => marker::scan(file, &recipe.id).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let now = group(&frames_now);
+        let then = group(&frames_then);
+        let mut relevant = !frames_now.is_empty();
+        let mut hooks = Vec::with_capacity(recipe.hooks.len());
+        for (hook, outcome) in recipe.hooks.iter().zip(plan.outcomes()) {
+            let target = match &hook.target {
+                Target::Definition { path, ordinal } => {
+                    let found = original.find_all(path);
+                    relevant |= !found.is_empty();
+                    found.get(ordinal.unwrap_or(1).saturating_sub(1)).copied()
+                }
+                Target::Module => None,
+            };
+            let blocks: Vec<Utf16Range> = frames_now
+                .iter()
+                .filter(|f| f.hook == hook.id)
+                .map(|f| self.frame_range(current, f))
+                .collect();
+            let mut status = outcome.status;
+            if let (Status::Applied, Some(err)) = (&status, &conflict) {
+                if matches!(err, Error::Conflict { first, second, .. } if *first == hook.id || *second == hook.id) {
+                    status = Status::Failed {
+                        reason: err.to_string(),
+                    };
+                }
+            }
+            if status == Status::Applied {
+                status = match now.get(hook.id.as_str()) {
+                    None => Status::Applied,
+                    Some(old) if Some(old) == then.get(hook.id.as_str()) => Status::AlreadyApplied,
+                    Some(_) => Status::Updated,
+                };
+            }
+            let first_edit = edits.iter().find(|e| e.hook() == hook.id).map(|e| e.range().start);
+            let reason_offset = match &status {
+                Status::Skipped { reason } | Status::Failed { reason } => located_offset(original.source(), reason),
+                _ => None,
+            };
+            let anchor = match (&status, blocks.first()) {
+                (Status::AlreadyApplied | Status::Updated, Some(block)) => Some(block.start.line as usize),
+                _ => reason_offset
+                    .or_else(|| target.map(|d| d.range().start))
+                    .or(first_edit)
+                    .map(|offset| self.line_of_byte(to_current(offset))),
+            };
+            let range = self.line_range(anchor.unwrap_or(0));
+            let message = message(&status, &hook.summary, original.source().name());
+            hooks.push(DocumentHook {
+                id: hook.id.clone(),
+                summary: hook.summary.clone(),
+                status,
+                range,
+                blocks,
+                message,
+            });
+        }
+        let pending =
+            conflict.is_none() && plan.is_complete() && planned.as_ref().is_some_and(|p| p.text() != current.text());
+        Ok(DocumentPlan {
+            recipe: recipe.id.clone(),
+            version: self.version,
+            patched: prepared.is_patched(),
+            pending,
+            relevant,
+            hooks,
+        })
+    }
+
+    /// The edits that turn the current text into the text with `recipe` applied and verified
+    /// (see [`crate::apply`]): one per changed run of lines, in order, none overlapping, in the
+    /// positions of the current text. Empty when the recipe is applied already.
+    ///
+    /// # Errors
+    /// As [`crate::apply`]: the first required hook that cannot be placed, a conflict, damaged
+    /// markers, a failed verification, or a text that is not valid Python.
+    pub fn apply_edits(&self, recipe: &Recipe) -> Result<Vec<TextEdit>, Error> {
+        let text = self.text();
+        let patched = engine::apply(recipe, SourceFile::new(self.name.clone(), text.clone()))?;
+        Ok(self.diff(&text, patched.output()))
+    }
+
+    /// The edits that take `recipe`'s changes out of the current text, giving back the original
+    /// bytes (see [`crate::revert`]). Empty when the text carries none of them.
+    ///
+    /// # Errors
+    /// As [`crate::revert`]: damaged markers, or a text that is not valid Python.
+    pub fn revert_edits(&self, recipe: &Recipe) -> Result<Vec<TextEdit>, Error> {
+        let text = self.text();
+        let reverted = engine::revert(recipe, SourceFile::new(self.name.clone(), text.clone()))?;
+        Ok(self.diff(&text, reverted.output()))
+    }
+
+    /// The char index of `at`, clamped (see [`Document::apply_change`]).
+    fn char_of(&self, at: Utf16Position) -> usize {
+        let line = at.line as usize;
+        if line >= self.rope.len_lines() {
+            return self.rope.len_chars();
+        }
+        let start = self.rope.line_to_char(line);
+        let end = self.line_end_char(line);
+        let start_units = self.rope.char_to_utf16_cu(start);
+        let end_units = self.rope.char_to_utf16_cu(end);
+        let units = start_units.saturating_add(at.character as usize).min(end_units);
+        self.rope.utf16_cu_to_char(units)
+    }
+
+    /// The char index where 0-based `line` (which exists) ends, before its line break.
+    fn line_end_char(&self, line: usize) -> usize {
+        let start = self.rope.line_to_char(line);
+        let slice = self.rope.line(line);
+        let mut len = slice.len_chars();
+        if len > 0 && slice.char(len - 1) == '\n' {
+            len -= 1;
+            if len > 0 && slice.char(len - 1) == '\r' {
+                len -= 1;
+            }
+        } else if len > 0 && slice.char(len - 1) == '\r' {
+            len -= 1;
+        }
+        start + len
+    }
+
+    /// The 0-based line of byte `offset`.
+    fn line_of_byte(&self, offset: usize) -> usize {
+        self.rope.byte_to_line(offset.min(self.rope.len_bytes()))
+    }
+
+    /// The lines a frame occupies in the current text, marker lines included.
+    fn frame_range(&self, current: &SourceFile, frame: &Frame) -> Utf16Range {
+        let last = frame
+            .removal
+            .iter()
+            .map(|r| current.lines().line_of(r.end.saturating_sub(1).max(r.start)))
+            .max()
+            .unwrap_or(frame.line)
+            .max(frame.line);
+        let first = self.line_range(frame.line.saturating_sub(1));
+        let last = self.line_range(last.saturating_sub(1));
+        Utf16Range::new(first.start, last.end)
+    }
+
+    /// Line-based edits turning `old` (the current text) into `new`.
+    fn diff(&self, old: &str, new: &str) -> Vec<TextEdit> {
+        if old == new {
+            return Vec::new();
+        }
+        let old_lines = split_lines(old);
+        let new_lines = split_lines(new);
+        let ops = similar::capture_diff_slices(Algorithm::Myers, &old_lines, &new_lines);
+        // Byte offset of every old line start, and of the end.
+        let mut old_starts = Vec::with_capacity(old_lines.len() + 1);
+        let mut at = 0;
+        for line in &old_lines {
+            old_starts.push(at);
+            at += line.len();
+        }
+        old_starts.push(at);
+        let mut edits = Vec::new();
+        let mut pending: Option<(Range<usize>, String)> = None;
+        for op in ops {
+            let (old_range, new_range) = match op {
+                DiffOp::Equal { .. } => {
+                    if let Some((range, text)) = pending.take() {
+                        edits.push(self.line_edit(&old_starts, range, text));
+                    }
+                    continue;
+                }
+                DiffOp::Delete { old_index, old_len, .. } => (old_index..old_index + old_len, 0..0),
+                DiffOp::Insert {
+                    old_index,
+                    new_index,
+                    new_len,
+                } => (old_index..old_index, new_index..new_index + new_len),
+                DiffOp::Replace {
+                    old_index,
+                    old_len,
+                    new_index,
+                    new_len,
+                } => (old_index..old_index + old_len, new_index..new_index + new_len),
+            };
+            let added: String = new_lines[new_range].concat();
+            pending = Some(match pending.take() {
+                Some((range, mut text)) => {
+                    text.push_str(&added);
+                    (range.start..old_range.end.max(range.end), text)
+                }
+                None => (old_range, added),
+            });
+        }
+        if let Some((range, text)) = pending {
+            edits.push(self.line_edit(&old_starts, range, text));
+        }
+        edits
+    }
+
+    fn line_edit(&self, old_starts: &[usize], lines: Range<usize>, new_text: String) -> TextEdit {
+        let start = self.position(old_starts[lines.start]);
+        let end = self.position(old_starts[lines.end]);
+        TextEdit {
+            range: Utf16Range::new(start, end),
+            new_text,
+        }
+    }
+}
+
+/// `usize` to `u32`, saturating (LSP positions are `u32`).
+fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The lines of `text` with their line breaks (`\n`, `\r\n`, `\r`); no empty last line.
+fn split_lines(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => {
+                lines.push(&text[start..=i]);
+                start = i + 1;
+            }
+            b'\r' => {
+                let end = if bytes.get(i + 1) == Some(&b'\n') { i + 2 } else { i + 1 };
+                lines.push(&text[start..end]);
+                start = end;
+                i = end - 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
+}
+
+/// `RECIPE/HOOK` of a marker line.
+fn parse_marker_line(line: &str) -> Option<MarkerRef> {
+    let trimmed = line.trim_start_matches([' ', '\t', '\x0c']);
+    let rest = ["# >>> pysplice ", "# <<< pysplice ", "# ~~~ pysplice "]
+        .iter()
+        .find_map(|prefix| trimmed.strip_prefix(prefix))?;
+    let id = rest.split([' ', '\r', '\n']).next()?;
+    let (recipe, hook) = id.split_once('/')?;
+    (!recipe.is_empty() && !hook.is_empty()).then(|| MarkerRef {
+        recipe: recipe.to_string(),
+        hook: hook.to_string(),
+    })
+}
+
+/// Per hook, the (hash, displaced text) of its frames: equal lists mean equal blocks.
+fn group(frames: &[Frame]) -> BTreeMap<&str, Vec<(&str, &str)>> {
+    let mut map: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for frame in frames {
+        map.entry(frame.hook.as_str())
+            .or_default()
+            .push((frame.hash.as_str(), frame.was.as_str()));
+    }
+    map
+}
+
+/// The ranges of the current text that stand for other text of the original (the frames), with
+/// the length of what they stand for, in order.
+fn displaced_pieces(frames: &[Frame]) -> Vec<(Range<usize>, usize)> {
+    let mut pieces = Vec::new();
+    for frame in frames {
+        match frame.removal.as_slice() {
+            [whole] => pieces.push((whole.clone(), frame.was.len())),
+            [marker_line, changed] => {
+                pieces.push((marker_line.clone(), 0));
+                pieces.push((changed.clone(), frame.was.len()));
+            }
+            _ => {}
+        }
+    }
+    pieces.sort_by_key(|(range, _)| range.start);
+    pieces
+}
+
+/// The offset in the current text of byte `offset` of the original (frames taken out). An
+/// offset inside displaced text maps to the start of the frame; an offset where a block was
+/// inserted maps past the block.
+fn map_to_current(pieces: &[(Range<usize>, usize)], offset: usize) -> usize {
+    let mut current = offset;
+    let mut original_at = 0;
+    let mut current_at = 0;
+    for (range, was_len) in pieces {
+        if range.start < current_at {
+            continue;
+        }
+        let start = original_at + (range.start - current_at);
+        if offset < start {
+            break;
+        }
+        if offset < start + was_len {
+            return range.start;
+        }
+        original_at = start + was_len;
+        current_at = range.end;
+        current = current_at + (offset - original_at);
+    }
+    current
+}
+
+/// The byte offset (in `file`) of a message that starts with `file:line:column: `.
+fn located_offset(file: &SourceFile, message: &str) -> Option<usize> {
+    let rest = message.strip_prefix(file.name())?.strip_prefix(':')?;
+    let mut parts = rest.splitn(3, ':');
+    let line: usize = parts.next()?.parse().ok()?;
+    let column: usize = parts.next()?.parse().ok()?;
+    let start = file.lines().line_start(line)?;
+    Some((start + column.saturating_sub(1)).min(file.text().len()))
+}
+
+/// The people's line for a hook's status.
+fn message(status: &Status, summary: &str, file: &str) -> String {
+    let strip = |reason: &str| -> String {
+        // The diagnostic sits at the place the message names: drop the `file:line:column: ` part.
+        let rest = reason.strip_prefix(file).and_then(|r| r.strip_prefix(':'));
+        let trimmed = rest.and_then(|r| {
+            let mut parts = r.splitn(3, ':');
+            let (line, column, tail) = (parts.next()?, parts.next()?, parts.next()?);
+            let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+            (numeric(line) && numeric(column)).then(|| tail.trim_start().to_string())
+        });
+        trimmed.unwrap_or_else(|| reason.to_string())
+    };
+    match status {
+        Status::Applied => format!("can be applied: {summary}"),
+        Status::AlreadyApplied => format!("applied: {summary}"),
+        Status::Updated => format!("applied from an older version of the recipe; apply again to update: {summary}"),
+        Status::Skipped { reason } => format!("skipped: {}", strip(reason)),
+        Status::Failed { reason } => strip(reason),
+        Status::Reverted => format!("removed: {summary}"),
+        Status::NotPresent => format!("not present: {summary}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_split_on_python_newlines_only() {
+        assert_eq!(
+            split_lines("a\nb\r\nc\rd\x0ce\u{2028}f"),
+            ["a\n", "b\r\n", "c\r", "d\x0ce\u{2028}f"]
+        );
+        assert_eq!(split_lines("a\n"), ["a\n"]);
+        assert!(split_lines("").is_empty());
+    }
+
+    #[test]
+    fn marker_lines_name_recipe_and_hook() {
+        let marker = |r: &str, h: &str| {
+            Some(MarkerRef {
+                recipe: r.into(),
+                hook: h.into(),
+            })
+        };
+        assert_eq!(
+            parse_marker_line("    # >>> pysplice r/h 0123abcd\r\n"),
+            marker("r", "h")
+        );
+        assert_eq!(parse_marker_line("\t# <<< pysplice r/h"), marker("r", "h"));
+        assert_eq!(
+            parse_marker_line("# ~~~ pysplice r/h 1 at=3 len=2 was=\"x\"\n"),
+            marker("r", "h")
+        );
+        assert_eq!(parse_marker_line("x = 1  # >>> pysplice r/h"), None);
+        assert_eq!(parse_marker_line("# >>> pysplice nohook"), None);
+    }
+
+    #[test]
+    fn original_offsets_map_past_inserted_blocks() {
+        // Current "ab[XYZ]cd" where [XYZ] (3..6) was inserted; "ab[Q]d" where Q (2..3) replaced "c".
+        let inserted = [(3..6, 0)];
+        assert_eq!(map_to_current(&inserted, 2), 2);
+        assert_eq!(map_to_current(&inserted, 3), 6);
+        assert_eq!(map_to_current(&inserted, 4), 7);
+        let replaced = [(2..3, 1)];
+        assert_eq!(map_to_current(&replaced, 2), 2);
+        assert_eq!(map_to_current(&replaced, 3), 3);
+        let grown = [(2..5, 1)];
+        assert_eq!(map_to_current(&grown, 3), 5);
+    }
+}
