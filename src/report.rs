@@ -50,6 +50,7 @@ pub fn unified_diff(name: &str, old: &str, new: &str) -> String {
     if old == new {
         return String::new();
     }
+    let name = name.trim_start_matches('/');
     TextDiff::from_lines(old, new)
         .unified_diff()
         .context_radius(3)

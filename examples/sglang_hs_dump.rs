@@ -1,0 +1,552 @@
+//! `sglang_hs_dump`: patch SGLang's `deepseek_v2.py` so that the server dumps EAGLE-3 / SpecForge
+//! training hidden states during prefill, using pysplice's bundled `sglang-hs-dump` recipe.
+//!
+//! ```text
+//! sglang_hs_dump [PATH] [--revert | --check] [--dry-run] [--json] [--sglang-version X]
+//! sglang_hs_dump --installed [--python python3] ...
+//! sglang_hs_dump                      # demo: patch a copy of examples/data/demo_model.py
+//! ```
+//!
+//! Exit codes: 0 success (for `--check`: up to date); 1 a hook could not be placed, the markers
+//! were edited by hand, or `--check` found work; 2 bad usage or input that cannot be read or
+//! parsed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use clap::Parser;
+use pysplice::{report, DiskFile, Error, Patched, Prepared, Recipe, Status};
+
+/// The demo model: a stand-in written for pysplice in the shape of SGLang's `deepseek_v2.py`.
+const DEMO_MODEL: &str = include_str!("data/demo_model.py");
+
+/// Where the dump goes in the printed instructions.
+const DUMP_DIR: &str = "/dev/shm/sglang_hs";
+
+/// Patch SGLang's DeepSeek-V2/V3 model file (also used by Kimi-K2.5) to dump per-request hidden
+/// states for EAGLE-3 drafter training while the server runs prefill passes.
+///
+/// Without PATH (and without --installed), a bundled demo model file is copied to a temporary
+/// folder, patched there, and the diff is shown.
+#[derive(Parser)]
+#[command(name = "sglang_hs_dump", version, about, long_about)]
+struct Args {
+    /// `deepseek_v2.py`, or a folder holding it (an SGLang checkout, site-packages, the `sglang`
+    /// package, a corpus tree).
+    #[arg(conflicts_with = "installed")]
+    path: Option<PathBuf>,
+    /// Patch the `deepseek_v2.py` of the SGLang that `--python` imports.
+    #[arg(long)]
+    installed: bool,
+    /// The interpreter asked by `--installed`.
+    #[arg(long, value_name = "EXE", default_value = "python3", requires = "installed")]
+    python: String,
+    /// Remove the patch, giving back the original bytes.
+    #[arg(long, conflicts_with = "check")]
+    revert: bool,
+    /// Exit 0 when the patch is applied and up to date, 1 otherwise; writes nothing.
+    #[arg(long, conflicts_with = "dry_run")]
+    check: bool,
+    /// Print a unified diff of what would change and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// The SGLang release the file belongs to (for the launch flags), when it cannot be read from
+    /// `sglang/version.py`, `sglang/_version.py` or a `sglang-*.dist-info` beside the package.
+    #[arg(long, value_name = "X")]
+    sglang_version: Option<String>,
+}
+
+/// What to do with the file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Apply,
+    Check,
+    Revert,
+}
+
+impl Mode {
+    fn name(self, dry_run: bool) -> &'static str {
+        match (self, dry_run) {
+            (Mode::Apply, false) => "apply",
+            (Mode::Apply, true) => "apply --dry-run",
+            (Mode::Revert, false) => "revert",
+            (Mode::Revert, true) => "revert --dry-run",
+            (Mode::Check, _) => "check",
+        }
+    }
+}
+
+/// An SGLang release as `major.minor.patch`; suffixes (`.post1`, `rc0`) are ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Version(u32, u32, u32);
+
+impl Version {
+    fn parse(text: &str) -> Option<Version> {
+        let mut parts = Vec::new();
+        for piece in text.trim().trim_start_matches('v').split('.').take(3) {
+            let digits: String = piece.chars().take_while(char::is_ascii_digit).collect();
+            if digits.is_empty() {
+                break;
+            }
+            parts.push(digits.parse().ok()?);
+            if digits.len() != piece.len() {
+                break;
+            }
+        }
+        match parts[..] {
+            [0, 0, ..] => None, // `0.0.0.dev0`: the fallback of an SGLang that is not installed
+            [a, b] => Some(Version(a, b, 0)),
+            [a, b, c] => Some(Version(a, b, c)),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+    }
+}
+
+/// The release a file belongs to, as given or found, with where it came from.
+struct Release {
+    text: String,
+    version: Version,
+    source: String,
+}
+
+/// How to start the server for one release.
+struct Launch {
+    flags: Vec<&'static str>,
+    notes: Vec<String>,
+}
+
+/// The server flags the dump needs on `release` (checked against each pinned release's
+/// `server_args.py`), or a generic list with a note when the release is unknown.
+fn launch(release: Option<&Release>) -> Launch {
+    let Some(release) = release else {
+        return Launch {
+            flags: vec![
+                "--disable-cuda-graph",
+                "--disable-radix-cache",
+                "--chunked-prefill-size",
+                "-1",
+                "--skip-server-warmup",
+            ],
+            notes: vec![
+                "SGLang release unknown (no sglang/version.py, sglang/_version.py or sglang-*.dist-info beside the \
+                 package; pass --sglang-version X): add --disable-piecewise-cuda-graph on 0.5.10-0.5.13, leave out \
+                 --skip-server-warmup before 0.4.10 and --chunked-prefill-size -1 before 0.2.15"
+                    .into(),
+            ],
+        };
+    };
+    let v = release.version;
+    let mut flags = vec!["--disable-cuda-graph"];
+    let mut notes = Vec::new();
+    if (Version(0, 5, 10)..Version(0, 5, 14)).contains(&v) {
+        // Prefill (piecewise) CUDA graphs are on by default there and not covered by --disable-cuda-graph.
+        flags.push("--disable-piecewise-cuda-graph");
+    }
+    if v >= Version(0, 5, 14) {
+        notes.push(
+            "--disable-cuda-graph is deprecated from 0.5.14 but still turns off both decode and prefill graphs \
+             (prefill graphs are on by default there; same as --cuda-graph-backend-decode disabled \
+             --cuda-graph-backend-prefill disabled)"
+                .into(),
+        );
+    }
+    flags.push("--disable-radix-cache");
+    if v >= Version(0, 2, 15) {
+        flags.extend(["--chunked-prefill-size", "-1"]);
+    }
+    if v >= Version(0, 4, 10) {
+        flags.push("--skip-server-warmup");
+    } else {
+        notes.push(
+            "this release has no --skip-server-warmup: the warmup request sent at startup is dumped too; delete the \
+             files written before your first request"
+                .into(),
+        );
+    }
+    if v >= Version(0, 3, 6) {
+        flags.push("--disable-overlap-schedule");
+    }
+    Launch { flags, notes }
+}
+
+/// Finds the release of the SGLang tree holding `file` (`.../sglang/srt/models/deepseek_v2.py`).
+fn detect_release(file: &Path) -> Option<Release> {
+    let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let models = file.parent()?;
+    let srt = models.parent()?;
+    if models.file_name()? != "models" || srt.file_name()? != "srt" {
+        return None;
+    }
+    let package = srt.parent()?;
+    for name in ["_version.py", "version.py"] {
+        let path = package.join(name);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if let Some(release) = version_literal(&text, &path) {
+                return Some(release);
+            }
+        }
+    }
+    let site = package.parent()?;
+    let mut infos: Vec<_> = std::fs::read_dir(site)
+        .ok()?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter_map(|name| {
+            Some((
+                name.strip_prefix("sglang-")?.strip_suffix(".dist-info")?.to_string(),
+                name.clone(),
+            ))
+        })
+        .collect();
+    infos.sort();
+    let (text, name) = infos.pop()?;
+    Some(Release {
+        version: Version::parse(&text)?,
+        text,
+        source: site.join(name).display().to_string(),
+    })
+}
+
+/// `__version__ = "X"` (or `__version__ = version = 'X'`) as a statement of its own.
+fn version_literal(text: &str, path: &Path) -> Option<Release> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix("__version__")?.trim_start().strip_prefix('=')?.trim();
+        let rest = rest
+            .strip_prefix("version")
+            .map_or(rest, |r| r.trim_start().trim_start_matches('=').trim());
+        let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+        let value = rest[1..].split(quote).next()?;
+        Some(Release {
+            version: Version::parse(value)?,
+            text: value.to_string(),
+            source: path.display().to_string(),
+        })
+    })
+}
+
+/// The file to patch when PATH is a folder.
+fn resolve(path: &Path) -> Result<PathBuf, String> {
+    if !path.is_dir() {
+        return Ok(path.to_path_buf());
+    }
+    let file = pysplice::recipes::SGLANG_HS_DUMP_FILE; // sglang/srt/models/deepseek_v2.py
+    let tails = [
+        file.to_string(),
+        format!("python/{file}"),
+        file.trim_start_matches("sglang/").to_string(),
+        "models/deepseek_v2.py".into(),
+        "deepseek_v2.py".into(),
+    ];
+    tails
+        .iter()
+        .map(|tail| path.join(tail))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| {
+            format!(
+                "{}: no deepseek_v2.py in this folder (looked for {})",
+                path.display(),
+                tails.join(", ")
+            )
+        })
+}
+
+/// The `deepseek_v2.py` of the SGLang that `python` imports.
+fn installed(python: &str) -> Result<PathBuf, String> {
+    let output = Command::new(python)
+        .args(["-c", "import sglang, os; print(os.path.dirname(sglang.__file__))"])
+        .output()
+        .map_err(|err| format!("cannot run `{python}`: {err}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let why = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no output");
+        return Err(format!(
+            "no installed SGLang: `{python} -c 'import sglang'` failed ({}); activate the environment that has \
+             SGLang, pass --python, or give the path of deepseek_v2.py",
+            why.trim()
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let package = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    if package.is_empty() {
+        return Err(format!("`{python}` found sglang but printed no folder for it"));
+    }
+    let file = Path::new(package).join("srt/models/deepseek_v2.py");
+    if !file.is_file() {
+        return Err(format!("{}: the installed SGLang has no such file", file.display()));
+    }
+    Ok(file)
+}
+
+/// Writes the demo model into a fresh temporary folder.
+fn demo_copy() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("sglang_hs_dump-demo-{}", std::process::id()));
+    let file = dir.join("deepseek_v2.py");
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&file, DEMO_MODEL))
+        .map_err(|err| format!("{}: cannot write the demo copy: {err}", file.display()))?;
+    Ok(file)
+}
+
+/// Exit code for an error: 1 when a hook could not be placed or the markers are damaged, 2 for
+/// input that cannot be used.
+fn exit_code(err: &Error) -> u8 {
+    match err {
+        Error::NotFound { .. }
+        | Error::Ambiguous { .. }
+        | Error::Placement { .. }
+        | Error::Conflict { .. }
+        | Error::Marker { .. }
+        | Error::Verify { .. }
+        | Error::Changed { .. } => 1,
+        _ => 2,
+    }
+}
+
+/// Prints an error as text or JSON and gives its exit code.
+fn fail(json: bool, file: &Path, message: &str, code: u8) -> u8 {
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"file": file.display().to_string(), "error": message})
+        );
+    } else {
+        eprintln!("{message}");
+    }
+    code
+}
+
+/// Applies the recipe, reporting every hook when one cannot be placed.
+fn apply(recipe: &Recipe, file: &DiskFile, json: bool) -> Result<Patched, u8> {
+    let prepared = Prepared::new(recipe, file.source().clone())
+        .map_err(|err| fail(json, file.path(), &err.to_string(), exit_code(&err)))?;
+    let plan = pysplice::plan(recipe, prepared.original());
+    if !plan.is_complete() {
+        let outcomes = plan.outcomes();
+        if json {
+            let value = serde_json::json!({"file": file.path().display().to_string(), "error": "a hook could not be placed; nothing was written", "hooks": outcomes});
+            println!("{value}");
+        } else {
+            eprintln!("Cannot patch {}", file.path().display());
+            for outcome in &outcomes {
+                eprintln!("  - {}", report::outcome_line(outcome));
+            }
+            eprintln!("nothing was written");
+        }
+        return Err(1);
+    }
+    pysplice::apply_plan(recipe, &prepared, plan)
+        .map_err(|err| fail(json, file.path(), &err.to_string(), exit_code(&err)))
+}
+
+fn run(args: &Args) -> u8 {
+    let recipe = Recipe::from_toml("recipes/sglang_hs_dump.toml", pysplice::recipes::SGLANG_HS_DUMP)
+        .expect("the bundled recipe is valid");
+    let env = recipe.vars.get("env").map_or("SGLANG_HS_DUMP_DIR", String::as_str);
+    let mode = if args.revert {
+        Mode::Revert
+    } else if args.check {
+        Mode::Check
+    } else {
+        Mode::Apply
+    };
+    let demo = args.path.is_none() && !args.installed;
+    let path = if args.installed {
+        installed(&args.python)
+    } else if let Some(path) = &args.path {
+        resolve(path)
+    } else {
+        demo_copy()
+    };
+    let path = match path {
+        Ok(path) => path,
+        Err(message) => return fail(args.json, args.path.as_deref().unwrap_or(Path::new("")), &message, 2),
+    };
+    let release = match &args.sglang_version {
+        Some(text) => match Version::parse(text) {
+            Some(version) => Some(Release {
+                text: text.clone(),
+                version,
+                source: "--sglang-version".into(),
+            }),
+            None => {
+                let message = format!("--sglang-version {text}: not a release number such as 0.5.9");
+                return fail(args.json, &path, &message, 2);
+            }
+        },
+        None if demo => None,
+        None => detect_release(&path),
+    };
+
+    let file = match DiskFile::read(&path) {
+        Ok(file) => file,
+        Err(err) => return fail(args.json, &path, &err.to_string(), exit_code(&err)),
+    };
+    let patched = if mode == Mode::Revert {
+        pysplice::revert(&recipe, file.source().clone())
+            .map_err(|err| fail(args.json, &path, &err.to_string(), exit_code(&err)))
+    } else {
+        apply(&recipe, &file, args.json)
+    };
+    let patched = match patched {
+        Ok(patched) => patched,
+        Err(code) => return code,
+    };
+    let write = mode != Mode::Check && !args.dry_run && patched.changed();
+    if write {
+        if let Err(err) = file.write(patched.output()) {
+            return fail(args.json, &path, &err.to_string(), exit_code(&err));
+        }
+    }
+    let pending = patched
+        .outcomes()
+        .iter()
+        .any(|o| matches!(o.status, Status::Applied | Status::Updated));
+    let mut launch = launch(release.as_ref());
+    let no_capture = patched
+        .outcomes()
+        .iter()
+        .any(|o| o.hook == "capture" && matches!(o.status, Status::Skipped { .. }));
+    if no_capture && mode != Mode::Revert {
+        launch.notes.push(
+            "this file has no aux capture (set_eagle3_layers_to_capture came in SGLang 0.5.4.post2): the files \
+             hold hidden_state but no aux_hidden_state"
+                .into(),
+        );
+    }
+    // Headers `a/<path>`, `b/<path>` with the path as given (relative to / when absolute).
+    let diff = report::unified_diff(
+        patched.name().trim_start_matches('/'),
+        patched.input(),
+        patched.output(),
+    );
+    let code = u8::from(mode == Mode::Check && (pending || patched.changed()));
+
+    if args.json {
+        let mut value = report::json(&patched);
+        value["mode"] = mode.name(args.dry_run).into();
+        value["written"] = write.into();
+        value["demo"] = demo.into();
+        value["release"] = release
+            .as_ref()
+            .map(|r| serde_json::json!({"version": r.text, "source": r.source}))
+            .into();
+        value["launch"] = serde_json::json!({
+            "env": {env: DUMP_DIR},
+            "flags": launch.flags,
+            "notes": launch.notes,
+        });
+        if mode == Mode::Check {
+            value["up_to_date"] = (code == 0).into();
+        }
+        if args.dry_run || demo {
+            value["diff"] = diff.into();
+        }
+        println!("{value}");
+        return code;
+    }
+
+    if demo {
+        println!(
+            "No PATH given: patching a copy of the bundled demo model (examples/data/demo_model.py, written for \
+             pysplice in the shape of SGLang's deepseek_v2.py; not SGLang code)."
+        );
+        println!("For a real SGLang: sglang_hs_dump --installed, or sglang_hs_dump path/to/deepseek_v2.py\n");
+    }
+    match (mode, args.dry_run) {
+        (Mode::Check, _) => {
+            println!(
+                "{}: {}",
+                patched.name(),
+                if code == 0 { "up to date" } else { "needs apply" }
+            );
+            for outcome in patched.outcomes() {
+                let status = match &outcome.status {
+                    Status::Applied => "missing".to_string(),
+                    Status::Updated => "outdated".to_string(),
+                    Status::AlreadyApplied => "applied".to_string(),
+                    Status::Skipped { reason } => format!("skipped: {reason}"),
+                    other => format!("{other:?}"),
+                };
+                println!("  - {}: {status}", outcome.hook);
+            }
+            return code;
+        }
+        (_, true) => {
+            print!("{diff}");
+            eprintln!("dry run: nothing was written to {}", patched.name());
+            return code;
+        }
+        (Mode::Revert, false) => {
+            if patched.changed() {
+                println!("Reverted {}", patched.name());
+                for outcome in patched.outcomes() {
+                    println!("  - {}", report::outcome_line(outcome));
+                }
+            } else {
+                println!("Nothing to revert in {}", patched.name());
+            }
+            return code;
+        }
+        (Mode::Apply, false) => {}
+    }
+    if demo {
+        print!("{diff}");
+        println!();
+    }
+    print!("{}", report::applied_text(&patched));
+    println!();
+    println!("To use: set {env}={DUMP_DIR} before starting server");
+    match &release {
+        Some(r) => println!("Server flags for SGLang {} (from {}):", r.text, r.source),
+        None if demo => println!("Server flags (for a real SGLang they depend on its release):"),
+        None => println!("Server flags:"),
+    }
+    println!("  {}", launch.flags.join(" "));
+    for note in &launch.notes {
+        println!("Note: {note}");
+    }
+    println!(
+        "e.g. {env}={DUMP_DIR} python3 -m sglang.launch_server --model-path MODEL {}",
+        launch.flags.join(" ")
+    );
+    println!("Undo with: sglang_hs_dump --revert {}", patched.name());
+    code
+}
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    ExitCode::from(run(&args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert_eq!(Version::parse("0.5.8.post1"), Some(Version(0, 5, 8)));
+        assert_eq!(Version::parse("0.5.14rc0"), Some(Version(0, 5, 14)));
+        assert_eq!(Version::parse("0.4"), Some(Version(0, 4, 0)));
+        assert_eq!(Version::parse("0.0.0.dev0"), None);
+        assert_eq!(Version::parse("latest"), None);
+    }
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Patch a copy of the runtime mock with the real engine and lay out everything the runtime
+# test needs in one folder (default: .device/hs, git-ignored through .git/info/exclude):
+#
+#   DIR/mock_deepseek_v2.py           the pristine mock (the test's reference)
+#   DIR/mock_deepseek_v2_patched.py   the same file after `pysplice apply --spec recipes/sglang_hs_dump.toml`
+#   DIR/run_hs_dump_test.py           the runtime test
+#   DIR/run_on_device.sh              runs the test (patched and --unpatched) and prints the verdicts
+#
+# Then, on any machine with PyTorch (a GPU is used when present):
+#   bash DIR/run_on_device.sh DIR
+# or just the patched run:
+#   python3 tests/runtime/run_hs_dump_test.py DIR/mock_deepseek_v2_patched.py
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+dest=${1:-$repo/.device/hs}
+cd "$repo"
+rm -rf "$dest"
+mkdir -p "$dest"
+cp tests/runtime/mock_deepseek_v2.py tests/runtime/run_hs_dump_test.py tests/runtime/run_on_device.sh "$dest"/
+cp tests/runtime/mock_deepseek_v2.py "$dest/mock_deepseek_v2_patched.py"
+cargo run --quiet --example pysplice -- apply --spec recipes/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
+# the same static check as tests/sglang_recipe.rs, before spending time on a device
+python3 tests/py_check_hs_dump.py "$dest/mock_deepseek_v2_patched.py::$dest/mock_deepseek_v2.py" >"$dest/py_check.json" ||
+  { cat "$dest/py_check.json"; exit 1; }
+echo "ready: bash $dest/run_on_device.sh $dest"
