@@ -645,9 +645,12 @@ impl MethodScan<'_, '_, '_, '_> {
                         }
                     }
                     _ => {
+                        // `self.layers, self.start, self.end = make_layers(..., lambda: Layer(...))`:
+                        // each attribute may hold what the value constructs, none of it directly.
                         for t in targets {
                             if let Some(attr) = self_attr(t, self.me) {
                                 self.attribute(attr, t, false);
+                                self.compositions(attr, value, conditional, false);
                             }
                         }
                     }
@@ -666,7 +669,7 @@ impl MethodScan<'_, '_, '_, '_> {
             _ => {
                 if let Some(attr) = self_attr(target, self.me) {
                     self.attribute(attr, target, is_none(value));
-                    self.compositions(attr, value, conditional);
+                    self.compositions(attr, value, conditional, true);
                 }
             }
         }
@@ -683,10 +686,15 @@ impl MethodScan<'_, '_, '_, '_> {
         });
     }
 
-    fn compositions(&mut self, attr: &str, value: &Node, conditional: bool) {
+    /// Records the classes `value` may construct as compositions of `attr`; with
+    /// `whole == false` the value is not the attribute's alone (a tuple unpacking), so no call
+    /// counts as direct.
+    fn compositions(&mut self, attr: &str, value: &Node, conditional: bool, whole: bool) {
         let line = self.walker.line(value.range().start);
         let mut direct = Vec::new();
-        direct_calls(value, &mut direct);
+        if whole {
+            direct_calls(value, &mut direct);
+        }
         let mut seen: Vec<&Node> = Vec::new();
         for call in &direct {
             seen.push(call);
@@ -774,11 +782,7 @@ fn direct_calls<'n>(value: &'n Node, out: &mut Vec<&'n Node>) {
 /// Class-like expressions a local may be bound to: names, dotted names, branches of them.
 fn class_exprs<'n>(value: &'n Node, out: &mut Vec<&'n Node>) {
     match value.kind() {
-        "Name" | "Attribute" => {
-            if dotted(value).is_some() {
-                out.push(value);
-            }
-        }
+        "Name" | "Attribute" if dotted(value).is_some() => out.push(value),
         "IfExp" => {
             class_exprs(&value.children()[1], out);
             class_exprs(&value.children()[2], out);
@@ -1082,6 +1086,7 @@ class W(base.M):
         self.m = cls(c)
         self.layers = make([E(i) for i in range(3)])
         self.lm2, self.k = F(), 3
+        self.blocks, self.first = build(lambda i: G(i))
 
     @property
     def model(self):
@@ -1111,6 +1116,10 @@ class W(base.M):
                 ("layers", "E", false, false),
                 ("layers", "range", false, false),
                 ("lm2", "F", true, false),
+                ("blocks", "build", false, false),
+                ("blocks", "G", false, false),
+                ("first", "build", false, false),
+                ("first", "G", false, false),
             ]
         );
         assert!(class.attributes.iter().any(|a| a.name == "lm" && a.is_none));

@@ -50,7 +50,9 @@ pub use facts::{
 pub use graph::{
     looks_like_draft, BaseLink, BaseTarget, ClassGraph, ClassId, ClassNode, CompositionEdge, Diagnostic, RunPath,
 };
-pub use query::{Chain, Evidence, Forwarding, Member, Reach, ReachEntry, RunVia, Runner, Step, UseEvidence};
+pub use query::{
+    Chain, Evidence, ForwardNeed, Forwarding, Member, Reach, ReachEntry, RunVia, Runner, Step, UseEvidence,
+};
 
 use facts::{Binding, ModuleContext, NameBinding};
 
@@ -551,25 +553,21 @@ impl Project {
     /// Up to `limit` class names closest to `name`.
     #[must_use]
     pub fn closest_classes(&self, name: &str, limit: usize) -> Vec<String> {
-        let wanted = name.rsplit('.').next().unwrap_or(name);
-        let mut scored: Vec<(usize, String)> = self
+        let wanted = name.rsplit('.').next().unwrap_or(name).to_lowercase();
+        let cutoff = (wanted.len() / 2).max(3);
+        // Names containing what was typed come first, then the closest by edit distance.
+        let mut scored: Vec<(bool, usize, String)> = self
             .class_names()
             .into_iter()
-            .map(|c| {
-                (
-                    crate::locate::edit_distance(&wanted.to_lowercase(), &c.to_lowercase()),
-                    c,
-                )
+            .filter_map(|c| {
+                let lower = c.to_lowercase();
+                let contains = lower.contains(&wanted);
+                let distance = crate::locate::edit_distance(&wanted, &lower);
+                (contains || distance <= cutoff).then_some((!contains, distance, c))
             })
             .collect();
         scored.sort();
-        let cutoff = (wanted.len() / 2).max(3);
-        scored
-            .into_iter()
-            .filter(|(d, c)| *d <= cutoff || c.to_lowercase().contains(&wanted.to_lowercase()))
-            .take(limit)
-            .map(|(_, c)| c)
-            .collect()
+        scored.into_iter().take(limit).map(|(_, _, c)| c).collect()
     }
 
     pub(crate) fn unknown_class(&self, name: &str) -> QueryError {

@@ -288,9 +288,14 @@ impl fmt::Display for Forwarding {
         }
         writeln!(f, "  missing {} public method(s):", self.missing.len())?;
         for m in &self.missing {
+            let kind = if m.kind == "method" {
+                String::new()
+            } else {
+                format!("{}, ", m.kind)
+            };
             writeln!(
                 f,
-                "    {} ({}, {}:{})",
+                "    {} ({kind}{}, {}:{})",
                 m.name, m.class, m.evidence.file, m.evidence.line
             )?;
         }
@@ -302,6 +307,28 @@ impl fmt::Display for Forwarding {
         Ok(())
     }
 }
+
+/// Whether a wrapper needs a forwarding method for `method` of the delegate in `attr`
+/// (see [`ClassGraph::forwarding_need`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ForwardNeed {
+    /// The wrapper (or a base) already has a member of that name: nothing to add.
+    Exposed(Member),
+    /// The delegate has it and the wrapper does not: a forwarding method is needed.
+    Missing {
+        /// The delegate's class (one of them when the attribute may hold several).
+        delegate: String,
+        /// The delegate's member.
+        member: Member,
+    },
+    /// Neither the wrapper nor any class held in `attr` defines it (or `attr` holds no class
+    /// of the scanned directory).
+    Absent,
+}
+
+/// Composition hops of a chain: (concrete class, class defining the composition, edge index).
+type Hops = Vec<(ClassId, ClassId, usize)>;
 
 fn indent(text: &str, prefix: &str) -> String {
     text.lines().map(|l| format!("{prefix}{l}\n")).collect()
@@ -430,7 +457,7 @@ impl ClassGraph<'_> {
     pub fn chains(&self, from: ClassId, to: ClassId, limit: usize) -> Vec<Chain> {
         let goal = |k: ClassId| self.mro(k).contains(&to);
         let reach = self.can_reach(&goal);
-        let mut found: Vec<Vec<(ClassId, ClassId, usize)>> = Vec::new();
+        let mut found: Vec<Hops> = Vec::new();
         let mut path = Vec::new();
         let mut on_path = vec![from];
         self.dfs(
@@ -444,15 +471,9 @@ impl ClassGraph<'_> {
         );
         let mut chains: Vec<(usize, Chain)> = found
             .iter()
-            .map(|hops| {
-                let last = hops
-                    .last()
-                    .map_or(from, |&(_, via, e)| self.class(via).compositions[e].target);
-                let _ = last;
-                (hops.len(), self.chain(from, hops, Some(to)))
-            })
+            .map(|hops| (hops.len(), self.chain(from, hops, Some(to))))
             .collect();
-        chains.sort_by(|a, b| (a.0, a.1.to_string()).cmp(&(b.0, b.1.to_string())));
+        chains.sort_by_cached_key(|(len, chain)| (*len, chain.to_string()));
         chains.dedup_by(|a, b| a.1 == b.1);
         chains.into_iter().take(limit).map(|(_, c)| c).collect()
     }
@@ -463,9 +484,9 @@ impl ClassGraph<'_> {
         k: ClassId,
         goal: &dyn Fn(ClassId) -> bool,
         reach: &[bool],
-        path: &mut Vec<(ClassId, ClassId, usize)>,
+        path: &mut Hops,
         on_path: &mut Vec<ClassId>,
-        found: &mut Vec<Vec<(ClassId, ClassId, usize)>>,
+        found: &mut Vec<Hops>,
         limit: usize,
     ) {
         if found.len() >= limit || path.len() > 12 {
@@ -489,11 +510,7 @@ impl ClassGraph<'_> {
     }
 
     /// A shortest chain of compositions from `from` to a class satisfying `goal`.
-    fn shortest(
-        &self,
-        from: ClassId,
-        goal: &dyn Fn(ClassId) -> bool,
-    ) -> Option<(ClassId, Vec<(ClassId, ClassId, usize)>)> {
+    fn shortest(&self, from: ClassId, goal: &dyn Fn(ClassId) -> bool) -> Option<(ClassId, Hops)> {
         let mut parent: HashMap<ClassId, (ClassId, ClassId, usize)> = HashMap::new();
         let mut queue = VecDeque::from([from]);
         let mut seen = vec![false; self.classes().len()];
@@ -726,6 +743,27 @@ impl ClassGraph<'_> {
         out
     }
 
+    /// Whether `wrapper` needs a forwarding method for `method` of what it holds in `attr`: the
+    /// question a hook that adds forwarders asks before placing one.
+    #[must_use]
+    pub fn forwarding_need(&self, wrapper: ClassId, attr: &str, method: &str) -> ForwardNeed {
+        if let Some(own) = self.exposes(wrapper, method) {
+            return ForwardNeed::Exposed(own);
+        }
+        for (a, delegate, _) in self.delegates(wrapper) {
+            if a != attr {
+                continue;
+            }
+            if let Some(member) = self.member(delegate, method) {
+                return ForwardNeed::Missing {
+                    delegate: self.class(delegate).name.clone(),
+                    member,
+                };
+            }
+        }
+        ForwardNeed::Absent
+    }
+
     /// For each delegate of `wrapper` (see [`ClassGraph::delegates`]), the public methods it
     /// does not expose.
     #[must_use]
@@ -775,18 +813,19 @@ impl ClassGraph<'_> {
         out
     }
 
-    /// A text tree of the class `id`: its bases, then its compositions, recursively to `depth`
-    /// levels; classes already shown are marked `(above)`.
+    /// A text tree of the class `id`: the class with its bases, then one line per composition
+    /// (`-attr-> Class ⊂ Bases  class-file:line  (set at file:line)`), recursively to `depth`
+    /// levels; classes already shown are marked `(see above)`.
     #[must_use]
     pub fn tree(&self, id: ClassId, depth: usize) -> String {
-        let mut out = String::new();
-        let mut shown = Vec::new();
-        self.tree_into(id, depth, 0, &mut shown, &mut out);
+        let mut out = format!("{}\n", self.tree_label(id));
+        let mut shown = vec![id];
+        self.tree_into(id, depth, 1, &mut shown, &mut out);
         out
     }
 
-    fn tree_into(&self, id: ClassId, depth: usize, level: usize, shown: &mut Vec<ClassId>, out: &mut String) {
-        let pad = "  ".repeat(level);
+    /// `Class ⊂ Base, Base  file:line [draft]`.
+    fn tree_label(&self, id: ClassId) -> String {
         let c = self.class(id);
         let mut bases: Vec<String> = Vec::new();
         for b in &c.bases {
@@ -798,34 +837,36 @@ impl ClassGraph<'_> {
                 });
             }
         }
-        let draft = if c.draft { " [draft]" } else { "" };
         let bases = if bases.is_empty() {
             String::new()
         } else {
             format!(" ⊂ {}", bases.join(", "))
         };
-        if shown.contains(&id) {
-            out.push_str(&format!("{pad}{}{bases} (above)\n", c.name));
+        let draft = if c.draft { " [draft]" } else { "" };
+        format!("{}{bases}  {}:{}{draft}", c.name, c.file, c.line)
+    }
+
+    fn tree_into(&self, id: ClassId, depth: usize, level: usize, shown: &mut Vec<ClassId>, out: &mut String) {
+        if level > depth {
             return;
         }
-        shown.push(id);
-        out.push_str(&format!("{pad}{}{bases}  {}:{}{draft}\n", c.name, c.file, c.line));
-        if level >= depth {
-            return;
-        }
+        let pad = "  ".repeat(level);
         for (via, e) in self.compositions_of(id) {
-            let from = if via == id {
+            let inherited = if via == id {
                 String::new()
             } else {
-                format!(" (from {})", self.class(via).name)
+                format!(" in {}", self.class(via).name)
             };
-            out.push_str(&format!(
-                "{pad}  -{}-> {}:{}{from}\n",
-                e.attr,
-                self.class(via).file,
-                e.line
-            ));
-            self.tree_into(e.target, depth, level + 2, shown, out);
+            let nested = if e.direct { "" } else { ", inside the value" };
+            let set_at = format!("(set at {}:{}{inherited}{nested})", self.class(via).file, e.line);
+            if shown.contains(&e.target) {
+                let name = &self.class(e.target).name;
+                out.push_str(&format!("{pad}-{}-> {name} (see above)  {set_at}\n", e.attr));
+                continue;
+            }
+            shown.push(e.target);
+            out.push_str(&format!("{pad}-{}-> {}  {set_at}\n", e.attr, self.tree_label(e.target)));
+            self.tree_into(e.target, depth, level + 1, shown, out);
         }
     }
 }
@@ -909,6 +950,18 @@ impl Project {
             });
         }
         Ok(out)
+    }
+
+    /// [`ClassGraph::forwarding_need`] for a wrapper named `wrapper` (its first definition in
+    /// module order). Parses the wrapper's files and, on demand, its bases and delegates.
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownClass`] with close candidates.
+    pub fn forwarding_need(&self, wrapper: &str, attr: &str, method: &str) -> Result<ForwardNeed, QueryError> {
+        let simple = wrapper.rsplit('.').next().unwrap_or(wrapper).to_string();
+        let graph = self.graph(&Scope::Defining(vec![simple]));
+        let found = self.find_in(&graph, wrapper)?;
+        Ok(graph.forwarding_need(found[0], attr, method))
     }
 
     /// For each delegate of `wrapper` (compositions, also inherited), the public methods of the
