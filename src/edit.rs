@@ -19,6 +19,9 @@ pub struct Edit {
     removed: Vec<Range<usize>>,
     /// Placed after other insertions at the same offset (a marker that must stay next to its line).
     last_at_offset: bool,
+    /// Indentation width of an inserted block: at one offset, deeper blocks go first, since they
+    /// close the inner block that the shallower ones follow.
+    depth: usize,
 }
 
 impl Edit {
@@ -39,6 +42,7 @@ impl Edit {
             rewritten: None,
             removed: Vec::new(),
             last_at_offset: false,
+            depth: 0,
         }
     }
 
@@ -66,6 +70,13 @@ impl Edit {
     #[must_use]
     pub fn with_removed(mut self, range: Range<usize>) -> Edit {
         self.removed.push(range);
+        self
+    }
+
+    /// Records the indentation width of an inserted block (see [`apply_edits`]).
+    #[must_use]
+    pub fn with_depth(mut self, depth: usize) -> Edit {
+        self.depth = depth;
         self
     }
 
@@ -110,14 +121,15 @@ pub struct EditMap {
 }
 
 /// Applies `edits` to `file`'s text. Edits are ordered by position; insertions at the same
-/// offset keep the order given (hook order).
+/// offset go deepest indentation first (an inner block's end before an outer one's), then in the
+/// order given (hook order), with inline markers last, next to the line they describe.
 ///
 /// # Errors
 /// [`Error::Conflict`] naming both hooks when two edits overlap.
 pub fn apply_edits(file: &SourceFile, edits: &[Edit]) -> Result<(String, EditMap), Error> {
     let text = file.text();
     let mut order: Vec<&Edit> = edits.iter().collect();
-    order.sort_by_key(|e| (e.range.start, e.range.end, e.last_at_offset));
+    order.sort_by_key(|e| (e.range.start, e.range.end, e.last_at_offset, std::cmp::Reverse(e.depth)));
     for pair in order.windows(2) {
         let (a, b) = (pair[0], pair[1]);
         let overlap = b.range.start < a.range.end || (a.range == b.range && !a.range.is_empty());

@@ -17,7 +17,7 @@ use crate::pattern::Depth;
 use crate::place::{Placer, Refusal};
 use crate::source::SourceFile;
 use crate::spec::{Action, Hook, Recipe};
-use crate::syntax::{Node, LIST};
+use crate::syntax::{Node, ABSENT, LIST};
 use crate::template::Bindings;
 
 /// What happened (or would happen) to one hook in one file.
@@ -136,6 +136,8 @@ impl Plan {
 pub struct Prepared {
     current: SourceFile,
     frames: Vec<Frame>,
+    /// Where each frame sits in the original text.
+    anchors: Vec<usize>,
     original: ParsedFile,
 }
 
@@ -147,15 +149,16 @@ impl Prepared {
     /// valid Python.
     pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
         let frames = marker::scan(&current, &recipe.id)?;
-        let original = if frames.is_empty() {
-            ParsedFile::parse(current.clone())?
+        let (original, anchors) = if frames.is_empty() {
+            (ParsedFile::parse(current.clone())?, Vec::new())
         } else {
-            let text = marker::strip(current.text(), &frames);
-            ParsedFile::parse(SourceFile::new(current.name(), text))?
+            let (text, anchors) = marker::strip_with_anchors(current.text(), &frames);
+            (ParsedFile::parse(SourceFile::new(current.name(), text))?, anchors)
         };
         Ok(Prepared {
             current,
             frames,
+            anchors,
             original,
         })
     }
@@ -189,7 +192,7 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
             let planned = match plan_hook(recipe, hook, file) {
                 Ok(Ok(edits)) => HookPlan::Edits(edits),
                 Ok(Err(reason)) => HookPlan::Skipped(reason),
-                Err(err) if hook.optional => HookPlan::Skipped(err.to_string()),
+                Err(err) if hook.optional => HookPlan::Skipped(skip_reason(&err)),
                 Err(err) => HookPlan::Failed(err),
             };
             (hook.id.clone(), hook.summary.clone(), planned)
@@ -324,6 +327,16 @@ fn plan_hook(recipe: &Recipe, hook: &Hook, file: &ParsedFile) -> Result<Result<V
         }
     };
     Ok(Ok(edits))
+}
+
+/// Why an optional hook is skipped: the error's message without the hook id (the outcome names
+/// the hook already).
+fn skip_reason(err: &Error) -> String {
+    let text = err.to_string();
+    match err.hook() {
+        Some(hook) => text.replace(&format!(" [hook {hook}]"), ""),
+        None => text,
+    }
 }
 
 fn target_text(target: &Target) -> String {
@@ -491,9 +504,9 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
     let original = prepared.original();
     let (output, map) = apply_edits(original.source(), &plan.edits())?;
     let out_file = SourceFile::new(original.source().name(), output);
-    let out_frames = verify(recipe, original, &out_file, &map)?;
-    let before: BTreeMap<&str, Vec<(&str, &str)>> = group(&prepared.frames);
-    let after: BTreeMap<&str, Vec<(&str, &str)>> = group(&out_frames);
+    let (out_frames, out_anchors) = verify(recipe, original, &out_file, &map)?;
+    let before = group(&prepared.frames, &prepared.anchors);
+    let after = group(&out_frames, &out_anchors);
     let mut outcomes: Vec<HookOutcome> = plan
         .outcomes()
         .into_iter()
@@ -522,7 +535,7 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
 }
 
 /// Outcomes for hooks whose frames are in the file but which the recipe no longer has.
-fn stale_hooks(recipe: &Recipe, present: &BTreeMap<&str, Vec<(&str, &str)>>) -> Vec<HookOutcome> {
+fn stale_hooks(recipe: &Recipe, present: &FrameSummary<'_>) -> Vec<HookOutcome> {
     present
         .keys()
         .filter(|id| !recipe.hooks.iter().any(|h| h.id == **id))
@@ -535,12 +548,16 @@ fn stale_hooks(recipe: &Recipe, present: &BTreeMap<&str, Vec<(&str, &str)>>) -> 
         .collect()
 }
 
-fn group(frames: &[Frame]) -> BTreeMap<&str, Vec<(&str, &str)>> {
-    let mut map: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
-    for frame in frames {
+/// Per hook: what each of its frames holds and where it sits in the original text, so a block
+/// that is the same but moved counts as changed.
+type FrameSummary<'a> = BTreeMap<&'a str, Vec<(&'a str, &'a str, usize)>>;
+
+fn group<'a>(frames: &'a [Frame], anchors: &[usize]) -> FrameSummary<'a> {
+    let mut map: FrameSummary<'a> = BTreeMap::new();
+    for (frame, &anchor) in frames.iter().zip(anchors) {
         map.entry(frame.hook.as_str())
             .or_default()
-            .push((frame.hash.as_str(), frame.was.as_str()));
+            .push((frame.hash.as_str(), frame.was.as_str(), anchor));
     }
     map
 }
@@ -568,7 +585,7 @@ fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize
 /// not parse.
 pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;
-    let present: BTreeMap<&str, Vec<(&str, &str)>> = group(&prepared.frames);
+    let present = group(&prepared.frames, &prepared.anchors);
     let mut outcomes: Vec<HookOutcome> = recipe
         .hooks
         .iter()
@@ -594,8 +611,13 @@ pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
 
 /// Checks the output of an apply: it parses; bytes outside the edits are unchanged; its frames
 /// strip back to the original exactly; without the inserted statements it has the original's
-/// syntax tree. Returns the output's frames.
-fn verify(recipe: &Recipe, original: &ParsedFile, output: &SourceFile, map: &EditMap) -> Result<Vec<Frame>, Error> {
+/// syntax tree. Returns the output's frames and where each sits in the original.
+fn verify(
+    recipe: &Recipe,
+    original: &ParsedFile,
+    output: &SourceFile,
+    map: &EditMap,
+) -> Result<(Vec<Frame>, Vec<usize>), Error> {
     let hook_at = |offset: usize| {
         map.spans
             .iter()
@@ -623,7 +645,8 @@ fn verify(recipe: &Recipe, original: &ParsedFile, output: &SourceFile, map: &Edi
         return Err(fail(at_new, "bytes outside the edited ranges changed".into()));
     }
     let frames = marker::scan(output, &recipe.id)?;
-    if marker::strip(new, &frames) != old {
+    let (stripped, anchors) = marker::strip_with_anchors(new, &frames);
+    if stripped != old {
         return Err(fail(
             0,
             "removing the markers does not give back the original text".into(),
@@ -637,7 +660,7 @@ fn verify(recipe: &Recipe, original: &ParsedFile, output: &SourceFile, map: &Edi
             "without the inserted statements the syntax tree differs from the original".into(),
         ));
     }
-    Ok(frames)
+    Ok((frames, anchors))
 }
 
 /// A copy of `node` without the statements lying inside `ranges`.
@@ -670,7 +693,8 @@ fn equivalent(before: &Node, after: &Node, map: &EditMap) -> bool {
             .any(|(old, new)| *old == before.range() && *new == after.range());
     if rewritten {
         let value = before.children().first();
-        let mut contains = false;
+        // A bare `return` has no value to find again.
+        let mut contains = value.is_none_or(|v| v.kind() == ABSENT);
         if let Some(value) = value {
             after.walk(&mut |n| {
                 contains |= n.same_shape(value);
@@ -692,6 +716,30 @@ fn equivalent(before: &Node, after: &Node, map: &EditMap) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapped_values_are_parenthesized_only_when_needed() {
+        let spec = "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"w\"\nsummary = \"w\"\nin = \"f\"\nwrap-returns = \"g({value})\"\n";
+        let recipe = Recipe::from_toml("r.toml", spec).unwrap();
+        let cases = [
+            ("return (a, b), c", "return g(((a, b), c))"),
+            ("return (a, b)", "return g((a, b))"),
+            ("return a, b", "return g((a, b))"),
+            ("return (x for x in y)", "return g((x for x in y))"),
+            ("return a if c else b", "return g((a if c else b))"),
+            ("return", "return g(None)"),
+            ("return f(x)", "return g(f(x))"),
+        ];
+        for (before, after) in cases {
+            let text = format!("def f():\n    {before}\n");
+            let patched = apply(&recipe, SourceFile::new("t.py", text)).unwrap();
+            assert!(
+                patched.output().contains(&format!("\n    {after}\n")),
+                "{before}: {}",
+                patched.output()
+            );
+        }
+    }
 
     /// The recursive passes over the tree (outline, patterns, verification) fit a 2 MiB thread
     /// stack in a debug build for the deepest tree the parser accepts.

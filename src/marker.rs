@@ -7,9 +7,11 @@
 //!     inserted code
 //!     # <<< pysplice RECIPE/HOOK
 //! ```
-//! When the block displaced original text (a one-line suite `def f(): return x` expanded into a
-//! block, or a replaced statement), the opening marker ends with ` was=JSON` and the frame runs
-//! from the line break before the opening marker to the end of the closing marker line.
+//! A block that displaced original text says so in its opening marker: ` was=JSON` when it took
+//! the place of whole lines (a replaced statement; the frame runs from the opening marker's line
+//! to the end of the closing marker), ` joined=JSON` when it split a line (a one-line suite
+//! `def f(): return x` expanded into a block; the frame runs from the line break before the
+//! opening marker, which took the place of the text after the colon).
 //!
 //! A change inside a statement (a wrapped return value) gets one marker line before the line
 //! holding the change:
@@ -59,11 +61,33 @@ pub struct Frame {
     pub line: usize,
 }
 
+/// What a block frame took the place of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Displaced<'a> {
+    /// Nothing: a pure insertion of whole lines.
+    Nothing,
+    /// Whole lines (from a line start to a line end, without the final line break).
+    Lines(&'a str),
+    /// The rest of a line, from after a colon to the line end: the frame starts with a line break.
+    Joined(&'a str),
+}
+
 /// The text of a block frame. `lines` are the already indented code lines.
 #[must_use]
-pub fn block(recipe: &str, hook: &str, indent: &str, newline: &str, lines: &str, was: Option<&str>) -> BlockText {
+pub fn block(
+    recipe: &str,
+    hook: &str,
+    indent: &str,
+    newline: &str,
+    lines: &str,
+    displaced: Displaced<'_>,
+) -> BlockText {
     let hash = short_hash(lines);
-    let was_attr = was.map(|w| format!(" was={}", json_string(w))).unwrap_or_default();
+    let was_attr = match displaced {
+        Displaced::Nothing => String::new(),
+        Displaced::Lines(was) => format!(" was={}", json_string(was)),
+        Displaced::Joined(was) => format!(" joined={}", json_string(was)),
+    };
     let begin = format!("{indent}{BEGIN}{recipe}/{hook} {hash}{was_attr}{newline}");
     let end = format!("{indent}{END}{recipe}/{hook}");
     BlockText {
@@ -119,9 +143,10 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
     let lines = file.lines();
     for line in 1..=lines.line_count() {
         let range = file.line_range(line);
-        let trimmed = text[range.clone()].trim_start();
+        let start = file.code_start(line).min(range.end);
+        let trimmed = text[start..range.end].trim_start();
         let damaged = |reason: String, hook: &str| Error::Marker {
-            location: file.location(range.start),
+            location: file.location(start),
             reason,
             hook: HookRef(Some(hook.to_string())),
         };
@@ -135,19 +160,23 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                     &open.hook,
                 ));
             }
-            let (hash, was) = match fields.split_once(" was=") {
-                Some((hash, was)) => {
-                    let was: String = serde_json::from_str(was)
-                        .map_err(|_| damaged("the `was=` text of this marker is damaged".into(), &hook))?;
-                    (hash.to_string(), Some(was))
-                }
-                None => (fields.to_string(), None),
+            let json = |value: &str| {
+                serde_json::from_str::<String>(value)
+                    .map_err(|_| damaged("the displaced text in this marker is damaged".into(), &hook))
+            };
+            let (hash, displaced) = if let Some((hash, was)) = fields.split_once(" was=") {
+                (hash, Some((json(was)?, false)))
+            } else if let Some((hash, joined)) = fields.split_once(" joined=") {
+                (hash, Some((json(joined)?, true)))
+            } else {
+                (fields, None)
             };
             open = Some(OpenFrame {
                 hook,
-                hash,
-                was,
+                hash: hash.to_string(),
+                displaced,
                 line,
+                begin_start: start,
                 content_start: lines.line_start(line + 1).unwrap_or(text.len()),
             });
         } else if let Some(rest) = trimmed.strip_prefix(END) {
@@ -163,22 +192,22 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                     &hook,
                 ));
             }
-            let begin_start = lines.line_start(frame.line).unwrap_or(0);
             let content = frame.content_start..range.start.max(frame.content_start);
             if short_hash(&text[content.clone()]) != frame.hash {
                 return Err(Error::Marker {
-                    location: file.location(begin_start),
+                    location: file.location(frame.begin_start),
                     reason: format!("the block of hook `{hook}` was edited by hand (its hash no longer matches)"),
                     hook: HookRef(Some(hook)),
                 });
             }
             let line_end = lines.line_start(line + 1).unwrap_or(text.len());
-            let removal = if frame.was.is_some() || line_end == range.end {
-                // A displacing frame, or one at the very end of the text, starts at the line
-                // break before it and ends with its closing marker.
-                newline_before(text, begin_start)..range.end
-            } else {
-                begin_start..line_end
+            let (removal, was) = match frame.displaced {
+                Some((was, false)) => (frame.begin_start..range.end, was),
+                Some((joined, true)) => (newline_before(text, frame.begin_start)..range.end, joined),
+                // At the very end of a text without a final line break the frame brought its own
+                // line break, before it.
+                None if line_end == range.end => (newline_before(text, frame.begin_start)..range.end, String::new()),
+                None => (frame.begin_start..line_end, String::new()),
             };
             frames.push(Frame {
                 recipe: recipe.to_string(),
@@ -186,7 +215,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                 hash: frame.hash,
                 content,
                 removal: vec![removal],
-                was: frame.was.unwrap_or_default(),
+                was,
                 line: frame.line,
             });
         } else if let Some(rest) = trimmed.strip_prefix(INLINE) {
@@ -208,12 +237,11 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                     &hook,
                 ));
             }
-            let begin_start = lines.line_start(line).unwrap_or(0);
             frames.push(Frame {
                 recipe: recipe.to_string(),
                 hook,
                 hash: hash.to_string(),
-                removal: vec![begin_start..next, content.clone()],
+                removal: vec![start..next, content.clone()],
                 content,
                 was,
                 line,
@@ -222,20 +250,44 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
     }
     if let Some(frame) = open {
         return Err(Error::Marker {
-            location: file.location(lines.line_start(frame.line).unwrap_or(0)),
+            location: file.location(frame.begin_start),
             reason: format!("the opening marker of hook `{}` has no closing marker", frame.hook),
             hook: HookRef(Some(frame.hook)),
         });
     }
+    join_frames_at_the_end(text, &mut frames);
     Ok(frames)
+}
+
+/// Frames inserted one after another at the end of a text without a final line break each
+/// brought their line break before them: the last one ends the text, and every frame right
+/// before such a frame ends at its own closing marker too.
+fn join_frames_at_the_end(text: &str, frames: &mut [Frame]) {
+    if text.ends_with(['\n', '\r']) {
+        return;
+    }
+    let mut tail_start = match frames.last().map(|f| f.removal.as_slice()) {
+        Some([last]) if last.end == text.len() => last.start,
+        _ => return,
+    };
+    for frame in frames.iter_mut().rev().skip(1) {
+        let [removal] = frame.removal.as_mut_slice() else { break };
+        if !frame.was.is_empty() || removal.end <= tail_start || removal.start >= tail_start {
+            break;
+        }
+        *removal = newline_before(text, removal.start)..tail_start;
+        tail_start = removal.start;
+    }
 }
 
 /// An opening marker waiting for its closing marker.
 struct OpenFrame {
     hook: String,
     hash: String,
-    was: Option<String>,
+    /// The displaced text, and whether it was joined to the line before.
+    displaced: Option<(String, bool)>,
     line: usize,
+    begin_start: usize,
     content_start: usize,
 }
 
@@ -248,40 +300,54 @@ fn parse_head<'a>(rest: &'a str, recipe: &str) -> Option<(String, &'a str)> {
 
 /// The offset of the line break that ends the line before `line_start` (or `line_start` itself
 /// at the start of the text).
-fn newline_before(text: &str, line_start: usize) -> usize {
-    let bytes = text.as_bytes();
-    if line_start >= 2 && &bytes[line_start - 2..line_start] == b"\r\n" {
+pub(crate) fn newline_before(text: &str, line_start: usize) -> usize {
+    let before = &text.as_bytes()[..line_start];
+    if before.ends_with(b"\r\n") {
         line_start - 2
+    } else if before.ends_with(b"\n") || before.ends_with(b"\r") {
+        line_start - 1
     } else {
-        line_start.saturating_sub(1)
+        line_start
     }
 }
 
 /// The text with every frame removed and what it displaced put back.
 #[must_use]
 pub fn strip(text: &str, frames: &[Frame]) -> String {
-    let mut pieces: Vec<(Range<usize>, &str)> = Vec::new();
-    for frame in frames {
+    strip_with_anchors(text, frames).0
+}
+
+/// [`strip`], also giving for each frame the offset in the stripped text where it was.
+#[must_use]
+pub fn strip_with_anchors(text: &str, frames: &[Frame]) -> (String, Vec<usize>) {
+    let mut pieces: Vec<(Range<usize>, &str, usize)> = Vec::new();
+    for (i, frame) in frames.iter().enumerate() {
         match frame.removal.as_slice() {
-            [whole] => pieces.push((whole.clone(), &frame.was)),
+            [whole] => pieces.push((whole.clone(), &frame.was, i)),
             [marker, changed] => {
-                pieces.push((marker.clone(), ""));
-                pieces.push((changed.clone(), &frame.was));
+                pieces.push((marker.clone(), "", i));
+                pieces.push((changed.clone(), &frame.was, i));
             }
             _ => {}
         }
     }
-    pieces.sort_by_key(|(range, _)| range.start);
+    pieces.sort_by_key(|(range, _, _)| range.start);
     let mut out = String::with_capacity(text.len());
+    let mut anchors = vec![0; frames.len()];
+    let mut seen = vec![false; frames.len()];
     let mut at = 0;
-    for (range, replacement) in pieces {
+    for (range, replacement, i) in pieces {
         if range.start < at {
             continue;
         }
         out.push_str(&text[at..range.start]);
+        if !seen[i] {
+            anchors[i] = out.len();
+            seen[i] = true;
+        }
         out.push_str(replacement);
         at = range.end;
     }
     out.push_str(&text[at..]);
-    out
+    (out, anchors)
 }

@@ -1,14 +1,14 @@
 //! Placement: turning one hook into edits of one parsed file, in the file's own style.
 //!
-//! This module knows Python's layout rules: docstrings, one-line suites, statements sharing a
-//! line, comments at the end of a line, tabs, CRLF, the BOM and files without a final newline.
-//! It never decides whether a hook should apply (see [`crate::engine`]); it only says where
-//! and how, or why it cannot.
+//! This module knows Python's layout rules: docstrings, decorators, one-line suites, statements
+//! sharing a line, `elif` chains, comments at the end of a line, tabs, CRLF, the BOM, files
+//! without a final newline, and other recipes' marker lines. It never decides whether a hook
+//! should apply (see [`crate::engine`]); it only says where and how, or why it cannot.
 
 use std::ops::Range;
 
 use crate::edit::Edit;
-use crate::marker;
+use crate::marker::{self, Displaced};
 use crate::outline::{Definition, ParsedFile};
 use crate::parse::parse_snippet;
 use crate::pattern::{visit_statements, Depth};
@@ -64,16 +64,31 @@ impl<'a> Placer<'a> {
         self.source().text()
     }
 
-    /// Start of the line holding `offset`.
+    fn line_of(&self, offset: usize) -> usize {
+        self.source().lines().line_of(offset)
+    }
+
+    /// Start of the code of the line holding `offset` (after the BOM on line 1).
     fn line_start(&self, offset: usize) -> usize {
-        let lines = self.source().lines();
-        lines.line_start(lines.line_of(offset)).unwrap_or(0)
+        self.source().code_start(self.line_of(offset)).min(offset)
     }
 
     /// Start of the line after the one holding `offset` (the text's end on the last line).
     fn next_line_start(&self, offset: usize) -> usize {
         let lines = self.source().lines();
-        lines.line_start(lines.line_of(offset) + 1).unwrap_or(self.text().len())
+        lines.line_start(self.line_of(offset) + 1).unwrap_or(self.text().len())
+    }
+
+    /// Where a statement starts, decorators included.
+    fn statement_start(&self, stmt: &Node) -> usize {
+        let first_decorator = stmt.field("decorator_list").and_then(|list| list.children().first());
+        match first_decorator {
+            Some(decorator) => {
+                let before = &self.text()[..decorator.range().start];
+                before.rfind('@').unwrap_or(stmt.range().start)
+            }
+            None => stmt.range().start,
+        }
     }
 
     /// The whitespace before `offset` on its line, if only whitespace precedes it there.
@@ -85,11 +100,109 @@ impl<'a> Placer<'a> {
             .then(|| before.trim_start_matches('\x0c'))
     }
 
-    /// Whether only whitespace or a comment follows `offset` on its line.
+    /// Whether only whitespace, a `;` or a comment follows `offset` on its line.
     fn line_ends_after(&self, offset: usize) -> bool {
-        let end = self.source().line_range(self.source().lines().line_of(offset)).end;
+        let end = self.source().line_range(self.line_of(offset)).end;
         let rest = self.text()[offset..end.max(offset)].trim_start_matches([' ', '\t', '\x0c']);
-        rest.is_empty() || rest.starts_with('#') || rest == "\\"
+        let rest = rest
+            .strip_prefix(';')
+            .map_or(rest, |r| r.trim_start_matches([' ', '\t', '\x0c']));
+        rest.is_empty() || rest.starts_with('#')
+    }
+
+    /// The marker comment on the line holding `at`, if any: its kind and `RECIPE/HOOK`.
+    fn marker_line(&self, at: usize) -> Option<(&'static str, &str)> {
+        let line = self.source().line_range(self.line_of(at));
+        let text = self.text()[line].trim_start_matches('\u{feff}').trim_start();
+        ["# >>> pysplice ", "# <<< pysplice ", "# ~~~ pysplice "]
+            .into_iter()
+            .find_map(|prefix| {
+                let rest = text.strip_prefix(prefix)?;
+                Some((prefix, rest.split(' ').next().unwrap_or_default()))
+            })
+    }
+
+    /// `at` (a line start before a statement) moved up over the opening and inline markers of
+    /// other recipes right above it, so their frames stay whole.
+    fn before_markers(&self, mut at: usize) -> usize {
+        while at > 0 {
+            let previous = self.line_start(at - 1);
+            match self.marker_line(previous) {
+                Some(("# >>> pysplice " | "# ~~~ pysplice ", _)) if previous < at => at = previous,
+                _ => break,
+            }
+        }
+        at
+    }
+
+    /// `at` (a line start after a statement) moved down over the closing markers of other
+    /// recipes' blocks that end there.
+    fn after_markers(&self, mut at: usize) -> usize {
+        while at < self.text().len() && matches!(self.marker_line(at), Some(("# <<< pysplice ", _))) {
+            at = self.next_line_start(at);
+        }
+        at
+    }
+
+    /// Where among other recipes' blocks next to `at` a new block goes, whatever order the
+    /// recipes were applied in: after those whose recipe id sorts before this one, before the
+    /// others. This keeps applying and reverting stacked recipes stable.
+    fn among_other_blocks(&self, at: usize) -> usize {
+        let mut at = self.before_markers(at);
+        // Back to the start of the run of whole blocks right above.
+        while at > 0 {
+            let previous = self.line_start(at - 1);
+            let Some(("# <<< pysplice ", id)) = self.marker_line(previous) else {
+                break;
+            };
+            let Some(begin) = self.opening_marker_above(previous, id) else {
+                break;
+            };
+            at = begin;
+        }
+        // Then forward past the blocks of recipes that sort first.
+        while at < self.text().len() {
+            let Some(("# >>> pysplice ", id)) = self.marker_line(at) else {
+                break;
+            };
+            let recipe = id.split('/').next().unwrap_or_default();
+            if recipe >= self.recipe {
+                break;
+            }
+            let Some(end) = self.closing_marker_below(at, id) else {
+                break;
+            };
+            at = self.next_line_start(end);
+        }
+        at
+    }
+
+    /// The start of the line with the opening marker of block `id` that ends on the line at `end`.
+    fn opening_marker_above(&self, end: usize, id: &str) -> Option<usize> {
+        let mut line = self.line_of(end);
+        while line > 1 {
+            line -= 1;
+            let start = self.source().code_start(line);
+            match self.marker_line(start) {
+                Some(("# >>> pysplice ", found)) if found == id => return Some(start),
+                Some(("# >>> pysplice " | "# <<< pysplice ", _)) => return None,
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// The start of the line with the closing marker of block `id` that opens on the line at `begin`.
+    fn closing_marker_below(&self, begin: usize, id: &str) -> Option<usize> {
+        let mut at = self.next_line_start(begin);
+        while at < self.text().len() {
+            match self.marker_line(at) {
+                Some(("# <<< pysplice ", found)) if found == id => return Some(at),
+                Some(("# >>> pysplice " | "# <<< pysplice ", _)) => return None,
+                _ => at = self.next_line_start(at),
+            }
+        }
+        None
     }
 
     /// Indents rendered code: the snippet's indentation unit becomes the file's, every line gets
@@ -103,9 +216,10 @@ impl<'a> Placer<'a> {
         for node in &nodes {
             node.walk(&mut |n| {
                 if matches!(n.kind(), "Constant" | "JoinedStr") {
-                    let first = snippet.lines().line_of(n.range().start);
-                    let last = snippet.lines().line_of(n.range().end.saturating_sub(1));
-                    string_lines.extend(first + 1..=last);
+                    let literal = &code[n.range()];
+                    for newline in newlines_inside_literals(literal) {
+                        string_lines.push(snippet.lines().line_of(n.range().start + newline) + 1);
+                    }
                     return false;
                 }
                 true
@@ -137,31 +251,59 @@ impl<'a> Placer<'a> {
         Ok(out)
     }
 
-    /// A framed block of `lines` inserted at the start of a line (`at`).
+    /// A framed block of `lines` inserted at the start of a line (`at`), placed among other
+    /// recipes' blocks there by recipe id.
     fn block_at_line(&self, at: usize, indent: &str, lines: &str) -> Edit {
-        let frame = marker::block(self.recipe, self.hook, indent, self.newline(), lines, None);
+        let at = if at < self.text().len() || self.text().ends_with(['\n', '\r']) {
+            self.among_other_blocks(at)
+        } else {
+            at
+        };
+        let frame = marker::block(
+            self.recipe,
+            self.hook,
+            indent,
+            self.newline(),
+            lines,
+            Displaced::Nothing,
+        );
         let content = frame.content_offset..frame.content_offset + frame.content_len;
         let text = self.text();
-        if at == text.len() && !text.is_empty() && !text.ends_with(['\n', '\r']) {
+        let depth = indent.len();
+        if at == text.len() && !text.is_empty() && !text.ends_with(['\n', '\r']) && at > self.line_start(at) {
             // No final line break: the frame starts with one and ends without one.
             let shifted = content.start + self.newline().len()..content.end + self.newline().len();
-            Edit::insertion(self.hook, at, format!("{}{}", self.newline(), frame.text)).with_inserted(shifted)
+            Edit::insertion(self.hook, at, format!("{}{}", self.newline(), frame.text))
+                .with_inserted(shifted)
+                .with_depth(depth)
         } else {
-            Edit::insertion(self.hook, at, format!("{}{}", frame.text, self.newline())).with_inserted(content)
+            Edit::insertion(self.hook, at, format!("{}{}", frame.text, self.newline()))
+                .with_inserted(content)
+                .with_depth(depth)
         }
     }
 
-    /// A framed block that displaces `range` (from a line break or a suite's colon to a line end).
-    fn displacing_block(&self, range: Range<usize>, indent: &str, lines: &str, inserted: Vec<Range<usize>>) -> Edit {
+    /// A framed block that takes the place of `range`: whole lines (`joined` false, from a line
+    /// start to a line end) or the rest of a line after a colon (`joined` true).
+    fn displacing_block(
+        &self,
+        range: Range<usize>,
+        indent: &str,
+        lines: &str,
+        inserted: Range<usize>,
+        joined: bool,
+    ) -> Edit {
         let was = &self.text()[range.clone()];
-        let frame = marker::block(self.recipe, self.hook, indent, self.newline(), lines, Some(was));
-        let lead = if range.start == 0 { "" } else { self.newline() };
+        let displaced = if joined {
+            Displaced::Joined(was)
+        } else {
+            Displaced::Lines(was)
+        };
+        let frame = marker::block(self.recipe, self.hook, indent, self.newline(), lines, displaced);
+        let lead = if joined { self.newline() } else { "" };
         let base = lead.len() + frame.content_offset;
-        let mut edit = Edit::replacement(self.hook, range, format!("{lead}{}", frame.text));
-        for r in inserted {
-            edit = edit.with_inserted(base + r.start..base + r.end);
-        }
-        edit
+        Edit::replacement(self.hook, range, format!("{lead}{}", frame.text))
+            .with_inserted(base + inserted.start..base + inserted.end)
     }
 
     /// Inserts `code` at `anchor` in the body of `def` (a class or function).
@@ -176,13 +318,13 @@ impl<'a> Placer<'a> {
             Anchor::Start => {
                 let first = &body.children()[0];
                 let at = match def.docstring() {
-                    Some(doc) => {
+                    Some(doc) if body.children().len() > 1 || self.line_ends_after(doc.end) => {
                         if !self.line_ends_after(doc.end) {
                             return Err(refuse(doc.end, "the docstring shares its line with other code"));
                         }
-                        self.next_line_start(doc.end)
+                        self.after_markers(self.next_line_start(doc.end))
                     }
-                    None => self.line_start(first.range().start),
+                    _ => self.before_markers(self.line_start(self.statement_start(first))),
                 };
                 Ok(vec![self.block_at_line(at, &indent, &self.indent_code(code, &indent)?)])
             }
@@ -194,7 +336,7 @@ impl<'a> Placer<'a> {
                         "the body's last statement shares its line with other code",
                     ));
                 }
-                let at = self.next_line_start(last.range().end);
+                let at = self.after_markers(self.next_line_start(last.range().end));
                 Ok(vec![self.block_at_line(at, &indent, &self.indent_code(code, &indent)?)])
             }
             Anchor::Before(selector) | Anchor::After(selector) => {
@@ -216,22 +358,19 @@ impl<'a> Placer<'a> {
                 "cannot find the colon of this one-line suite",
             ));
         }
-        let end = self
-            .source()
-            .line_range(self.source().lines().line_of(last.range().end))
-            .end;
+        let end = self.source().line_range(self.line_of(last.range().end)).end;
         let suite = text[first.range().start..end].trim_end();
         let indent = def.body_indent();
         let code_lines = self.indent_code(code, indent)?;
         let suite_line = format!("{indent}{suite}{}", self.newline());
         let docstring_only = def.docstring().is_some() && body.children().len() == 1;
-        let code_first = matches!(anchor, Anchor::Start) && !docstring_only;
         if matches!(anchor, Anchor::Start) && def.docstring().is_some() && !docstring_only {
             return Err(refuse(
                 first.range().start,
                 "a docstring shares its line with other statements",
             ));
         }
+        let code_first = matches!(anchor, Anchor::Start) && !docstring_only;
         let (lines, inserted) = if code_first {
             (format!("{code_lines}{suite_line}"), 0..code_lines.len())
         } else {
@@ -244,7 +383,8 @@ impl<'a> Placer<'a> {
             colon_end..end,
             indent,
             &lines,
-            vec![inserted],
+            inserted,
+            true,
         )])
     }
 
@@ -261,28 +401,40 @@ impl<'a> Placer<'a> {
                 format!("no statement {depth} matches `{}`", selector.pattern.text()),
             ));
         }
-        Ok(match selector.nth {
+        let chosen = match selector.nth {
             Nth::First => found[..1].to_vec(),
             Nth::Last => found[found.len() - 1..].to_vec(),
             Nth::All => found,
-        })
+        };
+        for stmt in &chosen {
+            if self.text()[stmt.range().start..].starts_with("elif") {
+                return Err(refuse(
+                    stmt.range().start,
+                    "the anchor is an `elif` branch, which cannot be split from its `if`; anchor on the whole `if` or inside the branch",
+                ));
+            }
+        }
+        Ok(chosen)
     }
 
     /// Inserts `code` before or after the selected statements of `block`, at their indentation.
     pub(crate) fn insert_at_statements(&self, block: &Node, selector: &Selector, after: bool, code: &str) -> Placed {
         let mut edits = Vec::new();
         for stmt in self.select(block, selector)? {
-            let r = stmt.range();
-            let Some(indent) = self.indent_before(r.start).map(str::to_string) else {
-                return Err(refuse(r.start, "the anchor statement shares its line with other code"));
+            let start = self.statement_start(stmt);
+            let Some(indent) = self.indent_before(start).map(str::to_string) else {
+                return Err(refuse(start, "the anchor statement shares its line with other code"));
             };
             let at = if after {
-                if !self.line_ends_after(r.end) {
-                    return Err(refuse(r.end, "the anchor statement shares its line with other code"));
+                if !self.line_ends_after(stmt.range().end) {
+                    return Err(refuse(
+                        stmt.range().end,
+                        "the anchor statement shares its line with other code",
+                    ));
                 }
-                self.next_line_start(r.end)
+                self.after_markers(self.next_line_start(stmt.range().end))
             } else {
-                self.line_start(r.start)
+                self.before_markers(self.line_start(start))
             };
             edits.push(self.block_at_line(at, &indent, &self.indent_code(code, &indent)?));
         }
@@ -293,31 +445,26 @@ impl<'a> Placer<'a> {
     pub(crate) fn replace_statements(&self, block: &Node, selector: &Selector, code: &str) -> Placed {
         let mut edits = Vec::new();
         for stmt in self.select(block, selector)? {
-            let r = stmt.range();
-            let Some(indent) = self.indent_before(r.start).map(str::to_string) else {
+            let start = self.statement_start(stmt);
+            let Some(indent) = self.indent_before(start).map(str::to_string) else {
                 return Err(refuse(
-                    r.start,
+                    start,
                     "the statement to replace shares its line with other code",
                 ));
             };
-            if !self.line_ends_after(r.end) {
+            if !self.line_ends_after(stmt.range().end) {
                 return Err(refuse(
-                    r.end,
+                    stmt.range().end,
                     "the statement to replace shares its line with other code",
                 ));
             }
-            let line_start = self.line_start(r.start);
-            let from = if line_start == 0 {
-                0
-            } else {
-                newline_before(self.text(), line_start)
-            };
-            let to = self.source().line_range(self.source().lines().line_of(r.end)).end;
+            let from = self.line_start(start);
+            let to = self.source().line_range(self.line_of(stmt.range().end)).end;
             let lines = self.indent_code(code, &indent)?;
             let len = lines.len();
             edits.push(
-                self.displacing_block(from..to, &indent, &lines, std::iter::once(0..len).collect())
-                    .with_removed(r),
+                self.displacing_block(from..to, &indent, &lines, 0..len, false)
+                    .with_removed(stmt.range()),
             );
         }
         Ok(edits)
@@ -345,8 +492,7 @@ impl<'a> Placer<'a> {
                             "the module's last statement shares its line with other code",
                         ))
                     }
-                    Some(last) => self.next_line_start(last.range().end).max(self.text().len()),
-                    None => self.text().len(),
+                    Some(_) | None => self.text().len(),
                 };
                 Ok(vec![self.block_at_line(at, "", &self.indent_code(code, "")?)])
             }
@@ -371,11 +517,6 @@ impl<'a> Placer<'a> {
                 break;
             }
         }
-        let bom = if self.style().has_bom() {
-            '\u{feff}'.len_utf8()
-        } else {
-            0
-        };
         match last {
             Some(stmt) => {
                 if !self.line_ends_after(stmt.range().end) {
@@ -384,26 +525,28 @@ impl<'a> Placer<'a> {
                         "the statement before the insertion point shares its line",
                     ));
                 }
-                Ok(self.next_line_start(stmt.range().end))
+                Ok(self.after_markers(self.next_line_start(stmt.range().end)))
             }
-            None => Ok(body
-                .first()
-                .map_or(self.text().len(), |s| self.line_start(s.range().start))
-                .max(bom)),
+            None => Ok(match body.first() {
+                Some(first) => self.before_markers(self.line_start(self.statement_start(first))),
+                None => self.text().len(),
+            }),
         }
     }
 
     /// Frames the imports of `wanted` that the module lacks, after its leading imports.
     pub(crate) fn ensure_imports(&self, wanted: &[ImportLine]) -> Result<(Vec<Edit>, Vec<String>), Refusal> {
-        let body = self.file.module_body();
+        let body = &self.file.root().children()[0];
+        let mut module_level = Vec::new();
+        visit_statements(body, Depth::Nested, &mut |stmt| module_level.push(stmt));
         let mut missing = Vec::new();
         let mut present = Vec::new();
         for import in wanted {
-            if has_import(body, import) {
+            if has_import(&module_level, import) {
                 present.push(import.statement.clone());
                 continue;
             }
-            if let Some(stmt) = binding_of(body, import.bound_name()) {
+            if let Some(stmt) = binding_of(&module_level, import) {
                 return Err(refuse(
                     stmt.range().start,
                     format!(
@@ -440,18 +583,27 @@ impl<'a> Placer<'a> {
         });
         let mut edits = Vec::new();
         let mut left_alone = 0;
+        let mut lines_used = Vec::new();
         for ret in returns {
             let r = ret.range();
             if exclude.iter().any(|x| x.start <= r.start && r.end <= x.end) {
                 left_alone += 1;
                 continue;
             }
+            let line = self.line_of(r.start);
+            if lines_used.contains(&line) {
+                return Err(refuse(
+                    r.start,
+                    format!("two return statements share line {line}; put them on lines of their own"),
+                ));
+            }
+            lines_used.push(line);
             let value = &ret.children()[0];
             let value_text = if value.kind() == "absent" {
                 "None".to_string()
             } else {
                 let text = self.source().slice(value.range());
-                if is_atom(value) {
+                if is_atom(value, text) {
                     text.to_string()
                 } else {
                     format!("({text})")
@@ -488,12 +640,53 @@ impl<'a> Placer<'a> {
     }
 }
 
-fn newline_before(text: &str, line_start: usize) -> usize {
-    if text[..line_start].ends_with("\r\n") {
-        line_start - 2
-    } else {
-        line_start.saturating_sub(1)
+/// Offsets (within `literal`, the source of a string expression) of line breaks that lie inside
+/// string literals: the lines after them must not be re-indented. Line breaks between the parts
+/// of an implicitly concatenated string are outside and do not count.
+fn newlines_inside_literals(literal: &str) -> Vec<usize> {
+    let bytes = literal.as_bytes();
+    let mut inside = Vec::new();
+    let mut i = 0;
+    let mut quote: Option<&[u8]> = None;
+    while i < bytes.len() {
+        match quote {
+            None => {
+                if bytes[i] == b'#' {
+                    // A comment between the parts of a concatenated string.
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                if bytes[i] == b'"' || bytes[i] == b'\'' {
+                    let triple = bytes[i..].starts_with(b"\"\"\"") || bytes[i..].starts_with(b"'''");
+                    let len = if triple { 3 } else { 1 };
+                    quote = Some(&bytes[i..i + len]);
+                    i += len;
+                    continue;
+                }
+            }
+            Some(q) => {
+                if bytes[i] == b'\\' {
+                    if bytes.get(i + 1) == Some(&b'\n') {
+                        inside.push(i + 1);
+                    }
+                    i += 2;
+                    continue;
+                }
+                if bytes[i..].starts_with(q) {
+                    i += q.len();
+                    quote = None;
+                    continue;
+                }
+                if bytes[i] == b'\n' {
+                    inside.push(i);
+                }
+            }
+        }
+        i += 1;
     }
+    inside
 }
 
 /// Whether `stmt` is a string expression statement.
@@ -504,27 +697,28 @@ pub(crate) fn is_docstring(stmt: &Node) -> bool {
 }
 
 /// Expressions that need no parentheses inside a larger expression.
-fn is_atom(value: &Node) -> bool {
-    matches!(
-        value.kind(),
-        "Name"
-            | "Attribute"
-            | "Call"
-            | "Subscript"
-            | "Constant"
-            | "List"
-            | "Dict"
-            | "Set"
-            | "ListComp"
-            | "SetComp"
-            | "DictComp"
-            | "JoinedStr"
-    )
+fn is_atom(value: &Node, text: &str) -> bool {
+    match value.kind() {
+        "Name" | "Attribute" | "Call" | "Subscript" | "Constant" | "List" | "Dict" | "Set" | "ListComp" | "SetComp"
+        | "DictComp" | "JoinedStr" => true,
+        // Their ranges include their own parentheses when they have them: then the first
+        // element starts after the node (`(a, b)`), unlike `(a, b), c` whose first element
+        // starts with it.
+        "Tuple" | "GeneratorExp" => {
+            let first = value.children().first().and_then(|c| match c.kind() {
+                "list" => c.children().first(),
+                _ => Some(c),
+            });
+            text.starts_with('(') && first.is_none_or(|f| f.range().start > value.range().start)
+        }
+        _ => false,
+    }
 }
 
-/// Whether the module's top level already has exactly this import.
-fn has_import(body: &[Node], import: &ImportLine) -> bool {
-    body.iter().any(|stmt| {
+/// Whether the module level already has this import (also inside `try`/`if` blocks: an import
+/// guarded there must not be added again unguarded).
+fn has_import(module_level: &[&Node], import: &ImportLine) -> bool {
+    module_level.iter().any(|stmt| {
         let names = stmt.field("names").map(Node::children).unwrap_or_default();
         let alias_of = |a: &Node| a.children().first().and_then(Node::label).map(str::to_string);
         match (stmt.kind(), &import.from) {
@@ -537,7 +731,7 @@ fn has_import(body: &[Node], import: &ImportLine) -> bool {
                     None => {
                         alias.is_none()
                             && (name == import.name
-                                || name.starts_with(&format!("{}.", import.name)) && !import.name.contains('.'))
+                                || (!import.name.contains('.') && name.starts_with(&format!("{}.", import.name))))
                     }
                 }
             }),
@@ -552,22 +746,26 @@ fn has_import(body: &[Node], import: &ImportLine) -> bool {
     })
 }
 
-/// A top-level statement that binds `name` (an assignment, def, class or other import).
-fn binding_of<'n>(body: &'n [Node], name: &str) -> Option<&'n Node> {
-    body.iter().find(|stmt| match stmt.kind() {
+/// A module-level statement that binds the name `import` would bind to something else.
+fn binding_of<'n>(module_level: &[&'n Node], import: &ImportLine) -> Option<&'n Node> {
+    let name = import.bound_name();
+    // `import a.b` and `import a` bind `a` to the same package.
+    let same_package = import.from.is_none() && import.alias.is_none();
+    module_level.iter().copied().find(|stmt| match stmt.kind() {
         "FunctionDef" | "AsyncFunctionDef" | "ClassDef" => stmt.label() == Some(name),
         "Import" | "ImportFrom" => stmt.field("names").is_some_and(|names| {
             names.children().iter().any(|a| {
                 let alias = a.children().first().and_then(Node::label);
+                let full = a.label().unwrap_or_default();
+                let plain = stmt.kind() == "Import" && alias.is_none();
                 let bound = alias.unwrap_or_else(|| {
-                    let full = a.label().unwrap_or_default();
-                    if stmt.kind() == "Import" {
+                    if plain {
                         full.split('.').next().unwrap_or(full)
                     } else {
                         full
                     }
                 });
-                bound == name
+                bound == name && !(same_package && plain)
             })
         }),
         "Assign" | "AnnAssign" | "AugAssign" => {
@@ -588,4 +786,17 @@ fn binding_of<'n>(body: &'n [Node], name: &str) -> Option<&'n Node> {
         }
         _ => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_line_breaks_inside_literals_count() {
+        assert_eq!(newlines_inside_literals("(\"a\"\n \"b\")"), Vec::<usize>::new());
+        assert_eq!(newlines_inside_literals("\"\"\"a\nb\"\"\""), vec![4]);
+        assert_eq!(newlines_inside_literals("'a\\\nb'"), vec![3]);
+        assert_eq!(newlines_inside_literals("('''x''' # c '\n 'y')"), Vec::<usize>::new());
+    }
 }

@@ -241,6 +241,12 @@ impl SourceFile {
         }
     }
 
+    /// Where the code of 1-based `line` starts: the line start, after the BOM on line 1.
+    #[must_use]
+    pub fn code_start(&self, line: usize) -> usize {
+        self.first_column_offset(line)
+    }
+
     /// 1-based line and 1-based column counted in UTF-8 bytes of the byte `offset` (clamped to the
     /// text). A BOM is not counted.
     #[must_use]

@@ -587,7 +587,9 @@ pub(crate) fn dedent(text: &str) -> String {
     let out: Vec<&str> = body
         .iter()
         .map(|l| {
-            if l.len() >= common {
+            // Blank lines may be shorter, or start with other (non-ASCII) whitespace.
+            let ascii_indent = l.len() - l.trim_start_matches([' ', '\t']).len();
+            if ascii_indent >= common {
                 &l[common..]
             } else {
                 l.trim_start()
@@ -665,5 +667,6 @@ mod tests {
     #[test]
     fn dedent_keeps_relative_indentation() {
         assert_eq!(dedent("\n    if x:\n        y\n\n    z\n"), "if x:\n    y\n\nz");
+        assert_eq!(dedent("   x = 1\n\u{a0}\u{a0}\n   y = 2"), "x = 1\n\ny = 2");
     }
 }

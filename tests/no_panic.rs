@@ -41,9 +41,9 @@ fn exercise(bytes: Vec<u8>) {
     let source = parsed.source();
     let definitions = parsed.definitions();
     for (i, d) in definitions.iter().enumerate() {
-        assert!(d.parent().map_or(true, |p| p < i), "parent after child: {}", d.path());
+        assert!(d.parent().is_none_or(|p| p < i), "parent after child: {}", d.path());
         assert!(d.line() <= d.end_line(), "{}", d.path());
-        assert!(d.decorator_line().map_or(true, |l| l < d.line()), "{}", d.path());
+        assert!(d.decorator_line().is_none_or(|l| l < d.line()), "{}", d.path());
         let range = d.range();
         let body = d.body_range();
         assert!(
@@ -53,7 +53,7 @@ fn exercise(bytes: Vec<u8>) {
         );
         assert!(d
             .docstring()
-            .map_or(true, |doc| body.start <= doc.start && doc.end <= body.end));
+            .is_none_or(|doc| body.start <= doc.start && doc.end <= body.end));
         assert_eq!(source.position(range.start).line, d.line());
         let _ = (
             source.slice(range.clone()),

@@ -79,6 +79,15 @@ fn run_all(
     operation: fn(&Recipe, pysplice::SourceFile) -> Result<Patched, Error>,
 ) -> Result<(Vec<(DiskFile, Patched)>, Recipe), u8> {
     let recipe = load_recipe(&args.spec)?;
+    let mut seen = Vec::new();
+    for path in &args.files {
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        if seen.contains(&key) {
+            eprintln!("{}: given more than once", path.display());
+            return Err(2);
+        }
+        seen.push(key);
+    }
     let mut done = Vec::new();
     let mut worst = 0;
     for path in &args.files {
@@ -157,16 +166,17 @@ pub fn check(args: &FilesArgs) -> u8 {
     };
     let mut code = 0;
     for (_, patched) in &done {
-        let pending = patched
-            .outcomes()
-            .iter()
-            .any(|o| matches!(o.status, Status::Applied | Status::Updated));
-        if pending || patched.changed() {
+        let pending = patched.changed()
+            || patched
+                .outcomes()
+                .iter()
+                .any(|o| matches!(o.status, Status::Applied | Status::Updated));
+        if pending {
             code = 1;
         }
         if args.json {
             let mut value = report::json(patched);
-            value["up_to_date"] = (!pending && !patched.changed()).into();
+            value["up_to_date"] = (!pending).into();
             println!("{value}");
         } else {
             let verdict = if pending { "needs apply" } else { "up to date" };
@@ -177,6 +187,7 @@ pub fn check(args: &FilesArgs) -> u8 {
                     Status::Updated => "outdated".to_string(),
                     Status::AlreadyApplied => "applied".to_string(),
                     Status::Skipped { reason } => format!("skipped: {reason}"),
+                    Status::Reverted => "to be removed (no longer in the recipe)".to_string(),
                     other => format!("{other:?}"),
                 };
                 println!("  - {}: {status}", outcome.hook);
