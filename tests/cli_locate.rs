@@ -1,35 +1,15 @@
 //! `pysplice locate` end to end: the example binary's text and JSON output and its exit codes.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-/// The example binary, `target/<profile>/examples/pysplice`, next to this test's `deps/` folder.
-/// `cargo test` builds examples before it runs integration tests, but `cargo test --test cli_locate`
-/// does not, so it is built here once (a no-op when up to date).
+/// The example binary, built once per test process.
 fn binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test knows its path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("tests run from target/<profile>/deps");
-        let binary = profile_dir
-            .join("examples")
-            .join(format!("pysplice{}", std::env::consts::EXE_SUFFIX));
-        let mut build = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-        build
-            .args(["build", "--quiet", "--example", "pysplice"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile_dir.file_name().is_some_and(|name| name == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo runs");
-        assert!(status.success(), "cargo build --example pysplice failed");
-        assert!(binary.is_file(), "no example binary at {}", binary.display());
-        binary
-    })
+    BINARY.get_or_init(|| common::example_binary("pysplice"))
 }
 
 fn fixture(name: &str) -> String {

@@ -459,28 +459,10 @@ fn runtime_test_on_the_engine_patched_mock() {
 // ------------------------------------------------------------------------------------------------
 // The example binary
 
-/// `target/<profile>/examples/sglang_hs_dump`, built once (a no-op when up to date).
+/// The example binary, built once per test process.
 fn binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test knows its path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("tests run from target/<profile>/deps");
-        let binary = profile_dir
-            .join("examples")
-            .join(format!("sglang_hs_dump{}", std::env::consts::EXE_SUFFIX));
-        let mut build = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-        build
-            .args(["build", "--quiet", "--example", "sglang_hs_dump"])
-            .current_dir(MANIFEST);
-        if profile_dir.file_name().is_some_and(|name| name == "release") {
-            build.arg("--release");
-        }
-        assert!(build.status().expect("cargo runs").success(), "cargo build failed");
-        binary
-    })
+    BINARY.get_or_init(|| common::example_binary("sglang_hs_dump"))
 }
 
 fn run(args: &[&str]) -> Output {
