@@ -177,8 +177,8 @@ fn not_found_exits_1_with_candidates() {
     assert_eq!(
         stderr(&output),
         format!(
-            "error: {file}:31:1: `Decorated.propp` is not defined in this file; did you mean `Decorated.prop`, \
-             `plain`, `one`? The class defines: static, prop\n"
+            "error: {file}:31:1: `Decorated.propp` is not defined in this file; did you mean `Decorated.prop`? \
+             The class defines: static, prop\n"
         )
     );
     // Also with --json: nothing on stdout.
