@@ -277,9 +277,25 @@ impl<'a> Placer<'a> {
                 .with_inserted(shifted)
                 .with_depth(depth)
         } else {
-            Edit::insertion(self.hook, at, format!("{}{}", frame.text, self.newline()))
+            Edit::insertion(self.hook, at, format!("{}{}", frame.text, self.line_break_before(at)))
                 .with_inserted(content)
                 .with_depth(depth)
+        }
+    }
+
+    /// The line break that ends the line before `at` (a line start), for the line break after a
+    /// block inserted there: in a file with mixed line breaks, a block ending in the file's `\r`
+    /// would join a following `\n` into one `\r\n`.
+    fn line_break_before(&self, at: usize) -> &'static str {
+        let before = &self.text()[..at];
+        if before.ends_with("\r\n") {
+            "\r\n"
+        } else if before.ends_with('\r') {
+            "\r"
+        } else if before.ends_with('\n') || self.text()[at..].starts_with('\n') {
+            "\n"
+        } else {
+            self.newline()
         }
     }
 

@@ -1,0 +1,68 @@
+//! Re-planning after a one-character edit, as an editor does on every keystroke: the newest
+//! pinned SGLang release's `deepseek_v2.py` (about 150 KB) in a `Document`, one character of a
+//! comment changed through `apply_change`, then `plan` of the bundled `sglang-hs-dump` recipe.
+//! Measured on the file as released (nothing applied yet) and with the recipe applied (markers
+//! present, every hook "already applied"). Goal: under 50 ms.
+//!
+//! `bash scripts/fetch-corpus.sh && cargo bench --bench replan`
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
+
+use criterion::Criterion;
+use pysplice::document::{Document, Utf16Position, Utf16Range};
+use pysplice::{Recipe, SourceFile};
+
+const FILE: &str = "target/sglang-corpus/0.5.23/sglang/srt/models/deepseek_v2.py";
+
+fn main() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(FILE);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        println!(
+            "replan: {} is missing; run `bash scripts/fetch-corpus.sh` first. Nothing measured.",
+            path.display()
+        );
+        return;
+    };
+    let recipe = Recipe::from_toml("sglang_hs_dump.toml", pysplice::recipes::SGLANG_HS_DUMP).expect("bundled recipe");
+    let patched = pysplice::apply(&recipe, SourceFile::new(FILE, text.as_str())).expect("the recipe applies");
+
+    let mut criterion = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(8))
+        .configure_from_args();
+    let mut group = criterion.benchmark_group("replan");
+    for (label, start) in [("released", text.as_str()), ("applied", patched.output())] {
+        let mut doc = Document::new(FILE, start);
+        // A comment line, so that every edit keeps the file valid Python.
+        let line = start
+            .lines()
+            .position(|l| l.trim_start().starts_with("# ") && l.len() > 8)
+            .expect("a comment line") as u32;
+        let column = start
+            .lines()
+            .nth(line as usize)
+            .map_or(0, |l| l.find("# ").unwrap_or(0) + 2) as u32;
+        let range = Utf16Range::new(Utf16Position::new(line, column), Utf16Position::new(line, column + 1));
+        assert!(doc.plan(&recipe).expect("plans").is_complete());
+        let mut flip = false;
+        group.bench_function(format!("one_char_edit_then_plan/{label}"), |b| {
+            b.iter(|| {
+                flip = !flip;
+                doc.apply_change(Some(range), if flip { "x" } else { "y" });
+                black_box(doc.plan(&recipe).expect("plans"))
+            });
+        });
+        group.bench_function(format!("one_char_edit_only/{label}"), |b| {
+            b.iter(|| {
+                flip = !flip;
+                doc.apply_change(Some(range), if flip { "x" } else { "y" });
+                black_box(doc.version())
+            });
+        });
+    }
+    group.finish();
+    criterion.final_summary();
+}

@@ -1,0 +1,360 @@
+//! The editor-facing `Document`: incremental LSP changes in UTF-16 positions against a plain
+//! `String` model, plans mapped to positions, edits that reproduce `apply` and `revert` exactly.
+//! Also: the main public types are `Send + Sync`.
+
+use proptest::prelude::*;
+use pysplice::document::{Document, DocumentPlan, MarkerRef, TextEdit, Utf16Position, Utf16Range};
+use pysplice::{Error, ParsedFile, Patched, Plan, Prepared, Recipe, SourceFile, Status};
+
+fn assert_send_sync<T: Send + Sync>() {}
+
+#[test]
+fn public_types_are_send_and_sync() {
+    assert_send_sync::<SourceFile>();
+    assert_send_sync::<ParsedFile>();
+    assert_send_sync::<Recipe>();
+    assert_send_sync::<Plan>();
+    assert_send_sync::<Prepared>();
+    assert_send_sync::<Patched>();
+    assert_send_sync::<Error>();
+    assert_send_sync::<Document>();
+    assert_send_sync::<DocumentPlan>();
+    assert_send_sync::<TextEdit>();
+    assert_send_sync::<pysplice::Project>();
+    assert_send_sync::<pysplice::ClassGraph>();
+}
+
+const RECIPE: &str = r#"
+[recipe]
+id = "demo"
+summary = "Count forward calls"
+
+[[hook]]
+id = "imports"
+summary = "Added the os import"
+ensure-imports = ["os"]
+
+[[hook]]
+id = "count"
+summary = "Counted calls"
+in = "Model.forward"
+at = "start"
+code = "self.calls = getattr(self, 'calls', 0) + 1"
+
+[[hook]]
+id = "wrap"
+summary = "Wrapped the result"
+in = "Model.forward"
+wrap-returns = "({value})"
+
+[[hook]]
+id = "absent"
+summary = "Optional, target missing"
+in = "Missing.run"
+at = "end"
+optional = true
+code = "pass"
+"#;
+
+const MODEL: &str = "# 😀 émoji first\nclass Model:\n    def __init__(self):\n        self.s = '😀'\n\n    def forward(self, x):\n        return x\n";
+
+fn recipe() -> Recipe {
+    Recipe::from_toml("demo.toml", RECIPE).unwrap()
+}
+
+/// Byte offset of an LSP position by a plain walk (lines on `\n`, `\r\n`, `\r`; a character past
+/// the line end means the line end; inside a surrogate pair means the character's start).
+fn naive_offset(text: &str, at: Utf16Position) -> usize {
+    let mut line = 0;
+    let mut units = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if line == at.line {
+            if c == '\n' || c == '\r' || units >= at.character as usize {
+                return i;
+            }
+            units += c.len_utf16();
+            if units > at.character as usize {
+                return i;
+            }
+            continue;
+        }
+        if c == '\n' || c == '\r' {
+            if c == '\r' && chars.peek().map(|&(_, n)| n) == Some('\n') {
+                chars.next();
+            }
+            line += 1;
+        }
+    }
+    text.len()
+}
+
+/// Applies a batch of edits (positions of `text`) the way an LSP client does.
+fn apply_lsp_edits(text: &str, edits: &[TextEdit]) -> String {
+    let mut spans: Vec<(usize, usize, &str)> = edits
+        .iter()
+        .map(|e| {
+            let (a, b) = (naive_offset(text, e.range.start), naive_offset(text, e.range.end));
+            (a, b, e.new_text.as_str())
+        })
+        .collect();
+    spans.sort_by_key(|&(a, b, _)| (a, b));
+    let mut out = String::new();
+    let mut at = 0;
+    for (a, b, new_text) in spans {
+        assert!(at <= a && a <= b, "overlapping edits {edits:?}");
+        out.push_str(&text[at..a]);
+        out.push_str(new_text);
+        at = b;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+fn pos(line: u32, character: u32) -> Utf16Position {
+    Utf16Position::new(line, character)
+}
+
+fn hook<'p>(plan: &'p DocumentPlan, id: &str) -> &'p pysplice::document::DocumentHook {
+    plan.hooks.iter().find(|h| h.id == id).unwrap()
+}
+
+#[test]
+fn changes_use_utf16_columns_and_clamp_like_lsp() {
+    let mut doc = Document::new("m.py", "a😀b\r\nxy\rz");
+    assert_eq!(doc.line_count(), 3);
+    assert_eq!(doc.version(), 0);
+    // `b` is at UTF-16 column 3 (the emoji takes two units).
+    assert_eq!(doc.offset(pos(0, 3)), "a😀".len());
+    assert_eq!(doc.position("a😀".len()), pos(0, 3));
+    // Inside the surrogate pair: the emoji's start. Past the line end: before the line break.
+    assert_eq!(doc.offset(pos(0, 2)), 1);
+    assert_eq!(doc.offset(pos(0, 99)), "a😀b".len());
+    assert_eq!(doc.offset(pos(9, 0)), doc.len_bytes());
+    assert_eq!(doc.line_range(1), Utf16Range::new(pos(1, 0), pos(1, 2)));
+    doc.apply_change(Some(Utf16Range::new(pos(0, 3), pos(1, 1))), "B\n");
+    assert_eq!(doc.text(), "a😀B\ny\rz");
+    assert_eq!(doc.version(), 1);
+    // A reversed range is taken the other way round.
+    doc.apply_change(Some(Utf16Range::new(pos(2, 1), pos(2, 0))), "Z");
+    assert_eq!(doc.text(), "a😀B\ny\rZ");
+    // Joining `\r` and `\n` across a change makes one line break, as in Python.
+    doc.apply_change(Some(Utf16Range::new(pos(1, 1), pos(1, 1))), "\r");
+    doc.apply_change(Some(Utf16Range::new(pos(2, 0), pos(2, 0))), "\n");
+    assert_eq!(doc.text(), "a😀B\ny\r\n\rZ");
+    assert_eq!(doc.line_count(), 4);
+    doc.apply_change(None, "whole");
+    doc.set_version(41);
+    assert_eq!((doc.text().as_str(), doc.version()), ("whole", 41));
+    // Unicode line separators and form feeds do not break lines.
+    let doc = Document::new("m.py", "a\u{2028}b\x0cc\u{85}d");
+    assert_eq!(doc.line_count(), 1);
+}
+
+#[test]
+fn plan_reports_where_hooks_go_and_their_status() {
+    let recipe = recipe();
+    let mut doc = Document::new("m.py", MODEL);
+    let plan = doc.plan(&recipe).unwrap();
+    assert!(plan.relevant && plan.pending && !plan.patched && plan.is_complete());
+    assert_eq!(plan.version, 0);
+    assert_eq!(hook(&plan, "count").status, Status::Applied);
+    assert_eq!(hook(&plan, "count").range, doc.line_range(5), "the `def forward` line");
+    assert!(hook(&plan, "count").message.starts_with("can be applied"));
+    assert!(matches!(hook(&plan, "absent").status, Status::Skipped { .. }));
+    assert!(hook(&plan, "absent").blocks.is_empty());
+
+    // Apply through the edits, as an editor would.
+    let edits = doc.apply_edits(&recipe).unwrap();
+    let patched = pysplice::apply(&recipe, SourceFile::new("m.py", MODEL)).unwrap();
+    assert_eq!(apply_lsp_edits(MODEL, &edits), patched.output());
+    assert!(edits.len() > 1, "line-based edits, not one replacement: {edits:?}");
+    for edit in edits.iter().rev() {
+        doc.apply_change(Some(edit.range), &edit.new_text);
+    }
+    assert_eq!(doc.text(), patched.output());
+    assert!(doc.apply_edits(&recipe).unwrap().is_empty(), "applied already");
+
+    let plan = doc.plan(&recipe).unwrap();
+    assert!(plan.patched && !plan.pending && plan.relevant);
+    let count = hook(&plan, "count");
+    assert_eq!(count.status, Status::AlreadyApplied);
+    assert!(count.message.starts_with("applied: Counted calls"));
+    let marker_line = doc
+        .text()
+        .lines()
+        .position(|l| l.contains("# >>> pysplice demo/count"))
+        .unwrap();
+    assert_eq!(count.range, doc.line_range(marker_line));
+    assert_eq!(count.blocks.len(), 1);
+    assert_eq!(count.blocks[0].start, pos(marker_line as u32, 0));
+    assert_eq!(
+        count.blocks[0].end.line as usize,
+        marker_line + 2,
+        "marker, code, closing marker"
+    );
+    let wrap = hook(&plan, "wrap");
+    assert_eq!(wrap.status, Status::AlreadyApplied);
+    assert_eq!(wrap.blocks.len(), 1, "one inline change: {wrap:?}");
+    assert_eq!(
+        wrap.blocks[0].end.line,
+        wrap.blocks[0].start.line + 1,
+        "marker line and changed line"
+    );
+    assert_eq!(
+        doc.marker_at(pos(marker_line as u32, 3)),
+        Some(MarkerRef {
+            recipe: "demo".into(),
+            hook: "count".into()
+        })
+    );
+    assert_eq!(doc.marker_at(pos(0, 0)), None);
+    assert_eq!(doc.marker_at(pos(999, 0)), None);
+
+    // A newer recipe: the block is "updated"; a new hook on a patched file lands at its target.
+    let newer = Recipe::from_toml(
+        "demo.toml",
+        &RECIPE
+            .replace("getattr(self, 'calls', 0) + 1", "getattr(self, 'calls', 0) + 2")
+            .replace(
+                "[[hook]]\nid = \"absent\"",
+                "[[hook]]\nid = \"init\"\nsummary = \"New\"\nin = \"Model.__init__\"\nat = \"end\"\ncode = \"self.n = 0\"\n\n[[hook]]\nid = \"absent\"",
+            ),
+    )
+    .unwrap();
+    let plan = doc.plan(&newer).unwrap();
+    assert!(plan.pending);
+    assert_eq!(hook(&plan, "count").status, Status::Updated);
+    assert_eq!(hook(&plan, "wrap").status, Status::AlreadyApplied);
+    let init = hook(&plan, "init");
+    assert_eq!(init.status, Status::Applied);
+    let init_line = doc.text().lines().position(|l| l.contains("def __init__")).unwrap();
+    assert_eq!(init.range, doc.line_range(init_line));
+
+    // Revert through the edits: the original bytes.
+    let edits = doc.revert_edits(&recipe).unwrap();
+    assert_eq!(apply_lsp_edits(&doc.text(), &edits), MODEL);
+}
+
+#[test]
+fn failures_carry_candidates_and_point_at_the_closest_definition() {
+    let recipe = Recipe::from_toml(
+        "typo.toml",
+        "[recipe]\nid = \"typo\"\nsummary = \"s\"\n[[hook]]\nid = \"h\"\nsummary = \"s\"\nin = \"Model.forwad\"\nat = \"end\"\ncode = \"pass\"\n",
+    )
+    .unwrap();
+    let doc = Document::new("m.py", MODEL);
+    let plan = doc.plan(&recipe).unwrap();
+    assert!(!plan.is_complete() && !plan.pending && plan.relevant);
+    let h = hook(&plan, "h");
+    assert!(matches!(h.status, Status::Failed { .. }));
+    assert!(h.message.contains("did you mean `Model.forward`?"), "{}", h.message);
+    assert!(
+        !h.message.starts_with("m.py:"),
+        "the location is the range, not the message: {}",
+        h.message
+    );
+    assert_eq!(h.range, doc.line_range(1), "the enclosing class that exists");
+    assert!(matches!(doc.apply_edits(&recipe), Err(Error::NotFound { .. })));
+
+    // A file the recipe does not concern.
+    let other = Document::new("other.py", "def main():\n    pass\n");
+    assert!(!other.plan(&recipe).unwrap().relevant);
+}
+
+#[test]
+fn unparsable_text_and_hand_edited_blocks_are_errors() {
+    let recipe = recipe();
+    let doc = Document::new("m.py", "class Model:\n    def forward(self, x)\n");
+    let err = doc.plan(&recipe).unwrap_err();
+    assert!(matches!(err, Error::Syntax { .. }), "{err}");
+    assert_eq!(doc.location_range(err.location()).map(|r| r.start.line), Some(1));
+
+    let patched = pysplice::apply(&recipe, SourceFile::new("m.py", MODEL)).unwrap();
+    let edited = patched.output().replace("getattr(self, 'calls', 0) + 1", "0");
+    let doc = Document::new("m.py", &edited);
+    let err = doc.plan(&recipe).unwrap_err();
+    assert!(matches!(err, Error::Marker { .. }), "{err}");
+    let range = doc.location_range(err.location()).unwrap();
+    assert!(
+        doc.marker_at(range.start).is_some(),
+        "the error points at the marker line"
+    );
+    assert!(doc.location_range(&pysplice::Location::new("other.py", 1, 1)).is_none());
+}
+
+#[test]
+fn edits_reproduce_apply_and_revert_in_every_style() {
+    let recipe = recipe();
+    let styles = [
+        MODEL.to_string(),
+        MODEL.replace('\n', "\r\n"),
+        MODEL.replace('\n', "\r"),
+        format!("\u{feff}{}", MODEL.replace('\n', "\r\n")),
+        MODEL.replace("    ", "\t"),
+        MODEL.trim_end().to_string(),
+    ];
+    for text in styles {
+        let doc = Document::new("m.py", &text);
+        let patched = pysplice::apply(&recipe, SourceFile::new("m.py", text.as_str())).unwrap();
+        let edits = doc.apply_edits(&recipe).unwrap();
+        let output = apply_lsp_edits(&text, &edits);
+        assert_eq!(output, patched.output(), "{text:?}");
+        let mut live = doc.clone();
+        for edit in edits.iter().rev() {
+            live.apply_change(Some(edit.range), &edit.new_text);
+        }
+        assert_eq!(live.text(), output, "{text:?}");
+        let plan = live.plan(&recipe).unwrap();
+        assert!(plan.patched && !plan.pending, "{text:?}: {plan:?}");
+        let back = live.revert_edits(&recipe).unwrap();
+        assert_eq!(apply_lsp_edits(&output, &back), text, "{text:?}");
+    }
+}
+
+/// A text of short lines mixing every line break, emoji and accents.
+fn text_strategy() -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        prop_oneof![
+            "[a-c ]{0,4}",
+            Just("😀".into()),
+            Just("é".into()),
+            Just("\n".into()),
+            Just("\r".into()),
+            Just("\r\n".into())
+        ],
+        0..24,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn incremental_changes_match_a_string_model(
+        start in text_strategy(),
+        changes in proptest::collection::vec((0u32..8, 0u32..8, 0u32..3, 0u32..8, text_strategy()), 0..12),
+    ) {
+        let mut model = start.clone();
+        let mut doc = Document::new("m.py", &start);
+        for (line, character, lines, end_character, text) in changes {
+            let range = Utf16Range::new(pos(line, character), pos(line + lines, end_character));
+            let (a, b) = (naive_offset(&model, range.start), naive_offset(&model, range.end));
+            prop_assert_eq!(doc.offset(range.start), a);
+            prop_assert_eq!(naive_offset(&model, doc.position(a)), a);
+            model.replace_range(a.min(b)..a.max(b), &text);
+            doc.apply_change(Some(range), &text);
+            prop_assert_eq!(doc.text(), model.clone());
+            prop_assert_eq!(doc.line_count(), SourceFile::new("m", model.as_str()).lines().line_count());
+        }
+        // Every byte offset on a character boundary maps to a position and back.
+        for (i, _) in model.char_indices() {
+            if model[..i].ends_with('\r') && model[i..].starts_with('\n') {
+                continue; // inside a `\r\n`: not a position an editor can name
+            }
+            prop_assert_eq!(naive_offset(&model, doc.position(i)), i);
+            prop_assert_eq!(doc.offset(doc.position(i)), i);
+        }
+    }
+}
