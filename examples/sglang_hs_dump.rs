@@ -302,15 +302,10 @@ fn demo_copy() -> Result<PathBuf, String> {
 /// Exit code for an error: 1 when a hook could not be placed or the markers are damaged, 2 for
 /// input that cannot be used.
 fn exit_code(err: &Error) -> u8 {
-    match err {
-        Error::NotFound { .. }
-        | Error::Ambiguous { .. }
-        | Error::Placement { .. }
-        | Error::Conflict { .. }
-        | Error::Marker { .. }
-        | Error::Verify { .. }
-        | Error::Changed { .. } => 1,
-        _ => 2,
+    if err.is_input_error() {
+        2
+    } else {
+        1
     }
 }
 

@@ -581,7 +581,7 @@ fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize
 /// Removes this recipe's changes from `source`, giving back the original bytes.
 ///
 /// # Errors
-/// [`Error::Marker`] for damaged or hand-edited frames, [`Error::Verify`] when the result does
+/// [`Error::Marker`] for damaged or hand-edited frames, [`Error::Syntax`] when the result does
 /// not parse.
 pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;

@@ -208,6 +208,20 @@ impl Error {
         }
     }
 
+    /// Whether the input itself cannot be used (not UTF-8, not Python, a bad path or spec, a file
+    /// that cannot be read), as opposed to a hook that cannot be placed in usable input.
+    #[must_use]
+    pub fn is_input_error(&self) -> bool {
+        matches!(
+            self,
+            Error::NotUtf8 { .. }
+                | Error::Syntax { .. }
+                | Error::BadPath { .. }
+                | Error::Spec { .. }
+                | Error::Io { .. }
+        )
+    }
+
     /// The id of the hook concerned, if any.
     #[must_use]
     pub fn hook(&self) -> Option<&str> {

@@ -1,4 +1,52 @@
-//! pysplice: find Python classes, methods and statements by meaning, and splice code into them.
+//! pysplice: find Python classes, methods and statements by meaning, and splice code into them
+//! from declarative hook specs: idempotently, reversibly, formatting-preserved, verified.
+//!
+//! The data flows one way: text is parsed once into a [`ParsedFile`] (outline and syntax tree);
+//! a [`Recipe`] (TOML) is compiled into validated hooks; [`plan`] turns both into edits or the
+//! reason there are none; [`apply`] applies and verifies them; [`revert`] gives back the original
+//! bytes. [`Document`] does the same for editors, [`Project`] answers questions about a whole
+//! package (inheritance, composition, which entry classes reach a method).
+//!
+//! ```
+//! use pysplice::{apply, revert, Recipe, SourceFile};
+//!
+//! let recipe = Recipe::from_toml("r.toml", r#"
+//! [recipe]
+//! id = "trace"
+//! summary = "Trace forward calls"
+//! [[hook]]
+//! id = "imports"
+//! summary = "Added imports"
+//! ensure-imports = ["logging"]
+//! [[hook]]
+//! id = "log"
+//! summary = "Logged each call"
+//! in = "Model.forward"
+//! at = "start"
+//! code = "logging.debug('forward %s', {param.1})"
+//! "#)?;
+//! let original = "class Model:\n    def forward(self, x):\n        return x\n";
+//! let patched = apply(&recipe, SourceFile::new("m.py", original))?;
+//! assert!(patched.output().contains("        logging.debug('forward %s', x)\n"));
+//! let back = revert(&recipe, SourceFile::new("m.py", patched.output()))?;
+//! assert_eq!(back.output(), original);
+//! # Ok::<(), pysplice::Error>(())
+//! ```
+//!
+//! | module | job |
+//! |---|---|
+//! | [`source`] | a file's text, style (indent, newline, BOM), line index, UTF-8/UTF-16 positions |
+//! | [`parse`] | the parser adapter, the only user of rustpython-parser |
+//! | [`syntax`] | the crate's own small syntax tree |
+//! | [`outline`], [`locate`] | every class and def; finding them by path |
+//! | [`pattern`], [`template`] | statement patterns with metavariables; code templates |
+//! | [`spec`], [`recipes`] | TOML hook specs; the recipes that ship |
+//! | [`edit`], [`marker`] | text edits; the marker comments that frame inserted code |
+//! | [`engine`] | plan, apply, verify, revert |
+//! | [`report`], [`files`] | text, diff and JSON reports; safe file writes |
+//! | [`document`] | an editor-facing document with LSP positions |
+//! | [`project`] | many files: class graph, delegation chains, hook reach |
+//! | [`error`] | typed errors with file, line, column and hook |
 #![deny(missing_docs)]
 
 pub mod document;
@@ -6,31 +54,29 @@ pub mod edit;
 pub mod engine;
 pub mod error;
 pub mod files;
-pub mod parse;
-pub mod source;
-pub mod syntax;
-
-pub use document::{Document, DocumentPlan, TextEdit, Utf16Position, Utf16Range};
-pub use error::{Error, Location};
-pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
-pub use syntax::Node;
 pub mod locate;
 pub mod marker;
 pub mod outline;
+pub mod parse;
 pub mod pattern;
 mod place;
+pub mod project;
 pub mod recipes;
 pub mod report;
+pub mod source;
 pub mod spec;
+pub mod syntax;
 pub mod template;
 
+pub use document::{Document, DocumentPlan, TextEdit, Utf16Position, Utf16Range};
 pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Status};
+pub use error::{Error, Location};
 pub use files::DiskFile;
 pub use locate::Target;
 pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
-pub use spec::{Action, Anchor, Hook, ImportLine, Nth, Recipe, Selector};
-pub use template::Template;
-pub mod project;
-
 pub use project::{ClassGraph, Project};
+pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
+pub use spec::{Action, Anchor, Hook, ImportLine, Nth, Recipe, Selector};
+pub use syntax::Node;
+pub use template::Template;

@@ -60,6 +60,7 @@ pub struct Selector {
 
 /// Where inserted code goes.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum Anchor {
     /// Start of the body (after a docstring; for the module also after `from __future__` imports).
     Start,
@@ -100,6 +101,7 @@ impl ImportLine {
 
 /// What a hook does.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum Action {
     /// Add the module-level imports that are missing.
     EnsureImports(Vec<ImportLine>),

@@ -60,15 +60,10 @@ fn load_recipe(path: &Path) -> Result<Recipe, u8> {
 
 /// Exit code for an error: 1 when a hook could not be placed, 2 for unusable input.
 fn exit_code(err: &Error) -> u8 {
-    match err {
-        Error::NotFound { .. }
-        | Error::Ambiguous { .. }
-        | Error::Placement { .. }
-        | Error::Conflict { .. }
-        | Error::Marker { .. }
-        | Error::Verify { .. }
-        | Error::Changed { .. } => 1,
-        _ => 2,
+    if err.is_input_error() {
+        2
+    } else {
+        1
     }
 }
 
