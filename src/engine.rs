@@ -21,8 +21,9 @@ use crate::syntax::{Node, ABSENT, LIST};
 use crate::template::Bindings;
 
 /// What happened (or would happen) to one hook in one file.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "status", rename_all = "kebab-case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "status", rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Status {
     /// Newly placed.
@@ -48,14 +49,15 @@ pub enum Status {
 }
 
 /// The outcome for one hook.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct HookOutcome {
     /// Hook id.
     pub hook: String,
     /// Hook summary.
     pub summary: String,
     /// What happened.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "serde", serde(flatten))]
     pub status: Status,
     /// 1-based first and last line the hook's text occupies in the output (markers included).
     pub lines: Option<(usize, usize)>,

@@ -4,7 +4,8 @@
 use std::fmt;
 
 /// A place in a file, for messages: `file:line:column`, 1-based, columns in UTF-8 bytes.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Location {
     /// The file's name as given to the library.
     pub file: String,
@@ -33,7 +34,8 @@ impl fmt::Display for Location {
 }
 
 /// ` (hook X)` when a hook is known, for messages.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct HookRef(pub Option<String>);
 
 impl fmt::Display for HookRef {

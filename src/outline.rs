@@ -9,8 +9,9 @@ use crate::source::SourceFile;
 use crate::syntax::Node;
 
 /// What a definition is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum DefKind {
     /// A `class` statement.
     Class,

@@ -21,7 +21,8 @@ const ANY: &str = "__pysplice_any__";
 const VAR_PREFIX: &str = "__pysplice_mv_";
 
 /// How deep in a block to look for matching statements.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[serde(rename_all = "kebab-case")]
 pub enum Depth {
     /// Only the statements directly in the block.

@@ -59,6 +59,7 @@ pub fn unified_diff(name: &str, old: &str, new: &str) -> String {
 }
 
 /// The JSON form of one file's outcome: `{"file", "changed", "hooks": [...]}`.
+#[cfg(feature = "serde")]
 #[must_use]
 pub fn json(patched: &Patched) -> serde_json::Value {
     serde_json::json!({

@@ -8,7 +8,8 @@ use std::ops::Range;
 use crate::error::{Error, Location};
 
 /// The line ending a file uses. Python breaks lines on `\n`, `\r\n` and `\r` only.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum Newline {
     /// `\n`
     Lf,
@@ -96,7 +97,8 @@ fn detect_indent_unit(text: &str) -> String {
 }
 
 /// A 1-based line and column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct LineColumn {
     /// 1-based line number.
     pub line: usize,

@@ -35,7 +35,8 @@ use crate::source::SourceFile;
 use crate::template::{Bindings, Template};
 
 /// Which of the matching statements an anchor or replacement uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[serde(rename_all = "kebab-case")]
 pub enum Nth {
     /// The first match in source order.

@@ -6,7 +6,8 @@ use crate::source::SourceFile;
 use crate::syntax::Node;
 
 /// One import statement's binding, as written and resolved to an absolute module.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Import {
     /// 1-based line of the statement.
@@ -48,8 +49,9 @@ pub(crate) struct NameBinding {
 }
 
 /// How a method is defined.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum MethodKind {
     /// A plain `def`.
     Method,
@@ -79,8 +81,9 @@ pub struct MethodFacts {
 }
 
 /// Where an attribute name of a class comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum AttributeKind {
     /// Assigned in the class body (`x = ...`).
     Class,
@@ -128,8 +131,9 @@ pub struct CompositionFacts {
 }
 
 /// How a class uses one of its instance attributes.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum UseKind {
     /// `self.attr(...)`.
     Call,

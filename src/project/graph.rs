@@ -11,8 +11,9 @@ use super::{ClassKey, FileProblem, Project, Resolved};
 pub type ClassId = usize;
 
 /// What a base class expression resolved to.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", content = "to", rename_all = "lowercase")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", content = "to", rename_all = "lowercase"))]
 pub enum BaseTarget {
     /// A class of the project.
     Class(ClassId),
@@ -23,7 +24,8 @@ pub enum BaseTarget {
 }
 
 /// One base of a class.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct BaseLink {
     /// The base as written (dotted).
     pub text: String,
@@ -34,7 +36,8 @@ pub struct BaseLink {
 }
 
 /// `self.attr = Target(...)` in some method of a class, resolved.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CompositionEdge {
     /// The instance attribute.
     pub attr: String,
@@ -55,7 +58,8 @@ pub struct CompositionEdge {
 }
 
 /// A class of the graph.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ClassNode {
     /// Its module (dotted).
     pub module: String,
@@ -74,15 +78,16 @@ pub struct ClassNode {
     /// The class or its file looks like a speculative-decoding draft model (Eagle, NextN, MTP,
     /// Medusa, DFlash or "draft" in the name).
     pub draft: bool,
-    #[serde(skip)]
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) key: ClassKey,
-    #[serde(skip)]
+    #[cfg_attr(feature = "serde", serde(skip))]
     expanded: bool,
 }
 
 /// Something worth knowing about the graph that is not an edge.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum Diagnostic {
     /// A base class that cannot be found.
     UnresolvedBase {

@@ -57,7 +57,8 @@ pub use query::{
 use facts::{Binding, ModuleContext, NameBinding};
 
 /// A file that could not be read or parsed: reported, never fatal.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct FileProblem {
     /// The file, relative to the scanned directory.
     pub file: String,
@@ -153,7 +154,8 @@ pub enum Scope {
 }
 
 /// Counters of how much work a query did (for benchmarks and `--stats`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct LoadStats {
     /// `.py` files in the project.
     pub files: usize,

@@ -10,7 +10,8 @@ use super::graph::{looks_like_draft, ClassGraph, ClassId, RunPath};
 use super::{Project, QueryError, Scope};
 
 /// A place in a file, with a short note on what is there (never a source excerpt).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Evidence {
     /// File relative to the scanned directory.
     pub file: String,
@@ -30,8 +31,9 @@ impl fmt::Display for Evidence {
 pub type UseEvidence = Evidence;
 
 /// One step of a chain.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum Step {
     /// The previous class is a subclass of `class` (written `⊂`).
     Inherits {
@@ -66,7 +68,8 @@ pub enum Step {
 }
 
 /// A path from one class to another through compositions and inheritance.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Chain {
     /// The start class.
     pub start: String,
@@ -136,8 +139,9 @@ impl fmt::Display for Chain {
 }
 
 /// How a class comes to run a method body.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum RunVia {
     /// The class defines the method.
     Defines,
@@ -151,7 +155,8 @@ pub enum RunVia {
 }
 
 /// A class whose instances run the method.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Runner {
     /// The class.
     pub class: String,
@@ -166,7 +171,8 @@ pub struct Runner {
 }
 
 /// An entry class that ends up running the method.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ReachEntry {
     /// The entry class.
     pub class: String,
@@ -181,7 +187,8 @@ pub struct ReachEntry {
 }
 
 /// What a hook placed in one method reaches.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Reach {
     /// `Class.method` as the body's owner names it.
     pub method: String,
@@ -236,7 +243,8 @@ impl fmt::Display for Reach {
 }
 
 /// A member of a class (method, property, attribute).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Member {
     /// Its name.
     pub name: String,
@@ -250,7 +258,8 @@ pub struct Member {
 }
 
 /// For one composition of a wrapper: which public methods of the delegate it does not expose.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Forwarding {
     /// The wrapper class.
     pub wrapper: String,
@@ -310,8 +319,9 @@ impl fmt::Display for Forwarding {
 
 /// Whether a wrapper needs a forwarding method for `method` of the delegate in `attr`
 /// (see [`ClassGraph::forwarding_need`]).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum ForwardNeed {
     /// The wrapper (or a base) already has a member of that name: nothing to add.
     Exposed(Member),
