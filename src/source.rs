@@ -87,7 +87,13 @@ fn detect_indent_unit(text: &str) -> String {
         let indent = &line[..line.len() - trimmed.len()];
         if let Some(outer) = opener_indent {
             if indent.len() > outer.len() && indent.starts_with(outer) {
-                return indent[outer.len()..].to_string();
+                let unit = &indent[outer.len()..];
+                // Only all spaces or all tabs make a unit (a form feed, or a line inside a
+                // string that merely looks like a block, does not).
+                if unit.bytes().all(|b| b == b' ') || unit.bytes().all(|b| b == b'\t') {
+                    return unit.to_string();
+                }
+                return "    ".to_string();
             }
         }
         let code = trimmed.split(" #").next().unwrap_or(trimmed).trim_end();
@@ -335,6 +341,10 @@ mod tests {
         assert_eq!(Style::detect("x\ry\r").newline(), Newline::Cr);
         assert_eq!(Style::detect("if x:\n  # c\n  y\n").indent_unit(), "  ");
         assert_eq!(Style::detect("x = 1\n").indent_unit(), "    ");
+        assert_eq!(
+            Style::detect("\"\"\"\ndef f():\n  \x0c\x0cx\"\"\"\n").indent_unit(),
+            "    "
+        );
     }
 
     #[test]

@@ -129,3 +129,18 @@ fn mixed_newlines_that_work() {
         round_trip(&recipe, text);
     }
 }
+
+/// Found by `pipeline`: the whole file is one docstring whose text looks like a block indented
+/// with spaces and form feeds (`def helper(x):\r\n    \x0c\x0c...`). The file's indentation unit was
+/// read off that line, form feeds included, so code inserted at the end of the module was
+/// indented with form feeds and did not parse. A unit is now all spaces or all tabs.
+#[test]
+fn indentation_unit_from_a_docstring_with_form_feeds() {
+    let recipe = Recipe::from_toml(
+        "end.toml",
+        "[recipe]\nid = \"f\"\nsummary = \"s\"\n[[hook]]\nid = \"helper\"\nsummary = \"h\"\nin = \"module\"\nat = \"end\"\ncode = '''\ndef _w(value):\n    return value\n'''\n",
+    )
+    .unwrap();
+    let text = "\"\"\"M\rlpe\n\n.W,tiFalse\r\nimport sys\r\n\r\ndef helper(x):\r\n    \u{c}\u{c}\u{c}orwWn.\"\"\"\u{c}";
+    round_trip(&recipe, text);
+}
