@@ -24,7 +24,7 @@
 use std::ops::Range;
 
 use crate::error::{Error, HookRef};
-use crate::source::SourceFile;
+use crate::source::{lines_inside_strings, SourceFile};
 
 const BEGIN: &str = "# >>> pysplice ";
 const END: &str = "# <<< pysplice ";
@@ -141,7 +141,11 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
     let mut frames = Vec::new();
     let mut open: Option<OpenFrame> = None;
     let lines = file.lines();
+    let in_strings = lines_inside_strings(text);
     for line in 1..=lines.line_count() {
+        if in_strings.binary_search(&line).is_ok() {
+            continue;
+        }
         let range = file.line_range(line);
         let start = file.code_start(line).min(range.end);
         let trimmed = text[start..range.end].trim_start();

@@ -12,7 +12,7 @@ use crate::marker::{self, Displaced};
 use crate::outline::{Definition, ParsedFile};
 use crate::parse::parse_snippet;
 use crate::pattern::{visit_statements, Depth};
-use crate::source::{SourceFile, Style};
+use crate::source::{lines_inside_strings, newlines_inside_literals, SourceFile, Style};
 use crate::spec::{Anchor, ImportLine, Nth, Selector};
 use crate::syntax::Node;
 
@@ -39,13 +39,21 @@ pub struct Placer<'a> {
     file: &'a ParsedFile,
     recipe: &'a str,
     hook: &'a str,
+    /// 1-based lines that start inside a string literal: never marker lines.
+    string_lines: Vec<usize>,
 }
 
 impl<'a> Placer<'a> {
     /// A placer for `hook` of `recipe` in `file`.
     #[must_use]
     pub fn new(file: &'a ParsedFile, recipe: &'a str, hook: &'a str) -> Placer<'a> {
-        Placer { file, recipe, hook }
+        let string_lines = lines_inside_strings(file.source().text());
+        Placer {
+            file,
+            recipe,
+            hook,
+            string_lines,
+        }
     }
 
     fn source(&self) -> &SourceFile {
@@ -112,6 +120,9 @@ impl<'a> Placer<'a> {
 
     /// The marker comment on the line holding `at`, if any: its kind and `RECIPE/HOOK`.
     fn marker_line(&self, at: usize) -> Option<(&'static str, &str)> {
+        if self.string_lines.binary_search(&self.line_of(at)).is_ok() {
+            return None;
+        }
         let line = self.source().line_range(self.line_of(at));
         let text = self.text()[line].trim_start_matches('\u{feff}').trim_start();
         ["# >>> pysplice ", "# <<< pysplice ", "# ~~~ pysplice "]
@@ -656,55 +667,6 @@ impl<'a> Placer<'a> {
     }
 }
 
-/// Offsets (within `literal`, the source of a string expression) of line breaks that lie inside
-/// string literals: the lines after them must not be re-indented. Line breaks between the parts
-/// of an implicitly concatenated string are outside and do not count.
-fn newlines_inside_literals(literal: &str) -> Vec<usize> {
-    let bytes = literal.as_bytes();
-    let mut inside = Vec::new();
-    let mut i = 0;
-    let mut quote: Option<&[u8]> = None;
-    while i < bytes.len() {
-        match quote {
-            None => {
-                if bytes[i] == b'#' {
-                    // A comment between the parts of a concatenated string.
-                    while i < bytes.len() && bytes[i] != b'\n' {
-                        i += 1;
-                    }
-                    continue;
-                }
-                if bytes[i] == b'"' || bytes[i] == b'\'' {
-                    let triple = bytes[i..].starts_with(b"\"\"\"") || bytes[i..].starts_with(b"'''");
-                    let len = if triple { 3 } else { 1 };
-                    quote = Some(&bytes[i..i + len]);
-                    i += len;
-                    continue;
-                }
-            }
-            Some(q) => {
-                if bytes[i] == b'\\' {
-                    if bytes.get(i + 1) == Some(&b'\n') {
-                        inside.push(i + 1);
-                    }
-                    i += 2;
-                    continue;
-                }
-                if bytes[i..].starts_with(q) {
-                    i += q.len();
-                    quote = None;
-                    continue;
-                }
-                if bytes[i] == b'\n' {
-                    inside.push(i);
-                }
-            }
-        }
-        i += 1;
-    }
-    inside
-}
-
 /// Whether `stmt` is a string expression statement.
 pub(crate) fn is_docstring(stmt: &Node) -> bool {
     stmt.kind() == "Expr"
@@ -802,17 +764,4 @@ fn binding_of<'n>(module_level: &[&'n Node], import: &ImportLine) -> Option<&'n 
         }
         _ => false,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_line_breaks_inside_literals_count() {
-        assert_eq!(newlines_inside_literals("(\"a\"\n \"b\")"), Vec::<usize>::new());
-        assert_eq!(newlines_inside_literals("\"\"\"a\nb\"\"\""), vec![4]);
-        assert_eq!(newlines_inside_literals("'a\\\nb'"), vec![3]);
-        assert_eq!(newlines_inside_literals("('''x''' # c '\n 'y')"), Vec::<usize>::new());
-    }
 }

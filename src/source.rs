@@ -320,6 +320,67 @@ impl SourceFile {
     }
 }
 
+/// Offsets (within `literal`, the source of a string expression) of line breaks that lie inside
+/// string literals: the lines after them must not be re-indented. Line breaks between the parts
+/// of an implicitly concatenated string are outside and do not count.
+pub(crate) fn newlines_inside_literals(literal: &str) -> Vec<usize> {
+    let bytes = literal.as_bytes();
+    let mut inside = Vec::new();
+    let mut i = 0;
+    let mut quote: Option<&[u8]> = None;
+    while i < bytes.len() {
+        match quote {
+            None => {
+                if bytes[i] == b'#' {
+                    // A comment between the parts of a concatenated string.
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                if bytes[i] == b'"' || bytes[i] == b'\'' {
+                    let triple = bytes[i..].starts_with(b"\"\"\"") || bytes[i..].starts_with(b"'''");
+                    let len = if triple { 3 } else { 1 };
+                    quote = Some(&bytes[i..i + len]);
+                    i += len;
+                    continue;
+                }
+            }
+            Some(q) => {
+                if bytes[i] == b'\\' {
+                    if bytes.get(i + 1) == Some(&b'\n') {
+                        inside.push(i + 1);
+                    }
+                    i += 2;
+                    continue;
+                }
+                if bytes[i..].starts_with(q) {
+                    i += q.len();
+                    quote = None;
+                    continue;
+                }
+                if bytes[i] == b'\n' {
+                    inside.push(i);
+                }
+            }
+        }
+        i += 1;
+    }
+    inside
+}
+
+/// The 1-based lines of `text` that start inside a string literal (after a line break inside a
+/// triple-quoted string or a backslash continuation of a string), sorted. A comment-looking line
+/// there is string content, not a comment.
+pub(crate) fn lines_inside_strings(text: &str) -> Vec<usize> {
+    let breaks = newlines_inside_literals(text);
+    if breaks.is_empty() {
+        return breaks;
+    }
+    let index = LineIndex::new(text);
+    breaks.into_iter().map(|offset| index.line_of(offset) + 1).collect()
+}
+
 /// The largest char boundary at or before `offset`.
 pub(crate) fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
     while offset > 0 && !text.is_char_boundary(offset) {
@@ -366,6 +427,18 @@ mod tests {
         assert_eq!(file.position(x), LineColumn { line: 1, column: 15 });
         assert_eq!(file.position_utf16(x), LineColumn { line: 1, column: 12 });
         assert_eq!(file.offset_of_utf16(LineColumn { line: 1, column: 12 }), x);
+    }
+
+    #[test]
+    fn only_line_breaks_inside_literals_count() {
+        assert_eq!(newlines_inside_literals("(\"a\"\n \"b\")"), Vec::<usize>::new());
+        assert_eq!(newlines_inside_literals("\"\"\"a\nb\"\"\""), vec![4]);
+        assert_eq!(newlines_inside_literals("'a\\\nb'"), vec![3]);
+        assert_eq!(newlines_inside_literals("('''x''' # c '\n 'y')"), Vec::<usize>::new());
+        assert_eq!(
+            lines_inside_strings("x = 1\ns = \"\"\"\n# >>> not a marker\n\"\"\"\n"),
+            vec![3, 4]
+        );
     }
 
     #[test]

@@ -144,3 +144,15 @@ fn indentation_unit_from_a_docstring_with_form_feeds() {
     let text = "\"\"\"M\rlpe\n\n.W,tiFalse\r\nimport sys\r\n\r\ndef helper(x):\r\n    \u{c}\u{c}\u{c}orwWn.\"\"\"\u{c}";
     round_trip(&recipe, text);
 }
+
+/// Found by `pipeline`: a docstring holding a line that looks like a marker comment
+/// (`   # >>> pysplice ...`). Insertions right after the docstring stepped up over it as if it
+/// were another recipe's block, into the string. Lines inside string literals are never markers,
+/// for placement and for reading markers back alike.
+#[test]
+fn marker_lookalike_inside_a_docstring() {
+    let text = "\"\"\"Module.\n   # >>> pysplice other/h 00000000\n   # <<< pysplice fuzz/imports\n\"\"\"\rW\ng";
+    round_trip(&imports_recipe(), text);
+    let text = "x = 1\ns = '''\n# >>> pysplice f/imports 12345678\n'''\n";
+    round_trip(&imports_recipe(), text);
+}
