@@ -325,6 +325,13 @@ impl SourceFile {
 /// of an implicitly concatenated string are outside and do not count.
 pub(crate) fn newlines_inside_literals(literal: &str) -> Vec<usize> {
     let bytes = literal.as_bytes();
+    // The length of the line break at `i` (`\n`, `\r\n` or a lone `\r`), 0 if none.
+    let line_break = |i: usize| match bytes.get(i) {
+        Some(b'\n') => 1,
+        Some(b'\r') if bytes.get(i + 1) == Some(&b'\n') => 2,
+        Some(b'\r') => 1,
+        _ => 0,
+    };
     let mut inside = Vec::new();
     let mut i = 0;
     let mut quote: Option<&[u8]> = None;
@@ -332,8 +339,8 @@ pub(crate) fn newlines_inside_literals(literal: &str) -> Vec<usize> {
         match quote {
             None => {
                 if bytes[i] == b'#' {
-                    // A comment between the parts of a concatenated string.
-                    while i < bytes.len() && bytes[i] != b'\n' {
+                    // A comment, up to the end of its line.
+                    while i < bytes.len() && line_break(i) == 0 {
                         i += 1;
                     }
                     continue;
@@ -345,26 +352,31 @@ pub(crate) fn newlines_inside_literals(literal: &str) -> Vec<usize> {
                     i += len;
                     continue;
                 }
+                i += 1;
             }
             Some(q) => {
-                if bytes[i] == b'\\' {
-                    if bytes.get(i + 1) == Some(&b'\n') {
-                        inside.push(i + 1);
+                let escaped = bytes[i] == b'\\';
+                let at = if escaped { i + 1 } else { i };
+                let width = line_break(at);
+                if width > 0 {
+                    // Inside the literal when escaped or triple-quoted; a single-quoted string
+                    // ends at an unescaped line break (not valid Python, but text is not always).
+                    if escaped || q.len() == 3 {
+                        inside.push(at + width - 1);
+                    } else {
+                        quote = None;
                     }
+                    i = at + width;
+                } else if escaped {
                     i += 2;
-                    continue;
-                }
-                if bytes[i..].starts_with(q) {
+                } else if bytes[i..].starts_with(q) {
                     i += q.len();
                     quote = None;
-                    continue;
-                }
-                if bytes[i] == b'\n' {
-                    inside.push(i);
+                } else {
+                    i += 1;
                 }
             }
         }
-        i += 1;
     }
     inside
 }
@@ -439,6 +451,9 @@ mod tests {
             lines_inside_strings("x = 1\ns = \"\"\"\n# >>> not a marker\n\"\"\"\n"),
             vec![3, 4]
         );
+        // Comments end at any line break; lone `\r` breaks inside strings count.
+        assert_eq!(lines_inside_strings("# c\r'''a\rb'''\r\n# >>> x\r\n"), vec![3]);
+        assert_eq!(newlines_inside_literals("'a\\\r\nb'"), vec![4]);
     }
 
     #[test]

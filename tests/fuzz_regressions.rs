@@ -156,3 +156,20 @@ fn marker_lookalike_inside_a_docstring() {
     let text = "x = 1\ns = '''\n# >>> pysplice f/imports 12345678\n'''\n";
     round_trip(&imports_recipe(), text);
 }
+
+/// Found by `pipeline`: mixed line breaks (`\r\n`, lone `\r`, `\n`). The scan for string literals
+/// ended a comment only at `\n`, so a marker comment ending in `\r` swallowed the opening quotes
+/// on the next line; every later line looked inside a string and the module-end block was not
+/// read back ("removing the markers does not give back the original text").
+#[test]
+fn comment_ending_in_a_lone_carriage_return() {
+    let recipe = Recipe::from_toml(
+        "two.toml",
+        "[recipe]\nid = \"f\"\nsummary = \"s\"\n[[hook]]\nid = \"imports\"\nsummary = \"i\"\nensure-imports = [\"os\"]\n[[hook]]\nid = \"end\"\nsummary = \"e\"\nin = \"module\"\nat = \"end\"\ncode = \"x = 1\"\n",
+    )
+    .unwrap();
+    round_trip(
+        &recipe,
+        "\"\"\"D.\"\"\"\r\nfrom __future__ import annotations\r\"\"\"M\rd\n\"\"\"\r\nf\"\"\"a\r\n\"\"\"\rW\nf",
+    );
+}
