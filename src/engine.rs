@@ -15,7 +15,7 @@ use crate::marker::{self, Frame};
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::pattern::Depth;
 use crate::place::{Placer, Refusal};
-use crate::source::SourceFile;
+use crate::source::{lines_inside_strings, SourceFile};
 use crate::spec::{Action, Hook, Recipe};
 use crate::syntax::{Node, ABSENT, LIST};
 use crate::template::Bindings;
@@ -187,11 +187,13 @@ impl Prepared {
 /// Plans `recipe` on an (unpatched) parsed file.
 #[must_use]
 pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
+    // Lines inside string literals are never marker lines; read them once for all hooks.
+    let string_lines = lines_inside_strings(file.source().text());
     let hooks = recipe
         .hooks
         .iter()
         .map(|hook| {
-            let planned = match plan_hook(recipe, hook, file) {
+            let planned = match plan_hook(recipe, hook, file, &string_lines) {
                 Ok(Ok(edits)) => HookPlan::Edits(edits),
                 Ok(Err(reason)) => HookPlan::Skipped(reason),
                 Err(err) if hook.optional => HookPlan::Skipped(skip_reason(&err)),
@@ -207,7 +209,12 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
 }
 
 /// `Ok(Ok(edits))` placed, `Ok(Err(reason))` skipped on purpose, `Err` cannot be placed.
-fn plan_hook(recipe: &Recipe, hook: &Hook, file: &ParsedFile) -> Result<Result<Vec<Edit>, String>, Error> {
+fn plan_hook(
+    recipe: &Recipe,
+    hook: &Hook,
+    file: &ParsedFile,
+    string_lines: &[usize],
+) -> Result<Result<Vec<Edit>, String>, Error> {
     let source = file.source();
     let placement_error = |refusal: Refusal| Error::Placement {
         location: source.location(refusal.offset),
@@ -238,7 +245,7 @@ fn plan_hook(recipe: &Recipe, hook: &Hook, file: &ParsedFile) -> Result<Result<V
         }
     }
     let params = target.map(|def| parameter_names(file.node(def))).unwrap_or_default();
-    let placer = Placer::new(file, &recipe.id, &hook.id);
+    let placer = Placer::new(file, &recipe.id, &hook.id, string_lines);
     let render = |template: &crate::template::Template, value: Option<&str>| -> Result<String, Error> {
         if let Some(&n) = template.param_indices().iter().find(|&&n| n >= params.len()) {
             return Err(placement_error(Refusal {

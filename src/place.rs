@@ -12,7 +12,7 @@ use crate::marker::{self, Displaced};
 use crate::outline::{Definition, ParsedFile};
 use crate::parse::parse_snippet;
 use crate::pattern::{visit_statements, Depth};
-use crate::source::{lines_inside_strings, newlines_inside_literals, SourceFile, Style};
+use crate::source::{newlines_inside_literals, SourceFile, Style};
 use crate::spec::{Anchor, ImportLine, Nth, Selector};
 use crate::syntax::Node;
 
@@ -40,14 +40,14 @@ pub struct Placer<'a> {
     recipe: &'a str,
     hook: &'a str,
     /// 1-based lines that start inside a string literal: never marker lines.
-    string_lines: Vec<usize>,
+    string_lines: &'a [usize],
 }
 
 impl<'a> Placer<'a> {
-    /// A placer for `hook` of `recipe` in `file`.
+    /// A placer for `hook` of `recipe` in `file`, whose lines inside string literals are
+    /// `string_lines` (see `source::lines_inside_strings`).
     #[must_use]
-    pub fn new(file: &'a ParsedFile, recipe: &'a str, hook: &'a str) -> Placer<'a> {
-        let string_lines = lines_inside_strings(file.source().text());
+    pub fn new(file: &'a ParsedFile, recipe: &'a str, hook: &'a str, string_lines: &'a [usize]) -> Placer<'a> {
         Placer {
             file,
             recipe,
