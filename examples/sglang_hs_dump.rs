@@ -467,13 +467,7 @@ fn run(args: &Args) -> u8 {
                 if code == 0 { "up to date" } else { "needs apply" }
             );
             for outcome in patched.outcomes() {
-                let status = match &outcome.status {
-                    Status::Applied => "missing".to_string(),
-                    Status::Updated => "outdated".to_string(),
-                    Status::AlreadyApplied => "applied".to_string(),
-                    Status::Skipped { reason } => format!("skipped: {reason}"),
-                    other => format!("{other:?}"),
-                };
+                let status = report::check_status(outcome);
                 println!("  - {}: {status}", outcome.hook);
             }
             return code;

@@ -44,6 +44,20 @@ pub fn outcome_line(outcome: &HookOutcome) -> String {
     }
 }
 
+/// What `check` says of a hook: `missing`, `outdated`, `applied`, `skipped: why`, ...
+#[must_use]
+pub fn check_status(outcome: &HookOutcome) -> String {
+    match &outcome.status {
+        Status::Applied => "missing".to_string(),
+        Status::Updated => "outdated".to_string(),
+        Status::AlreadyApplied => "applied".to_string(),
+        Status::Skipped { reason } => format!("skipped: {reason}"),
+        Status::Failed { reason } => format!("cannot be placed: {reason}"),
+        Status::Reverted => "to be removed (no longer in the recipe)".to_string(),
+        Status::NotPresent => "not present".to_string(),
+    }
+}
+
 /// A unified diff of `old` and `new` with `name` in the headers (empty when equal).
 #[must_use]
 pub fn unified_diff(name: &str, old: &str, new: &str) -> String {

@@ -177,14 +177,7 @@ pub fn check(args: &FilesArgs) -> u8 {
             let verdict = if pending { "needs apply" } else { "up to date" };
             println!("{}: {verdict}", patched.name());
             for outcome in patched.outcomes() {
-                let status = match &outcome.status {
-                    Status::Applied => "missing".to_string(),
-                    Status::Updated => "outdated".to_string(),
-                    Status::AlreadyApplied => "applied".to_string(),
-                    Status::Skipped { reason } => format!("skipped: {reason}"),
-                    Status::Reverted => "to be removed (no longer in the recipe)".to_string(),
-                    other => format!("{other:?}"),
-                };
+                let status = report::check_status(outcome);
                 println!("  - {}: {status}", outcome.hook);
             }
         }
