@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The two ways users install pysplice, tried from this checkout as a new user would:
+#   1. `cargo install --locked --path cli` into an empty root: the three commands run;
+#   2. the wheel from scripts/build-wheel.sh, `pip install`ed into a fresh venv: the three
+#      commands run, `pysplice --version` and the demo (`sglang-hs-dump` with no path) work.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' cli/Cargo.toml | head -n1)
+
+expect_version() { # COMMAND NAME
+  local got
+  got=$("$1" --version)
+  [ "$got" = "$2 $version" ] || { echo "check-install: '$1 --version' printed '$got', expected '$2 $version'" >&2; exit 1; }
+}
+
+echo "-- cargo install --locked --path cli"
+# Shares target/ with the wheel build, so the release binaries are compiled once.
+CARGO_TARGET_DIR="$repo/target" cargo install --quiet --locked --path cli --root "$scratch/cargo-root"
+ls "$scratch/cargo-root/bin"
+expect_version "$scratch/cargo-root/bin/pysplice" pysplice
+expect_version "$scratch/cargo-root/bin/sglang-hs-dump" sglang-hs-dump
+expect_version "$scratch/cargo-root/bin/pysplice-lsp" pysplice-lsp
+
+echo "-- wheel into a fresh venv"
+wheel=$(bash scripts/build-wheel.sh)
+echo "$wheel"
+python3 -m venv "$scratch/venv"
+"$scratch/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
+for cmd in pysplice sglang-hs-dump pysplice-lsp; do
+  expect_version "$scratch/venv/bin/$cmd" "$cmd"
+done
+# The demo, run from an unrelated folder with only the venv's bin on PATH.
+(cd "$scratch" && PATH="$scratch/venv/bin:/usr/bin:/bin" sglang-hs-dump > demo.out)
+grep -q "Successfully patched" "$scratch/demo.out" || { cat "$scratch/demo.out" >&2; echo "check-install: the demo did not patch" >&2; exit 1; }
+echo "check-install: OK"
