@@ -18,6 +18,9 @@ and README's flag table from it. When a new SGLang release appears, run
     python3 scripts/sglang-launch-flags.py            # downloads what is missing, rewrites the JSON
     python3 scripts/sglang-launch-flags.py --table    # README's flag table, from the JSON
 
+`--versions X Y` prints the facts of those releases only (tests/sglang_launch.rs compares them
+with the JSON for the pinned releases).
+
 and commit the JSON (and the table). Archives are cached in target/sglang-wheels-all/ (override
 with --cache); archives already in $PYSPLICE_WHEELS are reused. `--offline` uses the cache only.
 """
@@ -374,7 +377,7 @@ def main():
     ap.add_argument("--offline", action="store_true", help="use cached archives only")
     ap.add_argument("--out", type=Path, default=DATA)
     ap.add_argument("--table", action="store_true", help="print README's flag table (via the example) and exit")
-    ap.add_argument("--versions", nargs="*", help="only these releases (printed, not written)")
+    ap.add_argument("--versions", nargs="+", help="only these releases: their facts as JSON lines on stdout, nothing written")
     args = ap.parse_args()
 
     if args.table:
@@ -382,12 +385,14 @@ def main():
         sys.exit(subprocess.run(cmd, cwd=REPO).returncode)
 
     reuse = Path(os.environ["PYSPLICE_WHEELS"]) if os.environ.get("PYSPLICE_WHEELS") else None
-    args.cache.mkdir(parents=True, exist_ok=True)
+    if not args.offline:
+        args.cache.mkdir(parents=True, exist_ok=True)
     if args.versions:
         versions = args.versions
     elif args.offline:
-        names = [p.name for p in args.cache.glob("sglang-*")] + ([p.name for p in reuse.glob("sglang-*")] if reuse else [])
-        versions = sorted({re.match(r"sglang-([^-]+?)(?:-|\.tar\.gz)", n).group(1) for n in names}, key=version_key)
+        names = [p.name for folder in (args.cache, reuse) if folder and folder.is_dir() for p in folder.glob("sglang-*")]
+        found = (re.match(r"sglang-(.+?)(?:-[^-]+-[^-]+-[^-]+\.whl|\.tar\.gz)$", n) for n in names)
+        versions = sorted({m.group(1) for m in found if m}, key=version_key)
     else:
         versions = pypi_versions()
 
@@ -399,7 +404,10 @@ def main():
                 sys.exit(f"sglang {v}: not in {args.cache}")
             archive = download(v, args.cache)
         entries.append(facts(v, read_members(archive)))
-        print(f"{v:14} {json.dumps(entries[-1])}", file=sys.stderr)
+        if args.versions:
+            print(json.dumps(entries[-1]), flush=True)
+        else:
+            print(f"{v:14} {archive.name}", file=sys.stderr)
     if args.versions:
         return
     write_json(entries, args.out)
