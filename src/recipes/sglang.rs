@@ -298,13 +298,15 @@ pub fn launch(release: Option<&ReleaseVersion>) -> Launch {
         return launch_unknown("");
     };
     if first.release().is_some_and(|first| *release < first) {
-        let mut launch = launch_unknown("");
-        launch.notes[0] = format!(
-            "SGLang {release} is older than {}, the first release with deepseek_v2.py: {}",
-            first.version,
-            generic_advice()
-        );
-        return launch;
+        return Launch {
+            flags: GENERIC_FLAGS.to_vec(),
+            notes: vec![format!(
+                "SGLang {release} is older than {}, the first release with deepseek_v2.py: {}",
+                first.version,
+                generic_advice()
+            )],
+            basis: None,
+        };
     }
     if let Some(facts) = facts(release).filter(|facts| facts.deepseek_v2) {
         return launch_for(facts, None);
