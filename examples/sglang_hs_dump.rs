@@ -5,6 +5,7 @@
 //! sglang_hs_dump [PATH] [--revert | --check] [--dry-run] [--json] [--sglang-version X]
 //! sglang_hs_dump --installed [--python python3] ...
 //! sglang_hs_dump                      # demo: patch a copy of examples/data/demo_model.py
+//! sglang_hs_dump --flag-table         # the server flags of every known SGLang release
 //! ```
 //!
 //! Exit codes: 0 success (for `--check`: up to date); 1 a hook could not be placed, the markers
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
+use pysplice::recipes::sglang::{self, Launch, ReleaseVersion as Version};
 use pysplice::{report, DiskFile, Error, Patched, Prepared, Recipe, Status};
 
 /// The demo model: a stand-in written for pysplice in the shape of SGLang's `deepseek_v2.py`.
@@ -57,6 +59,10 @@ struct Args {
     /// `sglang/version.py`, `sglang/_version.py` or a `sglang-*.dist-info` beside the package.
     #[arg(long, value_name = "X")]
     sglang_version: Option<String>,
+    /// Print the server flags for every SGLang release that has `deepseek_v2.py`, as a markdown
+    /// table (README's), and exit.
+    #[arg(long, exclusive = true)]
+    flag_table: bool,
 }
 
 /// What to do with the file.
@@ -79,38 +85,6 @@ impl Mode {
     }
 }
 
-/// An SGLang release as `major.minor.patch`; suffixes (`.post1`, `rc0`) are ignored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Version(u32, u32, u32);
-
-impl Version {
-    fn parse(text: &str) -> Option<Version> {
-        let mut parts = Vec::new();
-        for piece in text.trim().trim_start_matches('v').split('.').take(3) {
-            let digits: String = piece.chars().take_while(char::is_ascii_digit).collect();
-            if digits.is_empty() {
-                break;
-            }
-            parts.push(digits.parse().ok()?);
-            if digits.len() != piece.len() {
-                break;
-            }
-        }
-        match parts[..] {
-            [0, 0, ..] => None, // `0.0.0.dev0`: the fallback of an SGLang that is not installed
-            [a, b] => Some(Version(a, b, 0)),
-            [a, b, c] => Some(Version(a, b, c)),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Version {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}.{}", self.0, self.1, self.2)
-    }
-}
-
 /// The release a file belongs to, as given or found, with where it came from.
 struct Release {
     text: String,
@@ -118,64 +92,17 @@ struct Release {
     source: String,
 }
 
-/// How to start the server for one release.
-struct Launch {
-    flags: Vec<&'static str>,
-    notes: Vec<String>,
-}
+/// Why the release is unknown, for the note under the generic flag list.
+const UNKNOWN_RELEASE: &str =
+    "no sglang/version.py, sglang/_version.py or sglang-*.dist-info beside the package; pass --sglang-version X";
 
-/// The server flags the dump needs on `release` (checked against each pinned release's
-/// `server_args.py`), or a generic list with a note when the release is unknown.
+/// The server flags the dump needs on `release`, from the facts of every SGLang release
+/// (`pysplice::recipes::sglang`), or a generic list with a note when the release is unknown.
 fn launch(release: Option<&Release>) -> Launch {
-    let Some(release) = release else {
-        return Launch {
-            flags: vec![
-                "--disable-cuda-graph",
-                "--disable-radix-cache",
-                "--chunked-prefill-size",
-                "-1",
-                "--skip-server-warmup",
-            ],
-            notes: vec![
-                "SGLang release unknown (no sglang/version.py, sglang/_version.py or sglang-*.dist-info beside the \
-                 package; pass --sglang-version X): add --disable-piecewise-cuda-graph on 0.5.10-0.5.13, leave out \
-                 --skip-server-warmup before 0.4.10 and --chunked-prefill-size -1 before 0.2.15"
-                    .into(),
-            ],
-        };
-    };
-    let v = release.version;
-    let mut flags = vec!["--disable-cuda-graph"];
-    let mut notes = Vec::new();
-    if (Version(0, 5, 10)..Version(0, 5, 14)).contains(&v) {
-        // Prefill (piecewise) CUDA graphs are on by default there and not covered by --disable-cuda-graph.
-        flags.push("--disable-piecewise-cuda-graph");
+    match release {
+        Some(release) => sglang::launch(Some(&release.version)),
+        None => sglang::launch_unknown(UNKNOWN_RELEASE),
     }
-    if v >= Version(0, 5, 14) {
-        notes.push(
-            "--disable-cuda-graph is deprecated from 0.5.14 but still turns off both decode and prefill graphs \
-             (prefill graphs are on by default there; same as --cuda-graph-backend-decode disabled \
-             --cuda-graph-backend-prefill disabled)"
-                .into(),
-        );
-    }
-    flags.push("--disable-radix-cache");
-    if v >= Version(0, 2, 15) {
-        flags.extend(["--chunked-prefill-size", "-1"]);
-    }
-    if v >= Version(0, 4, 10) {
-        flags.push("--skip-server-warmup");
-    } else {
-        notes.push(
-            "this release has no --skip-server-warmup: the warmup request sent at startup is dumped too; delete the \
-             files written before your first request"
-                .into(),
-        );
-    }
-    if v >= Version(0, 3, 6) {
-        flags.push("--disable-overlap-schedule");
-    }
-    Launch { flags, notes }
 }
 
 /// Finds the release of the SGLang tree holding `file` (`.../sglang/srt/models/deepseek_v2.py`).
@@ -346,6 +273,10 @@ fn apply(recipe: &Recipe, file: &DiskFile, json: bool) -> Result<Patched, u8> {
 }
 
 fn run(args: &Args) -> u8 {
+    if args.flag_table {
+        print!("{}", sglang::flag_table());
+        return 0;
+    }
     let recipe = Recipe::from_toml("recipes/sglang_hs_dump.toml", pysplice::recipes::SGLANG_HS_DUMP)
         .expect("the bundled recipe is valid");
     let env = recipe.vars.get("env").map_or("SGLANG_HS_DUMP_DIR", String::as_str);
@@ -524,18 +455,4 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(run(&args))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions() {
-        assert_eq!(Version::parse("0.5.8.post1"), Some(Version(0, 5, 8)));
-        assert_eq!(Version::parse("0.5.14rc0"), Some(Version(0, 5, 14)));
-        assert_eq!(Version::parse("0.4"), Some(Version(0, 4, 0)));
-        assert_eq!(Version::parse("0.0.0.dev0"), None);
-        assert_eq!(Version::parse("latest"), None);
-    }
 }

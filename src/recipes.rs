@@ -1,4 +1,7 @@
-//! Recipes that ship with pysplice.
+//! Recipes that ship with pysplice, and what running them needs ([`sglang`]: the server flags per
+//! SGLang release for [`SGLANG_HS_DUMP`]).
+
+pub mod sglang;
 
 /// Dumps EAGLE-3 / SpecForge training hidden states from SGLang's `DeepseekV2Model`
 /// (`sglang/srt/models/deepseek_v2.py`, SGLang 0.2.6 to 0.5.23; Kimi-K2.5 included) during
