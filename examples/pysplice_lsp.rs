@@ -41,7 +41,30 @@ use lsp_types::{
 use pysplice::document::{Document, DocumentPlan, TextEdit, Utf16Position, Utf16Range};
 use pysplice::{Error, Recipe, Status};
 
+/// The program's name: `pysplice-lsp` when installed, `pysplice_lsp` as an example binary.
+const PROGRAM: &str = env!("CARGO_BIN_NAME");
+
 fn main() -> ExitCode {
+    // The server speaks LSP on stdio. `--stdio` is accepted because some clients (VS Code's
+    // language client library among them) always pass it.
+    match std::env::args().nth(1).as_deref() {
+        None | Some("--stdio") => {}
+        Some("--version" | "-V") => {
+            println!("{PROGRAM} {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Some("--help" | "-h") => {
+            println!(
+                "{PROGRAM} {}: the pysplice language server, over stdio (no arguments; --stdio is accepted).",
+                env!("CARGO_PKG_VERSION")
+            );
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => {
+            eprintln!("{PROGRAM}: unexpected argument '{other}' (the server speaks LSP on stdio; try --help)");
+            return ExitCode::from(2);
+        }
+    }
     let (connection, io_threads) = Connection::stdio();
     let code = match serve(&connection) {
         Ok(code) => code,

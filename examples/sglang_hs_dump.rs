@@ -22,6 +22,9 @@ use pysplice::{report, DiskFile, Error, Patched, Prepared, Recipe, Status};
 /// The demo model: a stand-in written for pysplice in the shape of SGLang's `deepseek_v2.py`.
 const DEMO_MODEL: &str = include_str!("data/demo_model.py");
 
+/// The program's name: `sglang-hs-dump` when installed, `sglang_hs_dump` as an example binary.
+const PROGRAM: &str = env!("CARGO_BIN_NAME");
+
 /// Where the dump goes in the printed instructions.
 const DUMP_DIR: &str = "/dev/shm/sglang_hs";
 
@@ -31,7 +34,7 @@ const DUMP_DIR: &str = "/dev/shm/sglang_hs";
 /// Without PATH (and without --installed), a bundled demo model file is copied to a temporary
 /// folder, patched there, and the diff is shown.
 #[derive(Parser)]
-#[command(name = "sglang_hs_dump", version, about, long_about)]
+#[command(name = PROGRAM, version, about, long_about)]
 struct Args {
     /// `deepseek_v2.py`, or a folder holding it (an SGLang checkout, site-packages, the `sglang`
     /// package, a corpus tree).
@@ -388,7 +391,7 @@ fn run(args: &Args) -> u8 {
             "No PATH given: patching a copy of the bundled demo model (examples/data/demo_model.py, written for \
              pysplice in the shape of SGLang's deepseek_v2.py; not SGLang code)."
         );
-        println!("For a real SGLang: sglang_hs_dump --installed, or sglang_hs_dump path/to/deepseek_v2.py\n");
+        println!("For a real SGLang: {PROGRAM} --installed, or {PROGRAM} path/to/deepseek_v2.py\n");
     }
     match (mode, args.dry_run) {
         (Mode::Check, _) => {
@@ -441,7 +444,7 @@ fn run(args: &Args) -> u8 {
         "e.g. {env}={DUMP_DIR} python3 -m sglang.launch_server --model-path MODEL {}",
         launch.flags.join(" ")
     );
-    println!("Undo with: sglang_hs_dump --revert {}", patched.name());
+    println!("Undo with: {PROGRAM} --revert {}", patched.name());
     code
 }
 
