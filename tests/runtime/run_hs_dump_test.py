@@ -504,8 +504,7 @@ def case_disk_full_mid_write(mod, ref, tmp):
     real_save = torch.save
 
     def failing_save(obj, f, *args, **kwargs):
-        with open(f, "wb") as fh:
-            fh.write(b"partial")
+        f.write(b"partial")
         raise OSError(28, "No space left on device")
 
     with Env(SGLANG_HS_DUMP_DIR=out):
@@ -618,6 +617,180 @@ def case_draft_models_skipped(mod, ref, tmp):
         # the target (plain V3) still captures
         check(build(mod, "list", cls=mod.DeepseekV3ForCausalLM).capture_aux_hidden_states, "target V3 not capturing")
     check(files_in(out) == [], "draft wrote files")
+
+
+
+# --- never overwrite, permissions, folder checks (the dump's guarantees) ------------
+
+
+def _one_pass(mod, out, **env):
+    with Env(SGLANG_HS_DUMP_DIR=out, **env):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod)
+        with torch.no_grad():
+            model.model(ids, pos, batch)
+    return model
+
+
+def _name(model, n, suffix=".ckpt"):
+    state = model.model._hs_dump_state
+    return "data_dp0_pid%d_%s_%08d%s" % (os.getpid(), state["token"], n, suffix)
+
+
+def case_two_models_one_process_never_overwrite(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    a = _one_pass(mod, out)
+    b = _one_pass(mod, out)
+    names = [os.path.basename(p) for p in files_in(out)]
+    check(len(names) == 4 and len(set(names)) == 4, "two models wrote %s" % names)
+    check(a.model._hs_dump_state["token"] != b.model._hs_dump_state["token"], "same token for two models")
+
+
+def case_taken_names_are_skipped_never_overwritten(mod, ref, tmp):
+    # A restarted process that reuses a pid on a persistent folder: the names it would
+    # pick exist already (a sample, a directory, a symlink at the temporary name).
+    out = os.path.join(tmp, "dump")
+    os.makedirs(out, mode=0o700)
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        taken = os.path.join(out, _name(model, 0))
+        with open(taken, "wb") as f:
+            f.write(b"an earlier sample")
+        os.mkdir(os.path.join(out, _name(model, 1)))
+        target = os.path.join(tmp, "target")
+        with open(target, "wb") as f:
+            f.write(b"not yours")
+        link = os.path.join(out, "." + _name(model, 2) + ".tmp")
+        os.symlink(target, link)
+        ids, pos, batch = make_batch(mod)
+        with torch.no_grad():
+            model.model(ids, pos, batch)
+        with open(taken, "rb") as f:
+            check(f.read() == b"an earlier sample", "an existing sample was overwritten")
+        with open(target, "rb") as f:
+            check(f.read() == b"not yours", "a symlink at the temporary name was followed")
+        check(os.path.isdir(os.path.join(out, _name(model, 1))), "the directory was replaced")
+        fresh = sorted(os.path.basename(p) for p in files_in(out) if os.path.isfile(p) and p != taken)
+        check(fresh == [_name(model, 3), _name(model, 4)], "new samples %s" % fresh)
+        os.unlink(link)
+        os.rmdir(os.path.join(out, _name(model, 1)))
+
+
+def case_folder_and_file_permissions(mod, ref, tmp):
+    out = os.path.join(tmp, "dump", "nested")
+    old = os.umask(0o022)
+    try:
+        _one_pass(mod, out)
+    finally:
+        os.umask(old)
+    check(os.stat(out).st_mode & 0o777 == 0o700, "folder mode %o" % (os.stat(out).st_mode & 0o777))
+    paths = files_in(out)
+    check(len(paths) == 2, "files %s" % paths)
+    for p in paths:
+        check(os.stat(p).st_mode & 0o777 == 0o600, "file mode %o" % (os.stat(p).st_mode & 0o777))
+
+
+def _refused(mod, out, tmp):
+    before = len(WARNINGS.records)
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        for _ in range(3):
+            ids, pos, batch = make_batch(mod)
+            with torch.no_grad():
+                value = model.model(ids, pos, batch)
+            check(isinstance(value, tuple), "value changed")
+    got = [r.getMessage() for r in WARNINGS.records[before:]]
+    check(len(got) == 1 and "turned off" in got[0], "expected one warning, got %s" % got)
+    check(getattr(model.model, "_hs_dump_dir", None) is None, "dump still on")
+    check(not glob.glob(os.path.join(tmp, "**", "*.ckpt*"), recursive=True), "files written")
+
+
+def case_refuse_group_or_other_writable_folder(mod, ref, tmp):
+    out = os.path.join(tmp, "shared")
+    os.makedirs(out)
+    os.chmod(out, 0o777)
+    _refused(mod, out, tmp)
+
+
+def case_refuse_symlinked_folder(mod, ref, tmp):
+    real = os.path.join(tmp, "real")
+    os.makedirs(real, mode=0o700)
+    out = os.path.join(tmp, "link")
+    os.symlink(real, out)
+    _refused(mod, out, tmp)
+
+
+def case_refuse_folder_of_another_user(mod, ref, tmp):
+    if os.geteuid() != 0:
+        raise Skip("needs root to give a folder to another user")
+    out = os.path.join(tmp, "theirs")
+    os.makedirs(out, mode=0o700)
+    os.chown(out, 65534, 65534)
+    _refused(mod, out, tmp)
+
+
+def case_failed_publish_moves_on(mod, ref, tmp):
+    # A name whose publication fails (an error other than a taken name) is not retried:
+    # the next sample gets the next number.
+    out = os.path.join(tmp, "dump")
+    real_link = os.link
+    calls = []
+
+    def failing_link(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error")
+        return real_link(*args, **kwargs)
+
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        os.link = failing_link
+        try:
+            for _ in range(2):
+                ids, pos, batch = make_batch(mod)
+                with torch.no_grad():
+                    model.model(ids, pos, batch)
+        finally:
+            os.link = real_link
+        names = [os.path.basename(p) for p in files_in(out)]
+        check(_name(model, 0) not in names, "the failed name was written")
+        check(len(names) >= 2 and all(int(n.rsplit("_", 1)[1][:8]) > 0 for n in names), "names %s" % names)
+
+
+def case_max_read_at_build(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_MAX=3):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+    os.environ["SGLANG_HS_DUMP_MAX"] = "100"  # changed after the build: no effect
+    try:
+        for _ in range(3):
+            ids, pos, batch = make_batch(mod)
+            with torch.no_grad():
+                model.model(ids, pos, batch)
+    finally:
+        os.environ.pop("SGLANG_HS_DUMP_MAX", None)
+    check(len(files_in(out)) == 3, "cap 3 read at build: found %d files" % len(files_in(out)))
+
+
+def case_bad_max_warns_once(mod, ref, tmp):
+    for bad in ("ten", "-1", "1.5"):
+        out = os.path.join(tmp, "dump")
+        before = len(WARNINGS.records)
+        with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_MAX=bad):
+            set_ranks(0, 0)
+            model = build(mod, "list")
+            for _ in range(2):
+                ids, pos, batch = make_batch(mod)
+                with torch.no_grad():
+                    model.model(ids, pos, batch)
+        got = [r.getMessage() for r in WARNINGS.records[before:]]
+        check(len(got) == 1 and "SGLANG_HS_DUMP_MAX" in got[0], "%r: warnings %s" % (bad, got))
+        check(files_in(out) == [], "%r: files written" % bad)
 
 
 class Skip(Exception):
