@@ -23,7 +23,7 @@ Checks, per file:
                False` outside that guard (the hook's own reset when enabling capture
                fails lies inside it). When the class does not define it: no such call (skipped).
   module_names `_pysplice_hs_dump` and every other `_pysplice_hs_*` name the file uses
-               are module-level functions; os, pathlib, torch and logging are bound by
+               are module-level functions; errno, os, torch and logging are bound by
                a module-level `import`, and not rebound at module level afterwards.
   init_end     DeepseekV2Model.__init__ ends with the init block: from the assignment
                of `self._hs_dump_dir` (read from SGLANG_HS_DUMP_DIR) to the last
@@ -37,7 +37,7 @@ import sys
 
 ENV = "SGLANG_HS_DUMP_DIR"
 DUMP = "_pysplice_hs_dump"
-MODULES = ("os", "pathlib", "torch", "logging")
+MODULES = ("errno", "os", "torch", "logging")
 PROXY_TEST = "not self.pp_group.is_last_rank"
 
 

@@ -435,6 +435,33 @@ fn mock_and_demo_pass_the_python_check() {
     assert!(ok, "{:#?}", verdicts.iter().map(errors).collect::<Vec<_>>());
 }
 
+/// `scripts/specforge_loss_mask.py` (SpecForge's loss mask for dumped samples) through its own
+/// Python tests, on a small byte-level BPE tokenizer and real `transformers` chat-template output.
+/// Needs the `transformers` package (`.ci/run` installs it); PyTorch is optional.
+#[test]
+fn loss_mask_script_python_tests() {
+    let output = Command::new("python3")
+        .arg(Path::new(MANIFEST).join("tests/py_loss_mask_test.py"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("python3 runs");
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{}{stderr}", text(&output.stdout));
+    assert!(stderr.contains("\nOK"), "{stderr}");
+    for name in [
+        "test_chatml_multi_turn",
+        "test_deepseek_shape_with_bos_in_the_text",
+        "test_ids_that_do_not_match_leave_the_file_untouched",
+        "test_partial_samples_only_on_request",
+    ] {
+        assert!(stderr.contains(&format!("{name} ")), "{name} did not run: {stderr}");
+        assert!(
+            !stderr.contains(&format!("{name} (__main__.LossMaskTest.{name}) ... skipped")),
+            "{name} skipped"
+        );
+    }
+}
+
 /// `tests/runtime/run_hs_dump_test.py` on the mock patched by the engine. It needs PyTorch, which
 /// CI does not have: run it with `cargo test --test sglang_recipe -- --ignored` where PyTorch is
 /// installed, or `tests/runtime/run_on_device.sh` on a GPU machine.

@@ -65,6 +65,7 @@ class ForwardBatch:
         extend_seq_lens_cpu: Optional[List[int]] = None,
         extend_prefix_lens_cpu: Optional[List[int]] = None,
         rids: Optional[List[str]] = None,
+        orig_seq_lens: Optional[List[int]] = None,
     ):
         self.forward_mode = forward_mode
         self.input_ids = input_ids
@@ -83,6 +84,12 @@ class ForwardBatch:
             else None
         )
         self.rids = rids
+        # 0.5.2+: each request's full length, past this pass when chunked prefill cut it
+        self.orig_seq_lens = (
+            torch.tensor(orig_seq_lens, dtype=torch.int32, device=device)
+            if orig_seq_lens is not None
+            else None
+        )
         self.can_run_tbo = False
 
 

@@ -42,7 +42,23 @@ FAKE_FILES = {
     "sglang/srt/__init__.py": "",
     "sglang/srt/layers/__init__.py": "",
     "sglang/srt/distributed/__init__.py": "",
-    "sglang/srt/fake_rank.py": "STATE = dict(attn_tp_rank=0, attn_dp_rank=0, tp_rank=0)\n",
+    "sglang/srt/managers/__init__.py": "",
+    "sglang/srt/fake_rank.py": "STATE = dict(attn_tp_rank=0, attn_dp_rank=0, tp_rank=0, chunk=-1)\n",
+    # the server's chunked prefill size: 0.5.10+ ...
+    "sglang/srt/server_args.py": (
+        "import types\n"
+        "from sglang.srt.fake_rank import STATE\n"
+        "def get_global_server_args():\n"
+        "    return types.SimpleNamespace(chunked_prefill_size=STATE['chunk'])\n"
+    ),
+    # ... and 0.4.6 - 0.5.9
+    "sglang/srt/managers/schedule_batch.py": (
+        "from sglang.srt.fake_rank import STATE\n"
+        "class _Args(dict):\n"
+        "    def get(self, key, default=None):\n"
+        "        return STATE['chunk'] if key == 'chunked_prefill_size' else default\n"
+        "global_server_args_dict = _Args()\n"
+    ),
     # 0.5.14+
     "sglang/srt/runtime_context.py": (
         "from sglang.srt.fake_rank import STATE\n"
@@ -75,6 +91,7 @@ RANK_MODULES = (
     "sglang.srt.layers.dp_attention",
     "sglang.srt.distributed.parallel_state",
 )
+ARGS_MODULES = ("sglang.srt.server_args", "sglang.srt.managers.schedule_batch")
 
 
 def install_fake_sglang(root):
@@ -90,16 +107,18 @@ def install_fake_sglang(root):
     importlib.import_module("sglang.srt.fake_rank")
 
 
-def set_ranks(attn_tp_rank=0, attn_dp_rank=0, tp_rank=None, hide=()):
-    """Set the fake ranks; `hide` names rank modules to make unimportable (older releases)."""
+def set_ranks(attn_tp_rank=0, attn_dp_rank=0, tp_rank=None, hide=(), chunk=-1):
+    """Set the fake ranks and chunked prefill size; `hide` names modules to make
+    unimportable (older releases)."""
     import sglang.srt.fake_rank as fake_rank
 
     fake_rank.STATE.update(
         attn_tp_rank=attn_tp_rank,
         attn_dp_rank=attn_dp_rank,
         tp_rank=attn_tp_rank if tp_rank is None else tp_rank,
+        chunk=chunk,
     )
-    for name in RANK_MODULES:
+    for name in RANK_MODULES + ARGS_MODULES:
         if name in hide:
             sys.modules[name] = None  # import raises ImportError
         elif name in sys.modules and sys.modules[name] is None:
@@ -169,7 +188,7 @@ PREFIX = [0, 2]
 RIDS = ["req-a", "req-b"]
 
 
-def make_batch(module, mode="EXTEND", lens=LENS, pad=PAD, rids=RIDS, prefix=PREFIX):
+def make_batch(module, mode="EXTEND", lens=LENS, pad=PAD, rids=RIDS, prefix=PREFIX, full=None):
     n = sum(lens) + pad
     gen = torch.Generator().manual_seed(99)
     ids = torch.randint(0, 64, (n,), generator=gen).to(DEVICE)
@@ -181,12 +200,26 @@ def make_batch(module, mode="EXTEND", lens=LENS, pad=PAD, rids=RIDS, prefix=PREF
         extend_seq_lens_cpu=list(lens),
         extend_prefix_lens_cpu=list(prefix) if prefix is not None else None,
         rids=list(rids) if rids is not None else None,
+        orig_seq_lens=full,
     )
     return ids, positions, batch
 
 
 def files_in(d):
-    return sorted(glob.glob(os.path.join(d, "*.ckpt"))) if os.path.isdir(d) else []
+    """Samples, complete and partial, in the order they were written (the counter)."""
+    if not os.path.isdir(d):
+        return []
+    paths = glob.glob(os.path.join(d, "*.ckpt")) + glob.glob(os.path.join(d, "*.ckpt.partial"))
+    return sorted(paths, key=lambda p: os.path.basename(p).split(".")[0])
+
+
+def specforge_lists(d):
+    """The files SpecForge's offline readers train on: a recursive walk keeping names
+    that end with .ckpt or .ckpt.gz (its documented rule), sorted."""
+    found = []
+    for root, _dirs, names in os.walk(d):
+        found += [os.path.join(root, n) for n in names if n.endswith((".ckpt", ".ckpt.gz"))]
+    return sorted(found)
 
 
 def leftovers(d):
@@ -221,10 +254,14 @@ def expected_rows(ref_module, aux_form="list", layer_ids=None):
     return ids, hidden, aux, list(model.model.layers_to_capture)
 
 
-def check_samples(paths, ids, hidden, aux, layers, lens=LENS, prefix=PREFIX, rids=RIDS):
+def check_samples(paths, ids, hidden, aux, layers, lens=LENS, prefix=PREFIX, rids=RIDS, partial=None):
     check(len(paths) == len(lens), "expected %d files, found %d" % (len(lens), len(paths)))
+    if partial is None:
+        partial = [bool(p) for p in prefix] if prefix is not None else [False] * len(lens)
     start = 0
     for i, (path, n) in enumerate(zip(paths, lens)):
+        want = ".ckpt.partial" if partial[i] else ".ckpt"
+        check(path.endswith(want) and not path.endswith("." + want), "%s: expected suffix %s" % (path, want))
         s = load_sample(path)
         b, start = start, start + n
         keys = {"input_ids", "loss_mask", "hidden_state", "layers_to_capture", "prefix_len", "rid"}
@@ -274,7 +311,7 @@ def case_env_unset(mod, ref, tmp):
             check(a.aux_hidden_states is None and b.aux_hidden_states is None, "aux differs")
             ha, hb = model.model(ids, pos, batch), pristine.model(ids, pos, rbatch)
             check(isinstance(ha, torch.Tensor) and torch.equal(ha, hb), "model output differs")
-    check(not os.path.exists(out) and not glob.glob(os.path.join(tmp, "**", "*.ckpt"), recursive=True), "files written")
+    check(not os.path.exists(out) and not glob.glob(os.path.join(tmp, "**", "*.ckpt*"), recursive=True), "files written")
 
 
 def _dump_case(mod, ref, tmp, aux_form, layer_env=None, layer_ids=None):
@@ -495,7 +532,7 @@ def case_write_failure_warns_once(mod, ref, tmp):
             check(torch.equal(a.aux_hidden_states, b.aux_hidden_states), "aux differs after a dump failure")
     got = len(WARNINGS.records) - before
     check(got == 1, "expected exactly one warning, got %d" % got)
-    check(not glob.glob(os.path.join(tmp, "**", "*.ckpt"), recursive=True), "files written")
+    check(not glob.glob(os.path.join(tmp, "**", "*.ckpt*"), recursive=True), "files written")
 
 
 def case_disk_full_mid_write(mod, ref, tmp):
@@ -504,8 +541,7 @@ def case_disk_full_mid_write(mod, ref, tmp):
     real_save = torch.save
 
     def failing_save(obj, f, *args, **kwargs):
-        with open(f, "wb") as fh:
-            fh.write(b"partial")
+        f.write(b"partial")
         raise OSError(28, "No space left on device")
 
     with Env(SGLANG_HS_DUMP_DIR=out):
@@ -618,6 +654,236 @@ def case_draft_models_skipped(mod, ref, tmp):
         # the target (plain V3) still captures
         check(build(mod, "list", cls=mod.DeepseekV3ForCausalLM).capture_aux_hidden_states, "target V3 not capturing")
     check(files_in(out) == [], "draft wrote files")
+
+
+
+# --- never overwrite, permissions, folder checks (the dump's guarantees) ------------
+
+
+def _one_pass(mod, out, **env):
+    with Env(SGLANG_HS_DUMP_DIR=out, **env):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod)
+        with torch.no_grad():
+            model.model(ids, pos, batch)
+    return model
+
+
+def _name(model, n, suffix=".ckpt"):
+    state = model.model._hs_dump_state
+    return "data_dp0_pid%d_%s_%08d%s" % (os.getpid(), state["token"], n, suffix)
+
+
+def case_two_models_one_process_never_overwrite(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    a = _one_pass(mod, out)
+    b = _one_pass(mod, out)
+    names = [os.path.basename(p) for p in files_in(out)]
+    check(len(names) == 4 and len(set(names)) == 4, "two models wrote %s" % names)
+    check(a.model._hs_dump_state["token"] != b.model._hs_dump_state["token"], "same token for two models")
+
+
+def case_taken_names_are_skipped_never_overwritten(mod, ref, tmp):
+    # A restarted process that reuses a pid on a persistent folder: the names it would
+    # pick exist already (a sample, a directory, a symlink at the temporary name).
+    out = os.path.join(tmp, "dump")
+    os.makedirs(out, mode=0o700)
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        taken = os.path.join(out, _name(model, 0))
+        with open(taken, "wb") as f:
+            f.write(b"an earlier sample")
+        os.mkdir(os.path.join(out, _name(model, 1)))
+        target = os.path.join(tmp, "target")
+        with open(target, "wb") as f:
+            f.write(b"not yours")
+        link = os.path.join(out, "." + _name(model, 2) + ".tmp")
+        os.symlink(target, link)
+        ids, pos, batch = make_batch(mod)
+        with torch.no_grad():
+            model.model(ids, pos, batch)
+        with open(taken, "rb") as f:
+            check(f.read() == b"an earlier sample", "an existing sample was overwritten")
+        with open(target, "rb") as f:
+            check(f.read() == b"not yours", "a symlink at the temporary name was followed")
+        check(os.path.isdir(os.path.join(out, _name(model, 1))), "the directory was replaced")
+        fresh = sorted(os.path.basename(p) for p in files_in(out) if os.path.isfile(p) and p != taken)
+        check(fresh == [_name(model, 3), _name(model, 4, ".ckpt.partial")], "new samples %s" % fresh)
+        os.unlink(link)
+        os.rmdir(os.path.join(out, _name(model, 1)))
+
+
+def case_folder_and_file_permissions(mod, ref, tmp):
+    out = os.path.join(tmp, "dump", "nested")
+    old = os.umask(0o022)
+    try:
+        _one_pass(mod, out)
+    finally:
+        os.umask(old)
+    check(os.stat(out).st_mode & 0o777 == 0o700, "folder mode %o" % (os.stat(out).st_mode & 0o777))
+    paths = files_in(out)
+    check(len(paths) == 2, "files %s" % paths)
+    for p in paths:
+        check(os.stat(p).st_mode & 0o777 == 0o600, "file mode %o" % (os.stat(p).st_mode & 0o777))
+
+
+def _refused(mod, out, tmp):
+    before = len(WARNINGS.records)
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        for _ in range(3):
+            ids, pos, batch = make_batch(mod)
+            with torch.no_grad():
+                value = model.model(ids, pos, batch)
+            check(isinstance(value, tuple), "value changed")
+    got = [r.getMessage() for r in WARNINGS.records[before:]]
+    check(len(got) == 1 and "turned off" in got[0], "expected one warning, got %s" % got)
+    check(getattr(model.model, "_hs_dump_dir", None) is None, "dump still on")
+    check(not glob.glob(os.path.join(tmp, "**", "*.ckpt*"), recursive=True), "files written")
+
+
+def case_refuse_group_or_other_writable_folder(mod, ref, tmp):
+    out = os.path.join(tmp, "shared")
+    os.makedirs(out)
+    os.chmod(out, 0o777)
+    _refused(mod, out, tmp)
+
+
+def case_refuse_symlinked_folder(mod, ref, tmp):
+    real = os.path.join(tmp, "real")
+    os.makedirs(real, mode=0o700)
+    out = os.path.join(tmp, "link")
+    os.symlink(real, out)
+    _refused(mod, out, tmp)
+
+
+def case_refuse_folder_of_another_user(mod, ref, tmp):
+    if os.geteuid() != 0:
+        raise Skip("needs root to give a folder to another user")
+    out = os.path.join(tmp, "theirs")
+    os.makedirs(out, mode=0o700)
+    os.chown(out, 65534, 65534)
+    _refused(mod, out, tmp)
+
+
+def case_failed_publish_moves_on(mod, ref, tmp):
+    # A name whose publication fails (an error other than a taken name) is not retried:
+    # the next sample gets the next number.
+    out = os.path.join(tmp, "dump")
+    real_link = os.link
+    calls = []
+
+    def failing_link(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error")
+        return real_link(*args, **kwargs)
+
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+        os.link = failing_link
+        try:
+            for _ in range(2):
+                ids, pos, batch = make_batch(mod)
+                with torch.no_grad():
+                    model.model(ids, pos, batch)
+        finally:
+            os.link = real_link
+        names = [os.path.basename(p) for p in files_in(out)]
+        check(_name(model, 0) not in names, "the failed name was written")
+        check(len(names) >= 2 and all(int(n.rsplit("_", 1)[1][:8]) > 0 for n in names), "names %s" % names)
+
+
+def case_max_read_at_build(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_MAX=3):
+        set_ranks(0, 0)
+        model = build(mod, "list")
+    os.environ["SGLANG_HS_DUMP_MAX"] = "100"  # changed after the build: no effect
+    try:
+        for _ in range(3):
+            ids, pos, batch = make_batch(mod)
+            with torch.no_grad():
+                model.model(ids, pos, batch)
+    finally:
+        os.environ.pop("SGLANG_HS_DUMP_MAX", None)
+    check(len(files_in(out)) == 3, "cap 3 read at build: found %d files" % len(files_in(out)))
+
+
+def case_bad_max_warns_once(mod, ref, tmp):
+    for bad in ("ten", "-1", "1.5"):
+        out = os.path.join(tmp, "dump")
+        before = len(WARNINGS.records)
+        with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_MAX=bad):
+            set_ranks(0, 0)
+            model = build(mod, "list")
+            for _ in range(2):
+                ids, pos, batch = make_batch(mod)
+                with torch.no_grad():
+                    model.model(ids, pos, batch)
+        got = [r.getMessage() for r in WARNINGS.records[before:]]
+        check(len(got) == 1 and "SGLANG_HS_DUMP_MAX" in got[0], "%r: warnings %s" % (bad, got))
+        check(files_in(out) == [], "%r: files written" % bad)
+
+
+# --- complete and partial samples -----------------------------------------------------
+
+
+def _pass(mod, out, chunk=-1, hide=(), **batch_args):
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0, chunk=chunk, hide=hide)
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod, **batch_args)
+        with torch.no_grad():
+            value = model.model(ids, pos, batch)
+    return ids, value
+
+
+def case_partial_pass_hidden_from_specforge(mod, ref, tmp):
+    # request b has a cached prefix (prefix_len 2): written, but not as a training file
+    out = os.path.join(tmp, "dump")
+    ids, value = _pass(mod, out)
+    paths = files_in(out)
+    check_samples(paths, ids, value[0], torch.cat(value[1], dim=-1), [2, 4, 5], partial=[False, True])
+    check(specforge_lists(out) == paths[:1], "SpecForge would list %s" % specforge_lists(out))
+
+
+def case_first_chunk_is_partial(mod, ref, tmp):
+    # chunked prefill: both requests start at 0, but b's prompt is 7 tokens long and only
+    # 3 are in this pass (orig_seq_lens, 0.5.2+)
+    out = os.path.join(tmp, "dump")
+    ids, value = _pass(mod, out, chunk=8, prefix=[0, 0], full=[5, 7])
+    aux = torch.cat(value[1], dim=-1)
+    check_samples(files_in(out), ids, value[0], aux, [2, 4, 5], prefix=[0, 0], partial=[False, True])
+    check(len(specforge_lists(out)) == 1, "SpecForge would list %s" % specforge_lists(out))
+
+
+def case_complete_passes_with_chunking_on(mod, ref, tmp):
+    # chunked prefill on, orig_seq_lens says both prompts are whole: both complete
+    out = os.path.join(tmp, "dump")
+    ids, value = _pass(mod, out, chunk=8, prefix=[0, 0], full=[5, 3])
+    check(len(specforge_lists(out)) == 2 and len(files_in(out)) == 2, "files %s" % files_in(out))
+
+
+def case_chunk_budget_filled_without_orig_seq_lens(mod, ref, tmp):
+    # releases before 0.5.2: a pass that fills the chunk budget (8 tokens) may have cut
+    # its last request, which is then written as partial; one warning says chunking is on
+    for hide in ((), ("sglang.srt.server_args",)):
+        out = os.path.join(tmp, "dump%d" % len(hide))
+        before = len(WARNINGS.records)
+        ids, value = _pass(mod, out, chunk=8, hide=hide, prefix=[0, 0])
+        got = [r.getMessage() for r in WARNINGS.records[before:]]
+        check(len(got) == 1 and "chunked prefill is on" in got[0], "warnings %s" % got)
+        names = [os.path.basename(p) for p in files_in(out)]
+        check(len(names) == 2 and names[0].endswith(".ckpt") and names[1].endswith(".ckpt.partial"), "names %s" % names)
+        # a pass below the budget is complete
+        out = os.path.join(tmp, "small%d" % len(hide))
+        _pass(mod, out, chunk=64, hide=hide, prefix=[0, 0])
+        check(len(specforge_lists(out)) == 2, "below the budget: %s" % files_in(out))
 
 
 class Skip(Exception):
