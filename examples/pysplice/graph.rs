@@ -52,11 +52,7 @@ const CHAIN_LIMIT: usize = 20;
 /// How deep the `graph` tree goes.
 const TREE_DEPTH: usize = 8;
 
-/// Writes to standard output; a closed pipe (`| head`) is not an error.
-fn emit(text: &str) {
-    use std::io::Write as _;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-}
+use crate::output::emit;
 
 fn scan(dir: &std::path::Path) -> Result<Project, u8> {
     Project::scan(dir).map_err(|err| {

@@ -68,10 +68,10 @@ pub fn run(args: &Args) -> u8 {
             }
         }
     }
-    let bytes = match std::fs::read(&args.file) {
+    let bytes = match pysplice::files::read_bytes(&args.file) {
         Ok(bytes) => bytes,
         Err(err) => {
-            eprintln!("error: {name}: cannot read: {err}");
+            eprintln!("error: {err}");
             return 2;
         }
     };
@@ -96,14 +96,14 @@ pub fn run(args: &Args) -> u8 {
         },
     };
     if args.json {
-        println!("{}", json(&name, &selected));
+        outln!("{}", json(&name, &selected));
     } else if args.path.is_some() {
         for definition in selected {
             let at = parsed.source().position(definition.range().start);
-            println!("{name}:{}:{}: {}", at.line, at.column, summary(definition, None));
+            outln!("{name}:{}:{}: {}", at.line, at.column, summary(definition, None));
         }
     } else {
-        print!("{}", tree(&parsed));
+        out!("{}", tree(&parsed));
     }
     0
 }
