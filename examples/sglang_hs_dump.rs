@@ -367,8 +367,15 @@ fn installed(python: &str) -> Result<PathBuf, String> {
 /// Writes the demo model into a fresh private temporary folder (created exclusively, mode 0700),
 /// which is left for inspection.
 fn demo_copy() -> Result<PathBuf, String> {
-    let dir = tempfile::Builder::new()
-        .prefix("sglang_hs_dump-demo-")
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("sglang_hs_dump-demo-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // tempfile creates folders with 0777 less the umask unless told otherwise.
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    let dir = builder
         .tempdir()
         .map_err(|err| format!("cannot create a temporary folder for the demo copy: {err}"))?
         .keep();
