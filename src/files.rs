@@ -42,6 +42,8 @@ pub struct DiskFile {
     bytes: Vec<u8>,
     source: SourceFile,
     links: u64,
+    /// Device and inode when read: two names of one file (hard links) are one file.
+    identity: (u64, u64),
 }
 
 impl DiskFile {
@@ -62,6 +64,7 @@ impl DiskFile {
             bytes,
             source,
             links: sys::links(&meta),
+            identity: sys::identity(&meta),
         })
     }
 
@@ -419,6 +422,22 @@ mod tests {
     }
 
     #[test]
+    fn hundreds_of_files_in_one_change() {
+        // Two descriptors per file while the change is staged: 200 files stay well under the
+        // usual limit of 1024.
+        let dir = temp();
+        let files: Vec<DiskFile> = (0..200)
+            .map(|i| DiskFile::read(&file(dir.path(), &format!("m{i}.py"), "x = 1\n")).unwrap())
+            .collect();
+        let changes: Vec<(&DiskFile, &str)> = files.iter().map(|f| (f, "x = 2\n")).collect();
+        write_all(&changes).unwrap();
+        for f in &files {
+            assert_eq!(fs::read_to_string(f.path()).unwrap(), "x = 2\n");
+        }
+        assert_eq!(names(dir.path()).len(), 200, "no temp file is left");
+    }
+
+    #[test]
     fn one_file_twice_is_refused() {
         let dir = temp();
         let path = file(dir.path(), "m.py", "x = 1\n");
@@ -426,6 +445,13 @@ mod tests {
         std::os::unix::fs::symlink(&path, &link).unwrap();
         let (a, b) = (DiskFile::read(&path).unwrap(), DiskFile::read(&link).unwrap());
         let err = write_all(&[(&a, "x = 2\n"), (&b, "x = 3\n")]).unwrap_err();
+        assert!(err.to_string().contains("the same file is given twice"), "{err}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 1\n");
+        // A hard link is the same file under another name too.
+        let hard = dir.path().join("h.py");
+        fs::hard_link(&path, &hard).unwrap();
+        let c = DiskFile::read(&hard).unwrap();
+        let err = write_all(&[(&a, "x = 2\n"), (&c, "x = 3\n")]).unwrap_err();
         assert!(err.to_string().contains("the same file is given twice"), "{err}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "x = 1\n");
     }

@@ -345,6 +345,15 @@ fn hard_links_are_broken_and_said() {
     let file = dir.write("m.py", MODEL);
     let other = dir.path().join("other.py");
     fs::hard_link(&file, &other).unwrap();
+    // Both names at once: one file, planned twice from the same bytes; refused, nothing written.
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file, &other]);
+    assert_exit(&output, 2);
+    assert!(
+        text(&output.stderr).contains("other.py:1:1: cannot write: the same file is given twice"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(fs::read_to_string(&file).unwrap(), MODEL);
     let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file]);
     assert_exit(&output, 0);
     assert!(

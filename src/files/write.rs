@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use tempfile::NamedTempFile;
+use tempfile::{NamedTempFile, TempPath};
 
 use super::{io_error, read, sys, DiskFile};
 use crate::error::{Error, Location};
@@ -43,15 +43,24 @@ const TEMP_RANDOM: usize = 10;
 pub fn write_all(changes: &[(&DiskFile, &str)]) -> Result<(), Error> {
     let mut order: Vec<&(&DiskFile, &str)> = changes.iter().collect();
     order.sort_by(|a, b| a.0.real.cmp(&b.0.real));
-    for pair in order.windows(2) {
-        if pair[0].0.real == pair[1].0.real {
+    // One file under two names (a link, a hard link) would be planned twice from the same bytes,
+    // and its second lock would wait on the first.
+    let mut paths = std::collections::HashSet::new();
+    let mut inodes = std::collections::HashSet::new();
+    for (file, _) in &order {
+        let known = file.identity != (0, 0);
+        if !paths.insert(&file.real) || (known && !inodes.insert(file.identity)) {
             let source = io::Error::new(io::ErrorKind::InvalidInput, "the same file is given twice");
-            return Err(io_error(pair[1].0.name(), "cannot write", source));
+            return Err(io_error(file.name(), "cannot write", source));
         }
     }
     let backups = changes.len() > 1;
     let mut staged = Vec::with_capacity(order.len());
+    let mut cleaned = std::collections::BTreeSet::new();
     for (file, text) in order {
+        if cleaned.insert(folder(file)) {
+            remove_stale(folder(file));
+        }
         staged.push(Staged::new(file, text, backups)?);
     }
     for k in 0..staged.len() {
@@ -59,9 +68,9 @@ pub fn write_all(changes: &[(&DiskFile, &str)]) -> Result<(), Error> {
             return Err(roll_back(&mut staged[..k], err));
         }
     }
-    for s in &staged {
+    for path in cleaned {
         // The renames are done; a folder that cannot be synced does not undo them.
-        let _ = File::open(folder(s.file)).and_then(|f| f.sync_all());
+        let _ = File::open(path).and_then(|f| f.sync_all());
     }
     Ok(())
 }
@@ -76,8 +85,9 @@ struct Staged<'f> {
     temp: Option<NamedTempFile>,
     /// The renamed file, locked so that another writer waits until the change is final.
     _placed: Option<File>,
-    /// The old bytes, owner and mode, to put back when a later file fails.
-    backup: Option<NamedTempFile>,
+    /// The old bytes, owner and mode, to put back when a later file fails (closed: a change to
+    /// many files holds two descriptors per file, not three).
+    backup: Option<TempPath>,
 }
 
 impl<'f> Staged<'f> {
@@ -88,13 +98,12 @@ impl<'f> Staged<'f> {
             return Err(changed(name));
         }
         let folder = folder(file);
-        remove_stale(folder);
         let temp = stage(folder, &guard_meta, text.as_bytes()).map_err(|e| io_error(name, "cannot write", e))?;
         // Nobody else has the temp file open yet, so the lock is ours at once.
         let _ = sys::try_lock(temp.as_file());
         let backup = if backup {
             let old = stage(folder, &guard_meta, &file.bytes).map_err(|e| io_error(name, "cannot write", e))?;
-            Some(old)
+            Some(old.into_temp_path())
         } else {
             None
         };
@@ -146,7 +155,7 @@ fn roll_back(done: &mut [Staged<'_>], cause: Error) -> Error {
         let result = match s.backup.take() {
             #[cfg(test)]
             Some(_) if faults::FAIL_ROLLBACK.with(std::cell::Cell::get) => Err(io::Error::other("injected failure")),
-            Some(backup) => backup.persist(&s.file.real).map(drop).map_err(|e| e.error),
+            Some(backup) => backup.persist(&s.file.real).map_err(|e| e.error),
             None => Err(io::Error::other("no backup")),
         };
         match result {
