@@ -9,8 +9,8 @@
 //!
 //! Exit codes: 0 success (for `--check`: up to date); 1 a hook could not be placed, the markers
 //! were edited by hand, or `--check` found work; 2 bad usage or input that cannot be read or
-//! parsed; 3 the report could not be written to standard output (closed pipe, full disk), the
-//! file is as it would otherwise be.
+//! parsed; 3 the command succeeded but its report could not be written to standard output
+//! (closed pipe, full disk).
 
 #[macro_use]
 #[path = "shared/output.rs"]
@@ -407,7 +407,7 @@ fn fail(json: bool, file: &Path, message: &str, code: u8) -> u8 {
             serde_json::json!({"file": file.display().to_string(), "error": message})
         );
     } else {
-        eprintln!("{message}");
+        errln!("{message}");
     }
     code
 }
@@ -423,11 +423,11 @@ fn apply(recipe: &Recipe, file: &DiskFile, json: bool) -> Result<Patched, u8> {
             let value = serde_json::json!({"file": file.path().display().to_string(), "error": "a hook could not be placed; nothing was written", "hooks": outcomes});
             outln!("{value}");
         } else {
-            eprintln!("Cannot patch {}", file.path().display());
+            errln!("Cannot patch {}", file.path().display());
             for outcome in &outcomes {
-                eprintln!("  - {}", report::outcome_line(outcome));
+                errln!("  - {}", report::outcome_line(outcome));
             }
-            eprintln!("nothing was written");
+            errln!("nothing was written");
         }
         return Err(1);
     }
@@ -496,7 +496,7 @@ fn run(args: &Args) -> u8 {
             return fail(args.json, &path, &err.to_string(), exit_code(&err));
         }
         if file.hard_links() > 1 {
-            eprintln!(
+            errln!(
                 "note: {} had {} hard links; it is now a file of its own, the other names keep the old content",
                 path.display(),
                 file.hard_links()
@@ -573,7 +573,7 @@ fn run(args: &Args) -> u8 {
         }
         (_, true) => {
             out!("{diff}");
-            eprintln!("dry run: nothing was written to {}", patched.name());
+            errln!("dry run: nothing was written to {}", patched.name());
             return code;
         }
         (Mode::Revert, false) => {

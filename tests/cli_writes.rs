@@ -584,6 +584,22 @@ fn a_closed_or_full_stdout_exits_3_after_writing_the_file() {
             assert_exit(&output, 3);
         }
         assert_eq!(fs::read_to_string(&file).unwrap(), MODEL, "the revert was written");
+        // A failure keeps its own exit code: `check` finds work (1), a missing file (2).
+        let output = run_with_stdout(
+            pysplice(),
+            &[p("check"), p("--spec"), &spec, &file],
+            stdout(),
+            dir.path(),
+        );
+        assert_exit(&output, 1);
+        let missing = dir.path().join("missing.py");
+        let output = run_with_stdout(
+            pysplice(),
+            &[p("apply"), p("--json"), p("--spec"), &spec, &missing],
+            stdout(),
+            dir.path(),
+        );
+        assert_exit(&output, 2);
 
         let model = dir.write("deepseek_v2.py", include_str!("../examples/data/demo_model.py"));
         let output = run_with_stdout(hs_dump(), &[&model], stdout(), dir.path());
@@ -602,6 +618,29 @@ fn a_closed_or_full_stdout_exits_3_after_writing_the_file() {
             fs::read_to_string(&model).unwrap(),
             include_str!("../examples/data/demo_model.py")
         );
+    }
+}
+
+/// A standard error that cannot be written (`2> /dev/full`) is ignored: no panic, the usual exit
+/// code.
+#[test]
+fn a_full_stderr_is_ignored() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let missing = dir.path().join("missing.py");
+    for binary in [pysplice(), hs_dump()] {
+        let args: Vec<&Path> = if binary == pysplice() {
+            vec![p("apply"), p("--spec"), &spec, &missing]
+        } else {
+            vec![&missing]
+        };
+        let output = Command::new(binary)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(fs::File::options().write(true).open("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        assert_exit(&output, 2);
     }
 }
 

@@ -59,11 +59,11 @@ pub fn run(args: &Args) -> u8 {
         match Target::parse(path, &name) {
             Ok(Target::Definition { .. }) => {}
             Ok(Target::Module) => {
-                eprintln!("error: `module` is the whole file, not a definition; leave PATH out to see the outline");
+                errln!("error: `module` is the whole file, not a definition; leave PATH out to see the outline");
                 return 2;
             }
             Err(err) => {
-                eprintln!("error: {err}");
+                errln!("error: {err}");
                 return 2;
             }
         }
@@ -71,14 +71,14 @@ pub fn run(args: &Args) -> u8 {
     let bytes = match pysplice::files::read_bytes(&args.file) {
         Ok(bytes) => bytes,
         Err(err) => {
-            eprintln!("error: {err}");
+            errln!("error: {err}");
             return 2;
         }
     };
     let parsed = match SourceFile::from_bytes(name.clone(), bytes).and_then(ParsedFile::parse) {
         Ok(parsed) => parsed,
         Err(err) => {
-            eprintln!("error: {err}");
+            errln!("error: {err}");
             return 2;
         }
     };
@@ -87,7 +87,7 @@ pub fn run(args: &Args) -> u8 {
         Some(path) => match parsed.locate(path) {
             Ok(found) => vec![found],
             Err(err) => {
-                eprintln!("error: {err}");
+                errln!("error: {err}");
                 return match err {
                     Error::NotFound { .. } | Error::Ambiguous { .. } | Error::BadPath { .. } => 1,
                     _ => 2,

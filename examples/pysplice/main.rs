@@ -1,8 +1,8 @@
 //! `pysplice`: the general command-line front end of the pysplice library.
 //!
 //! Exit codes: 0 success, 1 not found / ambiguous / a hook could not be placed / check found work,
-//! 2 bad usage or input that cannot be read or parsed, 3 the report could not be written to
-//! standard output (closed pipe, full disk): the files are as they would otherwise be.
+//! 2 bad usage or input that cannot be read or parsed, 3 the command succeeded but its report
+//! could not be written to standard output (closed pipe, full disk).
 
 #[macro_use]
 #[path = "../shared/output.rs"]

@@ -51,13 +51,13 @@ fn load_recipe(path: &Path) -> Result<Recipe, u8> {
     // Regular files only, within the size limit: `--spec /dev/stdin` or a FIFO is refused, not waited on.
     let text = pysplice::files::read_text(path).map_err(|err| {
         match &err {
-            Error::Io { source, .. } => eprintln!("{name}: cannot read the spec: {source}"),
-            _ => eprintln!("{err}"),
+            Error::Io { source, .. } => errln!("{name}: cannot read the spec: {source}"),
+            _ => errln!("{err}"),
         }
         2
     })?;
     Recipe::from_toml(&name, &text).map_err(|err| {
-        eprintln!("{err}");
+        errln!("{err}");
         2
     })
 }
@@ -82,7 +82,7 @@ fn run_all(
     for path in &args.files {
         let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
         if seen.contains(&key) {
-            eprintln!("{}: given more than once", path.display());
+            errln!("{}: given more than once", path.display());
             return Err(2);
         }
         seen.push(key);
@@ -101,7 +101,7 @@ fn run_all(
                     let value = serde_json::json!({"file": path.display().to_string(), "error": err.to_string()});
                     outln!("{value}");
                 } else {
-                    eprintln!("{err}");
+                    errln!("{err}");
                 }
                 worst = worst.max(exit_code(&err));
             }
@@ -109,7 +109,7 @@ fn run_all(
     }
     if worst > 0 {
         if !args.json {
-            eprintln!("nothing was written");
+            errln!("nothing was written");
         }
         return Err(worst);
     }
@@ -133,16 +133,16 @@ fn write_changed(done: &[(DiskFile, Patched)], json: bool) -> Result<(), u8> {
             let value = serde_json::json!({"file": err.location().file, "error": err.to_string()});
             outln!("{value}");
         } else {
-            eprintln!("{err}");
+            errln!("{err}");
             if !partial {
-                eprintln!("nothing was written");
+                errln!("nothing was written");
             }
         }
         return Err(exit_code(&err));
     }
     for (file, _) in changes {
         if file.hard_links() > 1 {
-            eprintln!(
+            errln!(
                 "note: {} had {} hard links; it is now a file of its own, the other names keep the old content",
                 file.path().display(),
                 file.hard_links()
