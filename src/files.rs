@@ -8,9 +8,10 @@
 //! writes over a change made since the file was read:
 //! - the new text goes into a temp file created exclusively (`O_CREAT|O_EXCL`, so a planted file
 //!   or link of that name is never followed) under an unpredictable name of bounded length in the
-//!   target's folder, with the target's owner, group and mode set on the open handle before any
-//!   byte is written (owner and group where the process may change them; set-id bits are dropped
-//!   when it may not), then fsynced, renamed over the target, and the folder fsynced;
+//!   target's folder, with the target's owner, group, mode and extended attributes set on the
+//!   open handle before any byte is written (owner and group where the process may change them;
+//!   set-id bits are dropped when it may not), then fsynced, renamed over the target, and the
+//!   folder fsynced;
 //! - the target is locked (`flock`, advisory: other pysplice processes wait) and its bytes are
 //!   compared with those read, again right before the rename; a difference is
 //!   [`Error::Changed`] and nothing is written;
@@ -183,6 +184,30 @@ mod tests {
         let meta = fs::metadata(&path).unwrap();
         assert_eq!(meta.mode() & 0o7777, 0o751);
         assert_eq!((meta.uid(), meta.gid()), owner);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
+    }
+
+    #[test]
+    fn extended_attributes_are_kept() {
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        let name = c"user.pysplice-test";
+        // SAFETY: NUL-terminated path and name, a 5-byte value.
+        let rc = unsafe { libc::setxattr(c_path.as_ptr(), name.as_ptr(), b"hello".as_ptr().cast(), 5, 0) };
+        if rc != 0 {
+            eprintln!(
+                "skipping: this file system holds no user extended attributes ({})",
+                std::io::Error::last_os_error()
+            );
+            return;
+        }
+        DiskFile::read(&path).unwrap().write("x = 2\n").unwrap();
+        let mut value = [0u8; 16];
+        // SAFETY: `value` has room for 16 bytes.
+        let len = unsafe { libc::getxattr(c_path.as_ptr(), name.as_ptr(), value.as_mut_ptr().cast(), 16) };
+        assert_eq!(len, 5, "{}", std::io::Error::last_os_error());
+        assert_eq!(&value[..5], b"hello");
         assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
     }
 

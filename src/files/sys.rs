@@ -71,6 +71,43 @@ mod imp {
         meta.nlink()
     }
 
+    /// Copies the extended attributes of `from` onto `to` (POSIX ACLs, the SELinux label, user
+    /// attributes), as `sed -i` keeps ACLs and the security context. Each one the process may not
+    /// set, or the file system does not hold, is left out.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn copy_xattrs(from: &File, to: &File) {
+        let (from, to) = (from.as_raw_fd(), to.as_raw_fd());
+        // SAFETY: a null buffer of size 0 asks for the size of the list.
+        let size = unsafe { libc::flistxattr(from, std::ptr::null_mut(), 0) };
+        let Ok(size) = usize::try_from(size) else { return };
+        if size == 0 {
+            return;
+        }
+        let mut names = vec![0u8; size];
+        // SAFETY: `names` has room for `size` bytes.
+        let size = unsafe { libc::flistxattr(from, names.as_mut_ptr().cast(), names.len()) };
+        let Ok(size) = usize::try_from(size) else { return };
+        // The list is NUL-terminated names, one after the other.
+        for name in names[..size.min(names.len())].split_inclusive(|b| *b == 0) {
+            if name.last() != Some(&0) || name.len() < 2 {
+                continue;
+            }
+            let name = name.as_ptr().cast();
+            // SAFETY: `name` is NUL-terminated inside `names`; a null buffer asks for the size.
+            let len = unsafe { libc::fgetxattr(from, name, std::ptr::null_mut(), 0) };
+            let Ok(len) = usize::try_from(len) else { continue };
+            let mut value = vec![0u8; len];
+            // SAFETY: `value` has room for `len` bytes.
+            let len = unsafe { libc::fgetxattr(from, name, value.as_mut_ptr().cast(), value.len()) };
+            let Ok(len) = usize::try_from(len) else { continue };
+            // SAFETY: `value[..len]` was filled by fgetxattr.
+            let _ = unsafe { libc::fsetxattr(to, name, value.as_ptr().cast(), len.min(value.len()), 0) };
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn copy_xattrs(_from: &File, _to: &File) {}
+
     pub(crate) fn owned_by_me(meta: &Metadata) -> bool {
         // SAFETY: geteuid has no preconditions and cannot fail.
         meta.uid() == unsafe { libc::geteuid() }
@@ -136,6 +173,8 @@ mod imp {
     pub(crate) fn links(_meta: &Metadata) -> u64 {
         1
     }
+
+    pub(crate) fn copy_xattrs(_from: &File, _to: &File) {}
 
     pub(crate) fn owned_by_me(_meta: &Metadata) -> bool {
         true

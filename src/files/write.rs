@@ -98,11 +98,13 @@ impl<'f> Staged<'f> {
             return Err(changed(name));
         }
         let folder = folder(file);
-        let temp = stage(folder, &guard_meta, text.as_bytes()).map_err(|e| io_error(name, "cannot write", e))?;
+        let temp =
+            stage(folder, (&guard, &guard_meta), text.as_bytes()).map_err(|e| io_error(name, "cannot write", e))?;
         // Nobody else has the temp file open yet, so the lock is ours at once.
         let _ = sys::try_lock(temp.as_file());
         let backup = if backup {
-            let old = stage(folder, &guard_meta, &file.bytes).map_err(|e| io_error(name, "cannot write", e))?;
+            let old =
+                stage(folder, (&guard, &guard_meta), &file.bytes).map_err(|e| io_error(name, "cannot write", e))?;
             Some(old.into_temp_path())
         } else {
             None
@@ -208,8 +210,9 @@ fn lock_current(file: &DiskFile) -> Result<(File, Metadata), Error> {
     }
 }
 
-/// A new temp file in `folder` holding `bytes`, with the owner, group and mode of `like`.
-fn stage(folder: &Path, like: &Metadata, bytes: &[u8]) -> io::Result<NamedTempFile> {
+/// A new temp file in `folder` holding `bytes`, with the owner, group, mode and extended
+/// attributes of `like`.
+fn stage(folder: &Path, (like_file, like): (&File, &Metadata), bytes: &[u8]) -> io::Result<NamedTempFile> {
     let prefix = format!("{TEMP_PREFIX}{}-", std::process::id());
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(TEMP_SUFFIX).rand_bytes(TEMP_RANDOM);
@@ -223,6 +226,7 @@ fn stage(folder: &Path, like: &Metadata, bytes: &[u8]) -> io::Result<NamedTempFi
     // Owner first: changing the owner clears set-id bits, the mode then sets what it should be.
     let owner_kept = sys::copy_owner(temp.as_file(), like);
     sys::copy_mode(temp.as_file(), like, owner_kept)?;
+    sys::copy_xattrs(like_file, temp.as_file());
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;
     Ok(temp)
