@@ -56,7 +56,7 @@ impl DiskFile {
     pub fn read(path: &Path) -> Result<DiskFile, Error> {
         let name = path.display().to_string();
         let real = std::fs::canonicalize(path).map_err(|source| io_error(&name, "cannot read", source))?;
-        let (mut handle, meta) = read::open_regular(&real, &name, false)?;
+        let (mut handle, meta) = read::open_regular(&real, &name, read::Open::NoFollow)?;
         let bytes = read::read_handle(&mut handle, &name)?;
         let source = SourceFile::from_bytes(name, bytes.clone())?;
         Ok(DiskFile {

@@ -22,7 +22,7 @@ pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// limit; [`Error::Io`] when it cannot be opened or read.
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     let name = path.display().to_string();
-    let (mut file, _) = open_regular(path, &name, true)?;
+    let (mut file, _) = open_regular(path, &name, Open::Follow)?;
     read_handle(&mut file, &name)
 }
 
@@ -36,17 +36,33 @@ pub fn read_text(path: &Path) -> Result<String, Error> {
     SourceFile::from_bytes(name, bytes).map(|source| source.text().to_string())
 }
 
+/// How [`open_regular`] opens.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Open {
+    /// For reading, following a final symbolic link.
+    Follow,
+    /// For reading, refusing a final symbolic link.
+    NoFollow,
+    /// For locking, refusing a final symbolic link.
+    ToLock,
+}
+
 /// Opens `path` for reading and checks, on the handle, that it is a regular file within the size
 /// limit. A look at the path first gives the same answer without opening a device at all (opening
 /// some devices has effects); the handle's answer is the one that counts.
-pub(crate) fn open_regular(path: &Path, name: &str, follow: bool) -> Result<(File, Metadata), Error> {
-    let before = if follow {
+pub(crate) fn open_regular(path: &Path, name: &str, how: Open) -> Result<(File, Metadata), Error> {
+    let before = if how == Open::Follow {
         std::fs::metadata(path)
     } else {
         std::fs::symlink_metadata(path)
     };
     check(&before.map_err(|source| io_error(name, "cannot read", source))?, name)?;
-    let file = sys::open_read(path, follow).map_err(|source| io_error(name, "cannot open", source))?;
+    let file = match how {
+        Open::Follow => sys::open_read(path, true),
+        Open::NoFollow => sys::open_read(path, false),
+        Open::ToLock => sys::open_to_lock(path),
+    };
+    let file = file.map_err(|source| io_error(name, "cannot open", source))?;
     let meta = file
         .metadata()
         .map_err(|source| io_error(name, "cannot read", source))?;

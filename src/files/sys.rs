@@ -34,6 +34,18 @@ mod imp {
         OpenOptions::new().read(true).custom_flags(flags).open(path)
     }
 
+    /// Opens to lock: read-write where the process may, because NFS grants an exclusive lock only
+    /// on a handle open for writing; read-only otherwise (the lock then works locally).
+    pub(crate) fn open_to_lock(path: &Path) -> Io<File> {
+        let flags = libc::O_NONBLOCK | libc::O_NOFOLLOW;
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(flags)
+            .open(path)
+            .or_else(|_| open_read(path, false))
+    }
+
     pub(crate) fn identity(meta: &Metadata) -> (u64, u64) {
         (meta.dev(), meta.ino())
     }
@@ -152,6 +164,10 @@ mod imp {
 
     pub(crate) fn open_read(path: &Path, _follow: bool) -> Io<File> {
         OpenOptions::new().read(true).open(path)
+    }
+
+    pub(crate) fn open_to_lock(path: &Path) -> Io<File> {
+        open_read(path, false)
     }
 
     pub(crate) fn identity(_meta: &Metadata) -> (u64, u64) {

@@ -187,7 +187,7 @@ fn lock_current(file: &DiskFile) -> Result<(File, Metadata), Error> {
     let start = Instant::now();
     loop {
         // Never through a link: the path resolved when the file was read must still be the file.
-        let (guard, meta) = read::open_regular(&file.real, name, false)?;
+        let (guard, meta) = read::open_regular(&file.real, name, read::Open::ToLock)?;
         loop {
             match sys::try_lock(&guard).map_err(|e| io_error(name, "cannot lock", e))? {
                 sys::Lock::Held | sys::Lock::Unsupported => break,
