@@ -214,20 +214,45 @@ fn a_locked_file_is_not_written_and_nothing_is_reported() {
     let dir = Dir::new();
     let spec = dir.spec();
     let file = dir.write("m.py", MODEL);
-    let holder = fs::File::open(&file).unwrap();
-    // SAFETY: flock on a descriptor `holder` keeps open.
-    assert_eq!(unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX) }, 0);
-    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file]);
-    drop(holder);
-    assert_exit(&output, 1);
-    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+    let demo = include_str!("../examples/data/demo_model.py");
+    let model = dir.write("deepseek_v2.py", demo);
+    let lock = |path: &Path| {
+        let holder = fs::File::open(path).unwrap();
+        // SAFETY: flock on a descriptor `holder` keeps open.
+        assert_eq!(unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX) }, 0);
+        holder
+    };
+    let holders = (lock(&file), lock(&model));
+    let spawn = |binary: &Path, args: &[&Path]| {
+        Command::new(binary)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // Both wait for the lock at the same time.
+    let apply = spawn(pysplice(), &[p("apply"), p("--spec"), &spec, &file]);
+    let dump = spawn(hs_dump(), &[p("--json"), &model]);
+    let (apply, dump) = (finish(apply), finish(dump));
+    drop(holders);
+    assert_exit(&apply, 1);
+    assert!(apply.stdout.is_empty(), "{}", text(&apply.stdout));
     assert!(
-        text(&output.stderr).contains("m.py:1:1: another process keeps the file locked; nothing was written"),
+        text(&apply.stderr).contains("m.py:1:1: another process keeps the file locked; nothing was written"),
         "{}",
-        text(&output.stderr)
+        text(&apply.stderr)
     );
     assert_eq!(fs::read_to_string(&file).unwrap(), MODEL);
-    assert_eq!(dir.names(), ["a.toml", "m.py"]);
+    assert_exit(&dump, 1);
+    let value: serde_json::Value = serde_json::from_slice(&dump.stdout).unwrap();
+    assert!(value.get("changed").is_none(), "{value}");
+    assert!(value["error"]
+        .as_str()
+        .unwrap()
+        .contains("another process keeps the file locked"));
+    assert_eq!(fs::read_to_string(&model).unwrap(), demo);
+    assert_eq!(dir.names(), ["a.toml", "deepseek_v2.py", "m.py"]);
 }
 
 // ------------------------------------------------------------------------------------------------
