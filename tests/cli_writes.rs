@@ -82,8 +82,13 @@ fn finish(mut child: Child) -> Output {
     child.wait_with_output().expect("output")
 }
 
+/// Runs `binary` under a 4 GiB address-space limit: should reading `/dev/zero` ever come back,
+/// the run fails instead of taking the machine's memory.
 fn run(binary: &Path, args: &[&Path]) -> Output {
-    let child = Command::new(binary)
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 4194304 && exec \"$0\" \"$@\"")
+        .arg(binary)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -19,7 +19,12 @@ fn frame(body: &serde_json::Value) -> String {
 /// Initializes the server on `root`, shuts it down, and returns what it did; kills it (and fails)
 /// if it hangs.
 fn session(root: &Path) -> Output {
-    let mut child = Command::new(common::example_binary("pysplice_lsp"))
+    // Under a 4 GiB address-space limit: should reading `/dev/zero` ever come back, the server
+    // fails instead of taking the machine's memory.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 4194304 && exec \"$0\"")
+        .arg(common::example_binary("pysplice_lsp"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

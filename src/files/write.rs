@@ -4,8 +4,8 @@
 //! The steps, per file, in path order (so that two processes lock shared files in one order):
 //! lock the file (and make sure the path still names the locked file: a writer that held the
 //! lock may have replaced it), compare its bytes with those read, write the new text into a temp
-//! file created exclusively under an unpredictable name (owner, group and mode copied on the handle
-//! before any byte is written), and fsync it. Only when every file is staged: per file, compare
+//! file created exclusively under an unpredictable name (owner, group, mode and extended
+//! attributes copied on the handle before any byte is written), and fsync it. Only when every file is staged: per file, compare
 //! the bytes once more and rename. A failed rename puts back the files already renamed (from
 //! backups staged the same way); the folders are fsynced at the end.
 
