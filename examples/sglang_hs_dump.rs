@@ -264,12 +264,22 @@ fn resolve(path: &Path) -> Result<PathBuf, String> {
 }
 
 /// Finds where `python` would import `sglang` from, without importing it: isolated mode (`-I`: the
-/// current directory, `PYTHONPATH` and the user site are not searched, so a `sglang/` folder
-/// where the command runs decides nothing) and `importlib.util.find_spec`, which locates the
-/// package without running its code. Prints one JSON object.
+/// current directory and `PYTHONPATH` are not searched, so a `sglang/` folder where the command
+/// runs decides nothing) and `importlib.util.find_spec`, which locates the package without running
+/// its code. `-I` also leaves out the per-user site-packages (`pip install --user`), which a plain
+/// start searches outside virtual environments: it is put back where a plain start has it. Prints
+/// one JSON object.
 const FIND_SGLANG: &str = r#"
-import importlib.util, json, sys
+import importlib.util, json, os, site, sys
 answer = {"executable": sys.executable, "version": sys.version.split()[0]}
+try:
+    user = site.getusersitepackages()
+    same_user = not hasattr(os, "geteuid") or os.geteuid() == os.getuid()
+    if sys.prefix == sys.base_prefix and same_user and os.path.isdir(user) and user not in sys.path:
+        sites = [i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))]
+        sys.path.insert(sites[0] if sites else len(sys.path), user)
+except Exception:
+    pass
 try:
     spec = importlib.util.find_spec("sglang")
 except Exception as err:

@@ -723,6 +723,40 @@ fn cli_installed_locates_without_importing() {
         assert!(stderr.contains(message), "{message}\n{stderr}");
         assert_eq!(std::fs::read(&decoy).unwrap(), decoy_before, "the decoy was patched");
     };
+    // A per-user install (`pip install --user`) of the interpreter outside a venv is found, as a
+    // plain start finds it; the decoy still does not count.
+    let home = root.join("home");
+    let ask_home = |code: &str| -> String {
+        let output = Command::new("python3")
+            .args(["-I", "-c", code])
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        text(&output.stdout).trim().to_string()
+    };
+    if ask_home("import sys; print(sys.prefix == sys.base_prefix)") == "True" {
+        let user_site = PathBuf::from(ask_home("import site; print(site.getusersitepackages())"));
+        assert!(user_site.starts_with(&home), "{}", user_site.display());
+        let user_file = user_site.join("sglang/srt/models/deepseek_v2.py");
+        write(&user_file, &original("0.5.23"));
+        write(&user_site.join("sglang/__init__.py"), "raise ImportError('numpy')\n");
+        let output = Command::new(binary())
+            .args(["--installed", "--check"])
+            .current_dir(&cwd)
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 1, "{}{}", text(&output.stdout), text(&output.stderr));
+        assert!(
+            text(&output.stdout).starts_with(&format!("{}: needs apply", user_file.display())),
+            "{}{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        );
+    } else {
+        eprintln!("skipping the per-user install: python3 runs inside a virtual environment here");
+    }
+
     // No SGLang at all: the decoy in the current directory and PYTHONPATH do not count.
     let (bare, _) = venv(&root.join("bare"));
     fails(&bare, &format!("no installed SGLang: `{}` (", bare.display()));
