@@ -48,7 +48,8 @@ pub struct MatrixArgs {
 /// Reads the recipe; on failure prints the error and gives exit code 2.
 fn load_recipe(path: &Path) -> Result<Recipe, u8> {
     let name = path.display().to_string();
-    // Regular files only, within the size limit: `--spec /dev/stdin` or a FIFO is refused, not waited on.
+    // Regular files only, within the size limit: a FIFO (or `/dev/stdin` fed by a pipe) is refused,
+    // not waited on.
     let text = pysplice::files::read_text(path).map_err(|err| {
         match &err {
             Error::Io { source, .. } => errln!("{name}: cannot read the spec: {source}"),
