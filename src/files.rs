@@ -17,8 +17,8 @@
 //!   [`Error::Changed`] and nothing is written;
 //! - a symbolic link is written through: the file it points to (resolved when it is read) is
 //!   replaced, the link stays;
-//! - a file with several hard links gets a new inode, as with `sed -i` and GNU patch: the other
-//!   names keep the old content ([`DiskFile::hard_links`] tells the caller);
+//! - a file with several hard links gets a new inode, as with `sed -i`: the other names keep the
+//!   old content ([`DiskFile::hard_links`] tells the caller);
 //! - temp files that a dead pysplice process left behind (same user, older than 15 minutes) are
 //!   removed when writing into their folder.
 

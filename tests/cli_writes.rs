@@ -366,7 +366,7 @@ fn a_symlinked_target_is_written_through() {
     assert_eq!(real_dir.names(), ["real.py"]);
 }
 
-/// A file with several hard links becomes a file of its own (as with `sed -i` and GNU patch);
+/// A file with several hard links becomes a file of its own (as with `sed -i`);
 /// the command says so, and the other name keeps the old bytes.
 #[test]
 fn hard_links_are_broken_and_said() {
