@@ -430,7 +430,13 @@ mod tests {
         let err = write_all(&changes).unwrap_err();
         faults::FAIL_COMMIT.with(|f| f.set(None));
         faults::FAIL_ROLLBACK.with(|f| f.set(false));
-        let Error::PartialWrite { written, restored, .. } = &err else {
+        let Error::PartialWrite {
+            written,
+            restored,
+            failures,
+            ..
+        } = &err
+        else {
             panic!("{err}");
         };
         let a = dir.path().join("a.py").display().to_string();
@@ -444,6 +450,14 @@ mod tests {
         assert_eq!(fs::read_to_string(&a).unwrap(), "new\n");
         assert_eq!(fs::read_to_string(&b).unwrap(), "new\n");
         assert_eq!(fs::read_to_string(dir.path().join("c.py")).unwrap(), "# c.py\n");
+        // The copies of the old bytes are kept and named, for putting back by hand.
+        assert_eq!(failures.len(), 2);
+        for (failure, (name, old)) in failures.iter().zip([(&b, "# b.py\n"), (&a, "# a.py\n")]) {
+            let (head, copy) = failure.split_once("; its old bytes are in ").expect(failure);
+            assert_eq!(head, format!("{name}: injected failure"));
+            assert_eq!(fs::read_to_string(copy).unwrap(), old, "{failure}");
+            assert!(err.to_string().contains(failure.as_str()), "{err}");
+        }
     }
 
     #[test]

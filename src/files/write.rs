@@ -154,16 +154,31 @@ fn roll_back(done: &mut [Staged<'_>], cause: Error) -> Error {
     let mut failures = Vec::new();
     for s in done.iter_mut().rev() {
         let name = s.file.name().to_string();
-        let result = match s.backup.take() {
-            #[cfg(test)]
-            Some(_) if faults::FAIL_ROLLBACK.with(std::cell::Cell::get) => Err(io::Error::other("injected failure")),
-            Some(backup) => backup.persist(&s.file.real).map_err(|e| e.error),
-            None => Err(io::Error::other("no backup")),
+        let Some(backup) = s.backup.take() else {
+            failures.push(format!("{name}: no copy of its old bytes"));
+            written.push(name);
+            continue;
         };
+        #[cfg(test)]
+        let result = if faults::FAIL_ROLLBACK.with(std::cell::Cell::get) {
+            Err(tempfile::PathPersistError {
+                error: io::Error::other("injected failure"),
+                path: backup,
+            })
+        } else {
+            backup.persist(&s.file.real)
+        };
+        #[cfg(not(test))]
+        let result = backup.persist(&s.file.real);
         match result {
             Ok(()) => restored.push(name),
             Err(err) => {
-                failures.push(format!("{name}: {err}"));
+                // The copy of the old bytes stays, for putting back by hand.
+                let kept = err
+                    .path
+                    .keep()
+                    .map_or_else(|_| "lost".to_string(), |p| p.display().to_string());
+                failures.push(format!("{name}: {}; its old bytes are in {kept}", err.error));
                 written.push(name);
             }
         }
