@@ -572,8 +572,15 @@ fn load_recipes(root: Option<&Path>, options: Option<&serde_json::Value>) -> (Ve
         let Some(config) = root.map(|r| r.join("pysplice.toml")) else {
             return Vec::new();
         };
-        let Ok(text) = std::fs::read_to_string(&config) else {
-            return Vec::new();
+        // Regular files only, within the size limit: a `pysplice.toml` that is a FIFO or a link to
+        // `/dev/zero` (in an untrusted repository) is reported, never waited on or drained.
+        let text = match pysplice::files::read_text(&config) {
+            Ok(text) => text,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+            Err(err) => {
+                problems.push(err.to_string());
+                return Vec::new();
+            }
         };
         let list = toml::from_str::<toml::Table>(&text)
             .map_err(|err| err.to_string())
@@ -597,9 +604,9 @@ fn load_recipes(root: Option<&Path>, options: Option<&serde_json::Value>) -> (Ve
                 Some(root) if Path::new(&name).is_relative() => root.join(&name),
                 _ => PathBuf::from(&name),
             };
-            std::fs::read_to_string(&path)
-                .map_err(|err| format!("{}: cannot read: {err}", path.display()))
-                .and_then(|text| Recipe::from_toml(&path.display().to_string(), &text).map_err(|e| e.to_string()))
+            pysplice::files::read_text(&path)
+                .and_then(|text| Recipe::from_toml(&path.display().to_string(), &text))
+                .map_err(|err| err.to_string())
         };
         match loaded {
             Ok(recipe) if recipes.iter().any(|r| r.id == recipe.id) => {

@@ -10,7 +10,12 @@
 //!
 //! Exit codes: 0 success (for `--check`: up to date); 1 a hook could not be placed, the markers
 //! were edited by hand, or `--check` found work; 2 bad usage or input that cannot be read or
-//! parsed.
+//! parsed; 3 the command succeeded but its report could not be written to standard output
+//! (closed pipe, full disk).
+
+#[macro_use]
+#[path = "shared/output.rs"]
+mod output;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -119,7 +124,7 @@ fn detect_release(file: &Path) -> Option<Release> {
     let package = srt.parent()?;
     for name in ["_version.py", "version.py"] {
         let path = package.join(name);
-        if let Ok(text) = std::fs::read_to_string(&path) {
+        if let Ok(text) = pysplice::files::read_text(&path) {
             if let Some(release) = version_literal(&text, &path) {
                 return Some(release);
             }
@@ -188,43 +193,138 @@ fn resolve(path: &Path) -> Result<PathBuf, String> {
         })
 }
 
-/// The `deepseek_v2.py` of the SGLang that `python` imports.
+/// Finds where `python` would import `sglang` from, without importing it: isolated mode (`-I`: the
+/// current directory and `PYTHONPATH` are not searched, so a `sglang/` folder where the command
+/// runs decides nothing) and `importlib.util.find_spec`, which locates the package without running
+/// its code. `-I` also leaves out the per-user site-packages (`pip install --user`), which a plain
+/// start searches outside virtual environments: it is put back where a plain start has it. Prints
+/// one JSON object.
+const FIND_SGLANG: &str = r#"
+import importlib.util, json, os, site, sys
+answer = {"executable": sys.executable, "version": sys.version.split()[0]}
+try:
+    user = site.getusersitepackages()
+    same_user = not hasattr(os, "geteuid") or os.geteuid() == os.getuid()
+    if sys.prefix == sys.base_prefix and same_user and os.path.isdir(user) and user not in sys.path:
+        sites = [i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))]
+        sys.path.insert(sites[0] if sites else len(sys.path), user)
+except Exception:
+    pass
+try:
+    spec = importlib.util.find_spec("sglang")
+except Exception as err:
+    answer["error"] = "%s: %s" % (type(err).__name__, err)
+else:
+    if spec is not None:
+        answer["origin"] = spec.origin
+        answer["has_location"] = bool(spec.has_location)
+        locations = spec.submodule_search_locations
+        answer["package"] = locations is not None
+        answer["locations"] = [str(p) for p in (locations or [])]
+print(json.dumps(answer))
+"#;
+
+/// The `deepseek_v2.py` of the SGLang that `python` would import, or exactly what is wrong.
 fn installed(python: &str) -> Result<PathBuf, String> {
+    let remedy = "activate the environment that has SGLang, pass --python, or give the path of deepseek_v2.py";
     let output = Command::new(python)
-        .args(["-c", "import sglang, os; print(os.path.dirname(sglang.__file__))"])
+        .args(["-I", "-c", FIND_SGLANG])
+        .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|err| format!("cannot run `{python}`: {err}"))?;
+        .map_err(|err| match err.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!("cannot run `{python}`: no such program; pass --python with the interpreter of the SGLang environment")
+            }
+            _ => format!("cannot run `{python}`: {err}"),
+        })?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last_error = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no message")
+        .trim();
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let why = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no output");
         return Err(format!(
-            "no installed SGLang: `{python} -c 'import sglang'` failed ({}); activate the environment that has \
-             SGLang, pass --python, or give the path of deepseek_v2.py",
-            why.trim()
+            "`{python}` could not look for SGLang ({last_error}); is it a Python 3 interpreter? {remedy}"
         ));
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let package = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-    if package.is_empty() {
-        return Err(format!("`{python}` found sglang but printed no folder for it"));
+    let answer: serde_json::Value = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .ok_or_else(|| format!("`{python}` gave no answer when asked where SGLang is ({last_error})"))?;
+    let field = |key: &str| {
+        answer
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("?")
+            .to_string()
+    };
+    let who = format!("`{python}` ({}, Python {})", field("executable"), field("version"));
+    if let Some(error) = answer.get("error").and_then(serde_json::Value::as_str) {
+        return Err(format!("{who} could not look for the sglang package: {error}"));
     }
-    let file = Path::new(package).join("srt/models/deepseek_v2.py");
+    let Some(origin) = answer.get("origin") else {
+        return Err(format!(
+            "no installed SGLang: {who} has no package `sglang` (looked in isolated mode: the current directory \
+             and PYTHONPATH are not searched); {remedy}"
+        ));
+    };
+    let locations: Vec<&str> = answer
+        .get("locations")
+        .and_then(serde_json::Value::as_array)
+        .map(|l| l.iter().filter_map(serde_json::Value::as_str).collect())
+        .unwrap_or_default();
+    if answer.get("package") != Some(&serde_json::Value::Bool(true)) {
+        return Err(format!(
+            "{who} finds `sglang` as a single module ({}), not the SGLang package; {remedy}",
+            origin.as_str().unwrap_or("?")
+        ));
+    }
+    let origin = match origin.as_str() {
+        Some(origin) if answer.get("has_location") == Some(&serde_json::Value::Bool(true)) => origin,
+        _ => {
+            return Err(format!(
+                "{who} finds `sglang` only as a namespace package (folders without __init__.py: {}), not an \
+                 installed SGLang; a leftover of an uninstalled SGLang? {remedy}",
+                locations.join(", ")
+            ))
+        }
+    };
+    let package = Path::new(origin).parent().unwrap_or(Path::new(origin));
+    let file = package.join("srt/models/deepseek_v2.py");
     if !file.is_file() {
-        return Err(format!("{}: the installed SGLang has no such file", file.display()));
+        return Err(format!(
+            "{}: the SGLang that {who} has at {} holds no such file",
+            file.display(),
+            package.display()
+        ));
     }
     Ok(file)
 }
 
-/// Writes the demo model into a fresh temporary folder.
+/// Writes the demo model into a fresh private temporary folder (created exclusively, mode 0700),
+/// which is left for inspection.
 fn demo_copy() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("sglang_hs_dump-demo-{}", std::process::id()));
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("sglang_hs_dump-demo-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // tempfile creates folders with 0777 less the umask unless told otherwise.
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    let dir = builder
+        .tempdir()
+        .map_err(|err| format!("cannot create a temporary folder for the demo copy: {err}"))?
+        .keep();
     let file = dir.join("deepseek_v2.py");
-    std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(&file, DEMO_MODEL))
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&file)
+        .and_then(|mut out| std::io::Write::write_all(&mut out, DEMO_MODEL.as_bytes()))
         .map_err(|err| format!("{}: cannot write the demo copy: {err}", file.display()))?;
     Ok(file)
 }
@@ -242,12 +342,12 @@ fn exit_code(err: &Error) -> u8 {
 /// Prints an error as text or JSON and gives its exit code.
 fn fail(json: bool, file: &Path, message: &str, code: u8) -> u8 {
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"file": file.display().to_string(), "error": message})
         );
     } else {
-        eprintln!("{message}");
+        errln!("{message}");
     }
     code
 }
@@ -261,13 +361,13 @@ fn apply(recipe: &Recipe, file: &DiskFile, json: bool) -> Result<Patched, u8> {
         let outcomes = plan.outcomes();
         if json {
             let value = serde_json::json!({"file": file.path().display().to_string(), "error": "a hook could not be placed; nothing was written", "hooks": outcomes});
-            println!("{value}");
+            outln!("{value}");
         } else {
-            eprintln!("Cannot patch {}", file.path().display());
+            errln!("Cannot patch {}", file.path().display());
             for outcome in &outcomes {
-                eprintln!("  - {}", report::outcome_line(outcome));
+                errln!("  - {}", report::outcome_line(outcome));
             }
-            eprintln!("nothing was written");
+            errln!("nothing was written");
         }
         return Err(1);
     }
@@ -332,10 +432,19 @@ fn run(args: &Args) -> u8 {
         Ok(patched) => patched,
         Err(code) => return code,
     };
+    // Written before anything is printed about it: a report that cannot be printed never leaves
+    // the file half done, and "Successfully patched" follows a write that succeeded.
     let write = mode != Mode::Check && !args.dry_run && patched.changed();
     if write {
         if let Err(err) = file.write(patched.output()) {
             return fail(args.json, &path, &err.to_string(), exit_code(&err));
+        }
+        if file.hard_links() > 1 {
+            errln!(
+                "note: {} had {} hard links; it is now a file of its own, the other names keep the old content",
+                path.display(),
+                file.hard_links()
+            );
         }
     }
     let pending = patched
@@ -382,69 +491,69 @@ fn run(args: &Args) -> u8 {
         if args.dry_run || demo {
             value["diff"] = diff.into();
         }
-        println!("{value}");
+        outln!("{value}");
         return code;
     }
 
     if demo {
-        println!(
+        outln!(
             "No PATH given: patching a copy of the bundled demo model (examples/data/demo_model.py, written for \
              pysplice in the shape of SGLang's deepseek_v2.py; not SGLang code)."
         );
-        println!("For a real SGLang: {PROGRAM} --installed, or {PROGRAM} path/to/deepseek_v2.py\n");
+        outln!("For a real SGLang: {PROGRAM} --installed, or {PROGRAM} path/to/deepseek_v2.py\n");
     }
     match (mode, args.dry_run) {
         (Mode::Check, _) => {
-            println!(
+            outln!(
                 "{}: {}",
                 patched.name(),
                 if code == 0 { "up to date" } else { "needs apply" }
             );
             for outcome in patched.outcomes() {
                 let status = report::check_status(outcome);
-                println!("  - {}: {status}", outcome.hook);
+                outln!("  - {}: {status}", outcome.hook);
             }
             return code;
         }
         (_, true) => {
-            print!("{diff}");
-            eprintln!("dry run: nothing was written to {}", patched.name());
+            out!("{diff}");
+            errln!("dry run: nothing was written to {}", patched.name());
             return code;
         }
         (Mode::Revert, false) => {
             if patched.changed() {
-                println!("Reverted {}", patched.name());
+                outln!("Reverted {}", patched.name());
                 for outcome in patched.outcomes() {
-                    println!("  - {}", report::outcome_line(outcome));
+                    outln!("  - {}", report::outcome_line(outcome));
                 }
             } else {
-                println!("Nothing to revert in {}", patched.name());
+                outln!("Nothing to revert in {}", patched.name());
             }
             return code;
         }
         (Mode::Apply, false) => {}
     }
     if demo {
-        print!("{diff}");
-        println!();
+        out!("{diff}");
+        outln!();
     }
-    print!("{}", report::applied_text(&patched));
-    println!();
-    println!("To use: set {env}={DUMP_DIR} before starting server");
+    out!("{}", report::applied_text(&patched));
+    outln!();
+    outln!("To use: set {env}={DUMP_DIR} before starting server");
     match &release {
-        Some(r) => println!("Server flags for SGLang {} (from {}):", r.text, r.source),
-        None if demo => println!("Server flags (for a real SGLang they depend on its release):"),
-        None => println!("Server flags:"),
+        Some(r) => outln!("Server flags for SGLang {} (from {}):", r.text, r.source),
+        None if demo => outln!("Server flags (for a real SGLang they depend on its release):"),
+        None => outln!("Server flags:"),
     }
-    println!("  {}", launch.flags.join(" "));
+    outln!("  {}", launch.flags.join(" "));
     for note in &launch.notes {
-        println!("Note: {note}");
+        outln!("Note: {note}");
     }
-    println!(
+    outln!(
         "e.g. {env}={DUMP_DIR} python3 -m sglang.launch_server --model-path MODEL {}",
         launch.flags.join(" ")
     );
-    println!("Undo with: {PROGRAM} --revert {}", patched.name());
+    outln!("Undo with: {PROGRAM} --revert {}", patched.name());
     code
 }
 
@@ -457,5 +566,5 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    ExitCode::from(run(&args))
+    output::finish(run(&args))
 }

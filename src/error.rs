@@ -177,6 +177,55 @@ pub enum Error {
         location: Location,
     },
 
+    /// Another process holds the lock on the file for too long; nothing was written.
+    #[error("{location}: another process keeps the file locked; nothing was written, run again")]
+    Locked {
+        /// The file.
+        location: Location,
+    },
+
+    /// The path names a directory, FIFO, device or socket: pysplice reads and writes regular
+    /// files only.
+    #[error("{location}: {kind}, not a regular file; pysplice reads and writes regular files only")]
+    NotRegular {
+        /// The file.
+        location: Location,
+        /// What it is (`a FIFO (named pipe)`, `a character device`, ...).
+        kind: String,
+    },
+
+    /// The file is larger than pysplice reads ([`crate::files::MAX_FILE_BYTES`]).
+    #[error("{location}: the file has {size} bytes, more than the limit of {limit} bytes; not read")]
+    TooLarge {
+        /// The file.
+        location: Location,
+        /// Its size (or how much was read before stopping).
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+
+    /// Writing several files failed part way and putting back the ones already written failed
+    /// too: `written` hold the new text, `restored` their old bytes again.
+    #[error(
+        "{cause}; putting back the files already written failed: {} hold the new text ({}){}",
+        written.join(", "),
+        failures.join("; "),
+        if restored.is_empty() { String::new() } else { format!(", {} hold their old bytes again", restored.join(", ")) }
+    )]
+    PartialWrite {
+        /// Where the write failed.
+        location: Location,
+        /// Why the write failed.
+        cause: Box<Error>,
+        /// The files that hold the new text.
+        written: Box<[String]>,
+        /// The files put back.
+        restored: Box<[String]>,
+        /// Why putting back failed, per file.
+        failures: Box<[String]>,
+    },
+
     /// Reading or writing a file failed.
     #[error("{location}: {action}: {source}")]
     Io {
@@ -206,6 +255,10 @@ impl Error {
             | Error::Marker { location, .. }
             | Error::Verify { location, .. }
             | Error::Changed { location }
+            | Error::Locked { location }
+            | Error::NotRegular { location, .. }
+            | Error::TooLarge { location, .. }
+            | Error::PartialWrite { location, .. }
             | Error::Io { location, .. } => location,
         }
     }
@@ -221,6 +274,9 @@ impl Error {
                 | Error::BadPath { .. }
                 | Error::Spec { .. }
                 | Error::Io { .. }
+                | Error::NotRegular { .. }
+                | Error::TooLarge { .. }
+                | Error::PartialWrite { .. }
         )
     }
 

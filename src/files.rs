@@ -1,35 +1,71 @@
-//! Reading and writing files safely: a file is written only when asked, through a temporary
-//! file in the same folder and a rename, keeping its permissions, and never when it changed on
-//! disk since it was read.
+//! Reading and writing files safely.
+//!
+//! Reading ([`read_bytes`], [`read_text`], [`DiskFile::read`]) accepts regular files only, up to
+//! [`MAX_FILE_BYTES`], checked on the open handle before a byte is read: a FIFO, a device, a
+//! directory or a socket is refused with [`Error::NotRegular`] and never blocks or is drained.
+//!
+//! Writing ([`DiskFile::write`], [`write_all`]) is atomic, all or nothing across files, and never
+//! writes over a change made since the file was read:
+//! - the new text goes into a temp file created exclusively (`O_CREAT|O_EXCL`, so a planted file
+//!   or link of that name is never followed) under an unpredictable name of bounded length in the
+//!   target's folder, with the target's owner, group, mode and extended attributes set on the
+//!   open handle before any byte is written (owner and group where the process may change them;
+//!   set-id bits are dropped when it may not), then fsynced, renamed over the target, and the
+//!   folder fsynced;
+//! - the target is locked (`flock`, advisory: other pysplice processes wait) and its bytes are
+//!   compared with those read, again right before the rename; a difference is
+//!   [`Error::Changed`] and nothing is written;
+//! - a symbolic link is written through: the file it points to (resolved when it is read) is
+//!   replaced, the link stays;
+//! - a file with several hard links gets a new inode, as with `sed -i`: the other names keep the
+//!   old content ([`DiskFile::hard_links`] tells the caller);
+//! - temp files that a dead pysplice process left behind (same user, older than 15 minutes) are
+//!   removed when writing into their folder.
 
-use std::fs;
-use std::io::Write;
+mod read;
+mod sys;
+mod write;
+
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Location};
 use crate::source::SourceFile;
 
+pub use read::{read_bytes, read_text, MAX_FILE_BYTES};
+pub use write::write_all;
+
 /// A file read from disk, with the bytes it had, to detect changes before writing.
 #[derive(Clone, Debug)]
 pub struct DiskFile {
     path: PathBuf,
+    /// The file itself: `path` with every symbolic link resolved when it was read.
+    real: PathBuf,
     bytes: Vec<u8>,
     source: SourceFile,
+    links: u64,
+    /// Device and inode when read: two names of one file (hard links) are one file.
+    identity: (u64, u64),
 }
 
 impl DiskFile {
-    /// Reads `path` (the path's text is the file name in messages).
+    /// Reads `path` (the path's text is the file name in messages), following symbolic links.
     ///
     /// # Errors
-    /// [`Error::Io`] when it cannot be read, [`Error::NotUtf8`] when it is not UTF-8.
+    /// [`Error::NotRegular`], [`Error::TooLarge`] and [`Error::Io`] as [`read_bytes`];
+    /// [`Error::NotUtf8`] when it is not UTF-8.
     pub fn read(path: &Path) -> Result<DiskFile, Error> {
         let name = path.display().to_string();
-        let bytes = fs::read(path).map_err(|source| io_error(&name, "cannot read", source))?;
+        let real = std::fs::canonicalize(path).map_err(|source| io_error(&name, "cannot read", source))?;
+        let (mut handle, meta) = read::open_regular(&real, &name, read::Open::NoFollow)?;
+        let bytes = read::read_handle(&mut handle, &name)?;
         let source = SourceFile::from_bytes(name, bytes.clone())?;
         Ok(DiskFile {
             path: path.to_path_buf(),
+            real,
             bytes,
             source,
+            links: sys::links(&meta),
+            identity: sys::identity(&meta),
         })
     }
 
@@ -39,47 +75,35 @@ impl DiskFile {
         &self.path
     }
 
+    /// The file that is read and written: the path with symbolic links resolved.
+    #[must_use]
+    pub fn resolved(&self) -> &Path {
+        &self.real
+    }
+
+    /// How many hard links the file had when read. Writing gives the file a new inode, so with
+    /// more than one the other names keep the old content.
+    #[must_use]
+    pub fn hard_links(&self) -> u64 {
+        self.links
+    }
+
     /// The text read.
     #[must_use]
     pub fn source(&self) -> &SourceFile {
         &self.source
     }
 
-    /// Replaces the file's content by `text`, atomically, keeping its permissions.
+    fn name(&self) -> &str {
+        self.source.name()
+    }
+
+    /// Replaces the file's content by `text`: [`write_all`] with this one file.
     ///
     /// # Errors
-    /// [`Error::Changed`] when the file on disk no longer holds the bytes read (nothing is
-    /// written); [`Error::Io`] when writing or renaming fails (the original stays intact).
+    /// As [`write_all`]; on every error the file holds what it held.
     pub fn write(&self, text: &str) -> Result<(), Error> {
-        let name = self.source.name();
-        let now = fs::read(&self.path).map_err(|source| io_error(name, "cannot read again", source))?;
-        if now != self.bytes {
-            return Err(Error::Changed {
-                location: Location::new(name, 1, 1),
-            });
-        }
-        let folder = self
-            .path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let file_name = self
-            .path
-            .file_name()
-            .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-        let temp = folder.join(format!(".{file_name}.pysplice-{}.tmp", std::process::id()));
-        let result = (|| {
-            let permissions = fs::metadata(&self.path)?.permissions();
-            let mut out = fs::File::create(&temp)?;
-            out.write_all(text.as_bytes())?;
-            out.sync_all()?;
-            fs::set_permissions(&temp, permissions)?;
-            fs::rename(&temp, &self.path)
-        })();
-        result.map_err(|source| {
-            let _ = fs::remove_file(&temp);
-            io_error(name, "cannot write", source)
-        })
+        write_all(&[(self, text)])
     }
 }
 
@@ -91,27 +115,393 @@ fn io_error(name: &str, action: &str, source: std::io::Error) -> Error {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
+    use std::fs;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+    use std::path::{Path, PathBuf};
+
+    use super::write::{faults, temp_pid};
     use super::*;
+
+    fn temp() -> tempfile::TempDir {
+        tempfile::tempdir().expect("temp dir")
+    }
+
+    fn file(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    }
+
+    fn is_root() -> bool {
+        // SAFETY: no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
 
     #[test]
     fn writes_atomically_and_refuses_changed_files() {
-        let dir = std::env::temp_dir().join(format!("pysplice-files-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("m.py");
-        fs::write(&path, "x = 1\n").unwrap();
-        let file = DiskFile::read(&path).unwrap();
-        file.write("x = 2\n").unwrap();
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
+        let read = DiskFile::read(&path).unwrap();
+        read.write("x = 2\n").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
-        let err = file.write("x = 3\n").unwrap_err();
+        let err = read.write("x = 3\n").unwrap_err();
         assert!(matches!(err, Error::Changed { .. }), "{err}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
+        assert_eq!(names(dir.path()), ["m.py"], "no temporary file is left behind");
+    }
+
+    #[test]
+    fn keeps_mode_owner_and_group() {
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o751)).unwrap();
+        let owner = if is_root() {
+            std::os::unix::fs::chown(&path, Some(1234), Some(5678)).unwrap();
+            (1234, 5678)
+        } else {
+            eprintln!("not root: owner and group are checked to stay the caller's own only");
+            let meta = fs::metadata(&path).unwrap();
+            (meta.uid(), meta.gid())
+        };
+        DiskFile::read(&path).unwrap().write("x = 2\n").unwrap();
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!(meta.mode() & 0o7777, 0o751);
+        assert_eq!((meta.uid(), meta.gid()), owner);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
+    }
+
+    #[test]
+    fn extended_attributes_are_kept() {
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        let name = c"user.pysplice-test";
+        // SAFETY: NUL-terminated path and name, a 5-byte value.
+        let rc = unsafe { libc::setxattr(c_path.as_ptr(), name.as_ptr(), b"hello".as_ptr().cast(), 5, 0) };
+        if rc != 0 {
+            eprintln!(
+                "skipping: this file system holds no user extended attributes ({})",
+                std::io::Error::last_os_error()
+            );
+            return;
+        }
+        DiskFile::read(&path).unwrap().write("x = 2\n").unwrap();
+        let mut value = [0u8; 16];
+        // SAFETY: `value` has room for 16 bytes.
+        let len = unsafe { libc::getxattr(c_path.as_ptr(), name.as_ptr(), value.as_mut_ptr().cast(), 16) };
+        assert_eq!(len, 5, "{}", std::io::Error::last_os_error());
+        assert_eq!(&value[..5], b"hello");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
+    }
+
+    #[test]
+    fn a_target_with_a_255_byte_name_is_written() {
+        let dir = temp();
+        let name = format!("{}.py", "n".repeat(252));
+        let path = file(dir.path(), &name, "x = 1\n");
+        DiskFile::read(&path).unwrap().write("x = 2\n").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
+        assert_eq!(names(dir.path()), [name]);
+    }
+
+    #[test]
+    fn temp_names_are_ours_only_when_exact() {
+        assert_eq!(temp_pid(".pysplice-123-abcDEF0123.tmp"), Some(123));
+        for name in [
+            ".pysplice-123-abcDEF012.tmp",
+            ".pysplice-123-abcDEF01234.tmp",
+            ".pysplice--abcDEF0123.tmp",
+            ".pysplice-12a-abcDEF0123.tmp",
+            ".pysplice-123-abc/EF0123.tmp",
+            "pysplice-123-abcDEF0123.tmp",
+            ".pysplice-123-abcDEF0123.tmpx",
+            ".m.py.pysplice-123.tmp",
+        ] {
+            assert_eq!(temp_pid(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_symbolic_link_is_written_through() {
+        let dir = temp();
+        let target = file(dir.path(), "real.py", "x = 1\n");
+        let link = dir.path().join("link.py");
+        std::os::unix::fs::symlink("real.py", &link).unwrap();
+        let read = DiskFile::read(&link).unwrap();
+        assert_eq!(read.resolved(), fs::canonicalize(&target).unwrap());
+        read.write("x = 2\n").unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "x = 2\n");
+        assert_eq!(names(dir.path()), ["link.py", "real.py"]);
+    }
+
+    #[test]
+    fn a_link_retargeted_after_reading_is_not_followed_to_the_new_target() {
+        let dir = temp();
+        let first = file(dir.path(), "a.py", "x = 1\n");
+        let other = file(dir.path(), "b.py", "x = 1\n");
+        let link = dir.path().join("link.py");
+        std::os::unix::fs::symlink(&first, &link).unwrap();
+        let read = DiskFile::read(&link).unwrap();
+        fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&other, &link).unwrap();
+        read.write("x = 2\n").unwrap();
         assert_eq!(
-            fs::read_dir(&dir).unwrap().count(),
-            1,
-            "no temporary file is left behind"
+            fs::read_to_string(&first).unwrap(),
+            "x = 2\n",
+            "the file read is written"
         );
-        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(fs::read_to_string(&other).unwrap(), "x = 1\n");
+    }
+
+    #[test]
+    fn hard_links_are_counted_and_the_other_names_keep_the_old_bytes() {
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
+        let other = dir.path().join("other.py");
+        fs::hard_link(&path, &other).unwrap();
+        let read = DiskFile::read(&path).unwrap();
+        assert_eq!(read.hard_links(), 2);
+        read.write("x = 2\n").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
+        assert_eq!(fs::read_to_string(&other).unwrap(), "x = 1\n");
+    }
+
+    #[test]
+    fn non_regular_files_are_refused_before_reading() {
+        let dir = temp();
+        let fifo = dir.path().join("fifo.py");
+        mkfifo(&fifo);
+        let link = dir.path().join("zero.py");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let cases: [(&Path, &str); 4] = [
+            (&fifo, "a FIFO (named pipe), not a regular file"),
+            (Path::new("/dev/zero"), "a character device, not a regular file"),
+            (&link, "a character device, not a regular file"),
+            (dir.path(), "a directory, not a regular file"),
+        ];
+        for (path, message) in cases {
+            let err = DiskFile::read(path).unwrap_err();
+            assert!(matches!(err, Error::NotRegular { .. }), "{err}");
+            assert!(err.to_string().contains(message), "{err}");
+            let err = read_bytes(path).unwrap_err();
+            assert!(matches!(err, Error::NotRegular { .. }), "{err}");
+        }
+    }
+
+    #[test]
+    fn files_over_the_limit_are_refused() {
+        let dir = temp();
+        let path = dir.path().join("big.py");
+        let big = fs::File::create(&path).unwrap();
+        big.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let err = DiskFile::read(&path).unwrap_err();
+        assert!(
+            matches!(err, Error::TooLarge { size, .. } if size == MAX_FILE_BYTES + 1),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("more than the limit of 16777216 bytes"),
+            "{err}"
+        );
+        big.set_len(MAX_FILE_BYTES).unwrap();
+        assert_eq!(read_bytes(&path).unwrap().len() as u64, MAX_FILE_BYTES);
+    }
+
+    #[test]
+    fn a_target_replaced_by_a_fifo_after_reading_is_left_alone() {
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
+        let read = DiskFile::read(&path).unwrap();
+        fs::remove_file(&path).unwrap();
+        mkfifo(&path);
+        let err = read.write("x = 2\n").unwrap_err();
+        assert!(matches!(err, Error::NotRegular { .. }), "{err}");
+        assert!(fs::symlink_metadata(&path).unwrap().file_type().is_fifo());
+        assert_eq!(names(dir.path()), ["m.py"]);
+    }
+
+    #[test]
+    fn a_target_replaced_after_reading_is_changed() {
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
+        let read = DiskFile::read(&path).unwrap();
+        // Same bytes, new inode, as another writer's rename leaves it: the content still matches.
+        let other = file(dir.path(), "other", "x = 1\n");
+        fs::rename(&other, &path).unwrap();
+        read.write("x = 2\n").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
+        // Different bytes: refused.
+        let read = DiskFile::read(&path).unwrap();
+        let other = file(dir.path(), "other", "x = 9\n");
+        fs::rename(&other, &path).unwrap();
+        assert!(matches!(read.write("x = 3\n").unwrap_err(), Error::Changed { .. }));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 9\n");
+    }
+
+    #[test]
+    fn stale_temp_files_of_dead_processes_are_removed_and_nothing_else() {
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let plant = |name: &str, old: bool| {
+            let p = file(dir.path(), name, "junk");
+            if old {
+                fs::File::options()
+                    .write(true)
+                    .open(&p)
+                    .unwrap()
+                    .set_modified(hour_ago)
+                    .unwrap();
+            }
+        };
+        let stale = format!(".pysplice-{dead}-abcdefghij.tmp");
+        plant(&stale, true);
+        plant(&format!(".pysplice-{dead}-abcdefghik.tmp"), false); // too recent
+        plant(".pysplice-1-abcdefghij.tmp", true); // pid 1 is alive
+        plant(&format!(".pysplice-{dead}-abcdefghi.tmp"), true); // not our pattern
+        let link = format!(".pysplice-{dead}-abcdefghil.tmp");
+        std::os::unix::fs::symlink("m.py", dir.path().join(&link)).unwrap();
+        let before = names(dir.path());
+        DiskFile::read(&path).unwrap().write("x = 2\n").unwrap();
+        let after = names(dir.path());
+        let expected: Vec<String> = before.into_iter().filter(|n| *n != stale).collect();
+        assert_eq!(after, expected);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
+    }
+
+    fn three(dir: &Path) -> Vec<DiskFile> {
+        ["a.py", "b.py", "c.py"]
+            .iter()
+            .map(|n| DiskFile::read(&file(dir, n, &format!("# {n}\n"))).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn several_files_are_written_all_or_none() {
+        let dir = temp();
+        let files = three(dir.path());
+        let changes: Vec<(&DiskFile, &str)> = files.iter().map(|f| (f, "new\n")).collect();
+        faults::FAIL_COMMIT.with(|f| f.set(Some(2)));
+        let err = write_all(&changes).unwrap_err();
+        faults::FAIL_COMMIT.with(|f| f.set(None));
+        assert!(
+            err.to_string().contains("c.py:1:1: cannot write: injected failure"),
+            "{err}"
+        );
+        for n in ["a.py", "b.py", "c.py"] {
+            assert_eq!(fs::read_to_string(dir.path().join(n)).unwrap(), format!("# {n}\n"));
+        }
+        assert_eq!(names(dir.path()), ["a.py", "b.py", "c.py"]);
+        write_all(&changes).unwrap();
+        for n in ["a.py", "b.py", "c.py"] {
+            assert_eq!(fs::read_to_string(dir.path().join(n)).unwrap(), "new\n");
+        }
+        assert_eq!(names(dir.path()), ["a.py", "b.py", "c.py"]);
+    }
+
+    #[test]
+    fn a_failed_rollback_names_the_files_written() {
+        let dir = temp();
+        let files = three(dir.path());
+        let changes: Vec<(&DiskFile, &str)> = files.iter().map(|f| (f, "new\n")).collect();
+        faults::FAIL_COMMIT.with(|f| f.set(Some(2)));
+        faults::FAIL_ROLLBACK.with(|f| f.set(true));
+        let err = write_all(&changes).unwrap_err();
+        faults::FAIL_COMMIT.with(|f| f.set(None));
+        faults::FAIL_ROLLBACK.with(|f| f.set(false));
+        let Error::PartialWrite {
+            written,
+            restored,
+            failures,
+            ..
+        } = &err
+        else {
+            panic!("{err}");
+        };
+        let a = dir.path().join("a.py").display().to_string();
+        let b = dir.path().join("b.py").display().to_string();
+        assert_eq!(&written[..], [b.clone(), a.clone()]);
+        assert!(restored.is_empty());
+        assert!(
+            err.to_string().contains(&format!("{b}, {a} hold the new text")),
+            "{err}"
+        );
+        assert_eq!(fs::read_to_string(&a).unwrap(), "new\n");
+        assert_eq!(fs::read_to_string(&b).unwrap(), "new\n");
+        assert_eq!(fs::read_to_string(dir.path().join("c.py")).unwrap(), "# c.py\n");
+        // The copies of the old bytes are kept and named, for putting back by hand.
+        assert_eq!(failures.len(), 2);
+        for (failure, (name, old)) in failures.iter().zip([(&b, "# b.py\n"), (&a, "# a.py\n")]) {
+            let (head, copy) = failure.split_once("; its old bytes are in ").expect(failure);
+            assert_eq!(head, format!("{name}: injected failure"));
+            assert_eq!(fs::read_to_string(copy).unwrap(), old, "{failure}");
+            assert!(err.to_string().contains(failure.as_str()), "{err}");
+        }
+    }
+
+    #[test]
+    fn hundreds_of_files_in_one_change() {
+        // Two descriptors per file while the change is staged: 200 files stay well under the
+        // usual limit of 1024.
+        let dir = temp();
+        let files: Vec<DiskFile> = (0..200)
+            .map(|i| DiskFile::read(&file(dir.path(), &format!("m{i}.py"), "x = 1\n")).unwrap())
+            .collect();
+        let changes: Vec<(&DiskFile, &str)> = files.iter().map(|f| (f, "x = 2\n")).collect();
+        write_all(&changes).unwrap();
+        for f in &files {
+            assert_eq!(fs::read_to_string(f.path()).unwrap(), "x = 2\n");
+        }
+        assert_eq!(names(dir.path()).len(), 200, "no temp file is left");
+    }
+
+    #[test]
+    fn one_file_twice_is_refused() {
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
+        let link = dir.path().join("l.py");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let (a, b) = (DiskFile::read(&path).unwrap(), DiskFile::read(&link).unwrap());
+        let err = write_all(&[(&a, "x = 2\n"), (&b, "x = 3\n")]).unwrap_err();
+        assert!(err.to_string().contains("the same file is given twice"), "{err}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 1\n");
+        // A hard link is the same file under another name too.
+        let hard = dir.path().join("h.py");
+        fs::hard_link(&path, &hard).unwrap();
+        let c = DiskFile::read(&hard).unwrap();
+        let err = write_all(&[(&a, "x = 2\n"), (&c, "x = 3\n")]).unwrap_err();
+        assert!(err.to_string().contains("the same file is given twice"), "{err}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 1\n");
+    }
+
+    #[test]
+    fn read_text_names_the_bad_byte() {
+        let dir = temp();
+        let path = dir.path().join("r.toml");
+        fs::write(&path, b"a = 1\nb = \xff\n").unwrap();
+        let err = read_text(&path).unwrap_err();
+        assert!(matches!(err, Error::NotUtf8 { .. }), "{err}");
+        assert_eq!(err.location().line, 2);
     }
 }

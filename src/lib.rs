@@ -43,7 +43,7 @@
 //! | [`spec`], [`recipes`] | TOML hook specs; the recipes that ship |
 //! | [`edit`], [`marker`] | text edits; the marker comments that frame inserted code |
 //! | [`engine`] | plan, apply, verify, revert |
-//! | [`report`], [`files`] | text, diff and JSON reports; safe file writes |
+//! | [`report`], [`files`] | text, diff and JSON reports; safe file reads and writes |
 //! | [`document`] | an editor-facing document with LSP positions |
 //! | [`project`] | many files: class graph, delegation chains, hook reach |
 //! | [`error`] | typed errors with file, line, column and hook |

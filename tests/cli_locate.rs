@@ -238,7 +238,7 @@ fn missing_file_exits_2() {
     let output = locate(&[&file]);
     assert_exit(&output, 2);
     let err = stderr(&output);
-    assert!(err.starts_with(&format!("error: {file}: cannot read: ")), "{err}");
+    assert!(err.starts_with(&format!("error: {file}:1:1: cannot read: ")), "{err}");
 }
 
 #[test]

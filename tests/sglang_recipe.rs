@@ -655,33 +655,173 @@ fn cli_launch_flags_per_release() {
         .starts_with("SGLang release unknown"));
 }
 
-#[test]
-fn cli_installed_uses_the_sglang_python_imports() {
-    let (root, file) = sglang_tree("cli_installed", "0.5.23");
-    let output = Command::new(binary())
-        .args(["--installed", "--check"])
-        .env("PYTHONPATH", &root)
-        .output()
-        .unwrap();
-    assert_eq!(code(&output), 1, "{}{}", text(&output.stdout), text(&output.stderr));
-    assert!(text(&output.stdout).starts_with(&format!("{}: needs apply", file.display())));
-
-    let empty = scratch("cli_installed_none");
-    let fake_python = empty.join("python3");
+/// A virtual environment as `python3 -m venv --without-pip` makes it (a `pyvenv.cfg` beside a
+/// `bin/python` link to the real interpreter), built by hand so that no `venv` module is needed:
+/// its python, and its site-packages folder (created).
+fn venv(root: &Path) -> (PathBuf, PathBuf) {
+    let ask = |python: &Path, code: &str| -> String {
+        let output = Command::new(python)
+            .args(["-I", "-c", code])
+            .output()
+            .expect("python3 runs");
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stdout).trim().to_string()
+    };
+    let real = PathBuf::from(ask(
+        Path::new("python3"),
+        "import os, sys; print(os.path.realpath(sys.executable))",
+    ));
+    let version = ask(&real, "import sys; print('%d.%d.%d' % sys.version_info[:3])");
     write(
-        &fake_python,
-        "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'sglang'\" >&2\nexit 1\n",
+        &root.join("pyvenv.cfg"),
+        &format!(
+            "home = {}\ninclude-system-site-packages = false\nversion = {version}\n",
+            real.parent().unwrap().display()
+        ),
     );
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    let python = root.join("bin/python");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&real, &python).unwrap();
+    let site = PathBuf::from(ask(
+        &python,
+        "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+    ));
+    assert!(site.starts_with(root), "{} is not inside the venv", site.display());
+    std::fs::create_dir_all(&site).unwrap();
+    (python, site)
+}
+
+/// `--installed` locates SGLang without importing it, in isolated mode: a `sglang/` folder in the
+/// current directory decides nothing, the package's `__init__.py` never runs, and each way of not
+/// finding it gets its own message.
+#[test]
+fn cli_installed_locates_without_importing() {
+    let root = scratch("cli_installed");
+    // The current directory holds a decoy package: with `python -c "import sglang"` it won.
+    let cwd = root.join("cwd");
+    let decoy = cwd.join("sglang/srt/models/deepseek_v2.py");
+    write(&decoy, &original("0.5.23"));
+    write(&cwd.join("sglang/__init__.py"), "");
+    let decoy_before = std::fs::read(&decoy).unwrap();
+    let marker = root.join("imported");
+    let installed = |python: &Path, extra: &[&str]| -> Output {
+        Command::new(binary())
+            .args(["--installed", "--python", python.to_str().unwrap()])
+            .args(extra)
+            .current_dir(&cwd)
+            .env("PYTHONPATH", &cwd)
+            .output()
+            .unwrap()
+    };
+
+    // A venv with SGLang whose __init__ would leave a trace (and fail) if it ran.
+    let (python, site) = venv(&root.join("with"));
+    let package = site.join("sglang");
+    let file = package.join("srt/models/deepseek_v2.py");
+    write(&file, &original("0.5.23"));
+    write(
+        &package.join("__init__.py"),
+        &format!(
+            "open({:?}, 'w').close()\nraise ImportError('numpy')\n",
+            marker.display().to_string()
+        ),
+    );
+    write(&package.join("_version.py"), "__version__ = version = '0.5.23'\n");
+    let output = installed(&python, &["--check"]);
+    assert_eq!(code(&output), 1, "{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(
+        text(&output.stdout).starts_with(&format!("{}: needs apply", file.display())),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = installed(&python, &[]);
+    assert_eq!(code(&output), 0, "{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(text(&output.stdout).contains("Server flags for SGLang 0.5.23 (from "));
+    assert!(std::fs::read_to_string(&file).unwrap().contains("_pysplice_hs_dump"));
+    assert!(!marker.exists(), "sglang/__init__.py ran");
+    assert_eq!(std::fs::read(&decoy).unwrap(), decoy_before, "the decoy was patched");
+
+    let fails = |python: &Path, message: &str| {
+        let output = installed(python, &[]);
+        assert_eq!(code(&output), 2, "{}{}", text(&output.stdout), text(&output.stderr));
+        assert!(output.stdout.is_empty());
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains(message), "{message}\n{stderr}");
+        assert_eq!(std::fs::read(&decoy).unwrap(), decoy_before, "the decoy was patched");
+    };
+    // A per-user install (`pip install --user`) of the interpreter outside a venv is found, as a
+    // plain start finds it; the decoy still does not count.
+    let home = root.join("home");
+    let ask_home = |code: &str| -> String {
+        let output = Command::new("python3")
+            .args(["-I", "-c", code])
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        text(&output.stdout).trim().to_string()
+    };
+    if ask_home("import sys; print(sys.prefix == sys.base_prefix)") == "True" {
+        let user_site = PathBuf::from(ask_home("import site; print(site.getusersitepackages())"));
+        assert!(user_site.starts_with(&home), "{}", user_site.display());
+        let user_file = user_site.join("sglang/srt/models/deepseek_v2.py");
+        write(&user_file, &original("0.5.23"));
+        write(&user_site.join("sglang/__init__.py"), "raise ImportError('numpy')\n");
+        let output = Command::new(binary())
+            .args(["--installed", "--check"])
+            .current_dir(&cwd)
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 1, "{}{}", text(&output.stdout), text(&output.stderr));
+        assert!(
+            text(&output.stdout).starts_with(&format!("{}: needs apply", user_file.display())),
+            "{}{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        );
+    } else {
+        eprintln!("skipping the per-user install: python3 runs inside a virtual environment here");
+    }
+
+    // No SGLang at all: the decoy in the current directory and PYTHONPATH do not count.
+    let (bare, _) = venv(&root.join("bare"));
+    fails(&bare, &format!("no installed SGLang: `{}` (", bare.display()));
+    fails(
+        &bare,
+        "has no package `sglang` (looked in isolated mode: the current directory and PYTHONPATH are not searched)",
+    );
+    // A folder without __init__.py (what an uninstall can leave).
+    let (namespace, site) = venv(&root.join("namespace"));
+    std::fs::create_dir_all(site.join("sglang/srt")).unwrap();
+    fails(
+        &namespace,
+        "finds `sglang` only as a namespace package (folders without __init__.py: ",
+    );
+    // A module, not a package.
+    let (module, site) = venv(&root.join("module"));
+    write(&site.join("sglang.py"), "raise SystemExit(3)\n");
+    fails(&module, "finds `sglang` as a single module (");
+    // A package without the model file.
+    let (partial, site) = venv(&root.join("partial"));
+    write(&site.join("sglang/__init__.py"), "");
+    fails(&partial, "srt/models/deepseek_v2.py: the SGLang that `");
+    // No interpreter, or not a Python.
+    fails(
+        &root.join("no-such-python"),
+        "no-such-python`: no such program; pass --python",
+    );
+    let not_python = root.join("not-python");
+    write(&not_python, "#!/bin/sh\necho 'not a python' >&2\nexit 1\n");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake_python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&not_python, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let output = run(&["--installed", "--python", fake_python.to_str().unwrap()]);
-    assert_eq!(code(&output), 2);
-    let stderr = text(&output.stderr);
-    assert!(stderr.starts_with("no installed SGLang: "), "{stderr}");
-    assert!(stderr.contains("No module named 'sglang'"), "{stderr}");
+    fails(
+        &not_python,
+        "could not look for SGLang (not a python); is it a Python 3 interpreter?",
+    );
 }
 
 #[test]

@@ -52,21 +52,17 @@ const CHAIN_LIMIT: usize = 20;
 /// How deep the `graph` tree goes.
 const TREE_DEPTH: usize = 8;
 
-/// Writes to standard output; a closed pipe (`| head`) is not an error.
-fn emit(text: &str) {
-    use std::io::Write as _;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-}
+use crate::output::emit;
 
 fn scan(dir: &std::path::Path) -> Result<Project, u8> {
     Project::scan(dir).map_err(|err| {
-        eprintln!("error: {err}");
+        errln!("error: {err}");
         2
     })
 }
 
 fn query_failed(err: &QueryError) -> u8 {
-    eprintln!("error: {err}");
+    errln!("error: {err}");
     match err {
         QueryError::BadPath { .. } => 2,
         _ => 1,
@@ -78,12 +74,12 @@ fn warn_problems(project: &Project) {
     if problems.is_empty() {
         return;
     }
-    eprintln!("warning: {} file(s) could not be parsed:", problems.len());
+    errln!("warning: {} file(s) could not be parsed:", problems.len());
     for p in problems.iter().take(5) {
-        eprintln!("  {}:{}:{}: {}", p.file, p.line, p.column, p.message);
+        errln!("  {}:{}:{}: {}", p.file, p.line, p.column, p.message);
     }
     if problems.len() > 5 {
-        eprintln!("  ... and {} more", problems.len() - 5);
+        errln!("  ... and {} more", problems.len() - 5);
     }
 }
 
@@ -94,7 +90,7 @@ fn print_json(value: &impl serde::Serialize) -> u8 {
             0
         }
         Err(err) => {
-            eprintln!("error: cannot write JSON: {err}");
+            errln!("error: cannot write JSON: {err}");
             2
         }
     }

@@ -59,26 +59,26 @@ pub fn run(args: &Args) -> u8 {
         match Target::parse(path, &name) {
             Ok(Target::Definition { .. }) => {}
             Ok(Target::Module) => {
-                eprintln!("error: `module` is the whole file, not a definition; leave PATH out to see the outline");
+                errln!("error: `module` is the whole file, not a definition; leave PATH out to see the outline");
                 return 2;
             }
             Err(err) => {
-                eprintln!("error: {err}");
+                errln!("error: {err}");
                 return 2;
             }
         }
     }
-    let bytes = match std::fs::read(&args.file) {
+    let bytes = match pysplice::files::read_bytes(&args.file) {
         Ok(bytes) => bytes,
         Err(err) => {
-            eprintln!("error: {name}: cannot read: {err}");
+            errln!("error: {err}");
             return 2;
         }
     };
     let parsed = match SourceFile::from_bytes(name.clone(), bytes).and_then(ParsedFile::parse) {
         Ok(parsed) => parsed,
         Err(err) => {
-            eprintln!("error: {err}");
+            errln!("error: {err}");
             return 2;
         }
     };
@@ -87,7 +87,7 @@ pub fn run(args: &Args) -> u8 {
         Some(path) => match parsed.locate(path) {
             Ok(found) => vec![found],
             Err(err) => {
-                eprintln!("error: {err}");
+                errln!("error: {err}");
                 return match err {
                     Error::NotFound { .. } | Error::Ambiguous { .. } | Error::BadPath { .. } => 1,
                     _ => 2,
@@ -96,14 +96,14 @@ pub fn run(args: &Args) -> u8 {
         },
     };
     if args.json {
-        println!("{}", json(&name, &selected));
+        outln!("{}", json(&name, &selected));
     } else if args.path.is_some() {
         for definition in selected {
             let at = parsed.source().position(definition.range().start);
-            println!("{name}:{}:{}: {}", at.line, at.column, summary(definition, None));
+            outln!("{name}:{}:{}: {}", at.line, at.column, summary(definition, None));
         }
     } else {
-        print!("{}", tree(&parsed));
+        out!("{}", tree(&parsed));
     }
     0
 }

@@ -1,7 +1,12 @@
 //! `pysplice`: the general command-line front end of the pysplice library.
 //!
 //! Exit codes: 0 success, 1 not found / ambiguous / a hook could not be placed / check found work,
-//! 2 bad usage or input that cannot be read or parsed.
+//! 2 bad usage or input that cannot be read or parsed, 3 the command succeeded but its report
+//! could not be written to standard output (closed pipe, full disk).
+
+#[macro_use]
+#[path = "../shared/output.rs"]
+mod output;
 
 mod graph;
 mod locate;
@@ -58,5 +63,5 @@ fn main() -> ExitCode {
         Command::Reach(args) => graph::reach(&args),
         Command::Forwards(args) => graph::forwards(&args),
     };
-    ExitCode::from(code)
+    output::finish(code)
 }

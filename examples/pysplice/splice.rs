@@ -48,12 +48,17 @@ pub struct MatrixArgs {
 /// Reads the recipe; on failure prints the error and gives exit code 2.
 fn load_recipe(path: &Path) -> Result<Recipe, u8> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|err| {
-        eprintln!("{name}: cannot read the spec: {err}");
+    // Regular files only, within the size limit: a FIFO (or `/dev/stdin` fed by a pipe) is refused,
+    // not waited on.
+    let text = pysplice::files::read_text(path).map_err(|err| {
+        match &err {
+            Error::Io { source, .. } => errln!("{name}: cannot read the spec: {source}"),
+            _ => errln!("{err}"),
+        }
         2
     })?;
     Recipe::from_toml(&name, &text).map_err(|err| {
-        eprintln!("{err}");
+        errln!("{err}");
         2
     })
 }
@@ -78,7 +83,7 @@ fn run_all(
     for path in &args.files {
         let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
         if seen.contains(&key) {
-            eprintln!("{}: given more than once", path.display());
+            errln!("{}: given more than once", path.display());
             return Err(2);
         }
         seen.push(key);
@@ -95,9 +100,9 @@ fn run_all(
             Err(err) => {
                 if args.json {
                     let value = serde_json::json!({"file": path.display().to_string(), "error": err.to_string()});
-                    println!("{value}");
+                    outln!("{value}");
                 } else {
-                    eprintln!("{err}");
+                    errln!("{err}");
                 }
                 worst = worst.max(exit_code(&err));
             }
@@ -105,23 +110,47 @@ fn run_all(
     }
     if worst > 0 {
         if !args.json {
-            eprintln!("nothing was written");
+            errln!("nothing was written");
         }
         return Err(worst);
     }
     Ok((done, recipe))
 }
 
-fn write_all(done: &[(DiskFile, Patched)]) -> u8 {
-    for (file, patched) in done {
-        if patched.changed() {
-            if let Err(err) = file.write(patched.output()) {
-                eprintln!("{err}");
-                return exit_code(&err);
+/// Writes every changed file, all or none, before anything is reported about them; on failure
+/// prints what happened and gives the exit code.
+fn write_changed(done: &[(DiskFile, Patched)], json: bool) -> Result<(), u8> {
+    let changes: Vec<(&DiskFile, &str)> = done
+        .iter()
+        .filter(|(_, patched)| patched.changed())
+        .map(|(file, patched)| (file, patched.output()))
+        .collect();
+    if changes.is_empty() {
+        return Ok(());
+    }
+    if let Err(err) = pysplice::files::write_all(&changes) {
+        let partial = matches!(err, Error::PartialWrite { .. });
+        if json {
+            let value = serde_json::json!({"file": err.location().file, "error": err.to_string()});
+            outln!("{value}");
+        } else {
+            errln!("{err}");
+            if !partial {
+                errln!("nothing was written");
             }
         }
+        return Err(exit_code(&err));
     }
-    0
+    for (file, _) in changes {
+        if file.hard_links() > 1 {
+            errln!(
+                "note: {} had {} hard links; it is now a file of its own, the other names keep the old content",
+                file.path().display(),
+                file.hard_links()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Runs `apply`.
@@ -130,27 +159,28 @@ pub fn apply(args: &ApplyArgs) -> u8 {
         Ok(done) => done,
         Err(code) => return code,
     };
+    if !args.dry_run {
+        if let Err(code) = write_changed(&done, args.files.json) {
+            return code;
+        }
+    }
     for (_, patched) in &done {
         if args.files.json {
             let mut value = report::json(patched);
             if args.dry_run {
                 value["diff"] = report::unified_diff(patched.name(), patched.input(), patched.output()).into();
             }
-            println!("{value}");
+            outln!("{value}");
         } else if args.dry_run {
-            print!(
+            out!(
                 "{}",
                 report::unified_diff(patched.name(), patched.input(), patched.output())
             );
         } else {
-            print!("{}", report::applied_text(patched));
+            out!("{}", report::applied_text(patched));
         }
     }
-    if args.dry_run {
-        0
-    } else {
-        write_all(&done)
-    }
+    0
 }
 
 /// Runs `check`: exit 0 when every required hook is applied and up to date.
@@ -172,13 +202,13 @@ pub fn check(args: &FilesArgs) -> u8 {
         if args.json {
             let mut value = report::json(patched);
             value["up_to_date"] = (!pending).into();
-            println!("{value}");
+            outln!("{value}");
         } else {
             let verdict = if pending { "needs apply" } else { "up to date" };
-            println!("{}: {verdict}", patched.name());
+            outln!("{}: {verdict}", patched.name());
             for outcome in patched.outcomes() {
                 let status = report::check_status(outcome);
-                println!("  - {}: {status}", outcome.hook);
+                outln!("  - {}: {status}", outcome.hook);
             }
         }
     }
@@ -191,19 +221,22 @@ pub fn revert(args: &FilesArgs) -> u8 {
         Ok(done) => done,
         Err(code) => return code,
     };
+    if let Err(code) = write_changed(&done, args.json) {
+        return code;
+    }
     for (_, patched) in &done {
         if args.json {
-            println!("{}", report::json(patched));
+            outln!("{}", report::json(patched));
         } else if patched.changed() {
-            println!("Reverted {}", patched.name());
+            outln!("Reverted {}", patched.name());
             for outcome in patched.outcomes() {
-                println!("  - {}", report::outcome_line(outcome));
+                outln!("  - {}", report::outcome_line(outcome));
             }
         } else {
-            println!("Nothing to revert in {}", patched.name());
+            outln!("Nothing to revert in {}", patched.name());
         }
     }
-    write_all(&done)
+    0
 }
 
 /// Runs `matrix`: the recipe applied in memory to `--file` of every tree.
@@ -262,9 +295,9 @@ pub fn matrix(args: &MatrixArgs) -> u8 {
                 Err(e) => serde_json::json!({"tree": label, "error": e}),
             })
             .collect();
-        println!("{}", serde_json::Value::Array(value));
+        outln!("{}", serde_json::Value::Array(value));
     } else {
-        print!("{}", matrix_table(&recipe, &rows));
+        out!("{}", matrix_table(&recipe, &rows));
     }
     u8::from(any_failed)
 }

@@ -859,7 +859,12 @@ fn read_text(path: &Path, rel: &str) -> Result<String, FileProblem> {
         column: 1,
         message,
     };
-    let bytes = std::fs::read(path).map_err(|e| problem(format!("cannot read: {e}")))?;
+    // Regular files only, within the size limit: a FIFO or device named `x.py` is reported, not read.
+    let bytes = crate::files::read_bytes(path).map_err(|e| {
+        let message = e.to_string();
+        let at = format!("{}: ", e.location());
+        problem(message.strip_prefix(&at).unwrap_or(&message).to_string())
+    })?;
     SourceFile::from_bytes(rel, bytes)
         .map(|s| s.text().to_string())
         .map_err(|e| {

@@ -1,0 +1,106 @@
+//! Reading: regular files only, up to a size limit, both checked on the open handle before a byte
+//! is read, so that a FIFO never blocks and `/dev/zero` is never read.
+
+use std::fs::{File, Metadata};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::{io_error, sys};
+use crate::error::{Error, Location};
+use crate::source::SourceFile;
+
+/// The largest file pysplice reads or writes: 16 MiB. The largest Python module of SGLang is a
+/// few hundred KiB; anything near this size is not source a recipe should patch.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads the regular file at `path` (a symbolic link is followed), refusing anything else and
+/// anything over [`MAX_FILE_BYTES`] before reading. Every reader of pysplice goes through here:
+/// Python files, recipes, editor configuration.
+///
+/// # Errors
+/// [`Error::NotRegular`] for a directory, FIFO, device or socket; [`Error::TooLarge`] over the
+/// limit; [`Error::Io`] when it cannot be opened or read.
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
+    let name = path.display().to_string();
+    let (mut file, _) = open_regular(path, &name, Open::Follow)?;
+    read_handle(&mut file, &name)
+}
+
+/// [`read_bytes`], then UTF-8.
+///
+/// # Errors
+/// Those of [`read_bytes`]; [`Error::NotUtf8`] naming the line and column of the first bad byte.
+pub fn read_text(path: &Path) -> Result<String, Error> {
+    let bytes = read_bytes(path)?;
+    let name = path.display().to_string();
+    SourceFile::from_bytes(name, bytes).map(|source| source.text().to_string())
+}
+
+/// How [`open_regular`] opens.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Open {
+    /// For reading, following a final symbolic link.
+    Follow,
+    /// For reading, refusing a final symbolic link.
+    NoFollow,
+    /// For locking, refusing a final symbolic link.
+    ToLock,
+}
+
+/// Opens `path` for reading and checks, on the handle, that it is a regular file within the size
+/// limit. A look at the path first gives the same answer without opening a device at all (opening
+/// some devices has effects); the handle's answer is the one that counts.
+pub(crate) fn open_regular(path: &Path, name: &str, how: Open) -> Result<(File, Metadata), Error> {
+    let before = if how == Open::Follow {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    };
+    check(&before.map_err(|source| io_error(name, "cannot read", source))?, name)?;
+    let file = match how {
+        Open::Follow => sys::open_read(path, true),
+        Open::NoFollow => sys::open_read(path, false),
+        Open::ToLock => sys::open_to_lock(path),
+    };
+    let file = file.map_err(|source| io_error(name, "cannot open", source))?;
+    let meta = file
+        .metadata()
+        .map_err(|source| io_error(name, "cannot read", source))?;
+    check(&meta, name)?;
+    Ok((file, meta))
+}
+
+/// Refuses what is not a regular file, or is too large.
+pub(crate) fn check(meta: &Metadata, name: &str) -> Result<(), Error> {
+    if let Some(kind) = sys::kind(meta) {
+        return Err(Error::NotRegular {
+            location: Location::new(name, 1, 1),
+            kind: kind.to_string(),
+        });
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_large(name, meta.len()));
+    }
+    Ok(())
+}
+
+/// The whole content of an open regular file, from its start, never more than the limit (the file
+/// may grow after it was checked).
+pub(crate) fn read_handle(file: &mut File, name: &str) -> Result<Vec<u8>, Error> {
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|source| io_error(name, "cannot read", source))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large(name, bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+fn too_large(name: &str, size: u64) -> Error {
+    Error::TooLarge {
+        location: Location::new(name, 1, 1),
+        size,
+        limit: MAX_FILE_BYTES,
+    }
+}

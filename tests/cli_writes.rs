@@ -1,0 +1,740 @@
+//! Safe reads and writes end to end, through the `pysplice` and `sglang_hs_dump` binaries: what a
+//! hostile or unlucky file system does to them (FIFOs, devices, links, planted temp files,
+//! concurrent runs, files that cannot be replaced, a closed or full standard output), with the
+//! exit code, the message and the file's bytes before and after.
+#![cfg(unix)]
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+fn pysplice() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| common::example_binary("pysplice"))
+}
+
+fn hs_dump() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| common::example_binary("sglang_hs_dump"))
+}
+
+const MODEL: &str =
+    "class Model:\n    def forward(self, x):\n        return x\n\n    def backward(self, x):\n        return x\n";
+
+/// A recipe that inserts `code` at the start of `Model.<method>`.
+fn recipe(id: &str, method: &str, code: &str) -> String {
+    format!(
+        "[recipe]\nid = \"{id}\"\nsummary = \"s\"\n\n[[hook]]\nid = \"h\"\nsummary = \"Added {code}\"\nin = \"Model.{method}\"\nat = \"start\"\ncode = \"{code}\"\n"
+    )
+}
+
+struct Dir {
+    dir: tempfile::TempDir,
+}
+
+impl Dir {
+    fn new() -> Dir {
+        Dir {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path().join(name);
+        fs::write(&path, text).expect("write");
+        path
+    }
+
+    fn spec(&self) -> PathBuf {
+        self.write("a.toml", &recipe("ra", "forward", "self.a = 1"))
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// Waits for `child`, killing it (and failing) if it hangs: a FIFO that blocks must fail the
+/// test, not hang it.
+fn finish(mut child: Child) -> Output {
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the command hangs");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Runs `binary` under a 4 GiB address-space limit: should reading `/dev/zero` ever come back,
+/// the run fails instead of taking the machine's memory.
+fn run(binary: &Path, args: &[&Path]) -> Output {
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 4194304 && exec \"$0\" \"$@\"")
+        .arg(binary)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    finish(child)
+}
+
+fn p(s: &str) -> &Path {
+    Path::new(s)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[track_caller]
+fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
+
+fn patched_by_library(spec: &str, source: &str) -> String {
+    let recipe = pysplice::Recipe::from_toml("r.toml", spec).unwrap();
+    pysplice::apply(&recipe, pysplice::SourceFile::new("m.py", source))
+        .unwrap()
+        .output()
+        .to_string()
+}
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+    assert!(status.success());
+}
+
+fn is_root() -> bool {
+    fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+}
+
+/// `chattr +i` on `path`; false (the test then says it skips) where the file system or the
+/// user cannot.
+fn immutable(path: &Path, on: bool) -> bool {
+    Command::new("chattr")
+        .arg(if on { "+i" } else { "-i" })
+        .arg(path)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Lost updates
+
+/// Two different recipes applied to one file at the same moment, 40 times: no run may report
+/// success having lost the other's change. Either both changes are in the file, or the loser exits
+/// 1 with "changed on disk" and the file holds the winner's change.
+#[test]
+fn concurrent_runs_of_two_recipes_never_lose_a_change() {
+    let dir = Dir::new();
+    let spec_a = dir.write("a.toml", &recipe("ra", "forward", "self.a = 1"));
+    let spec_b = dir.write("b.toml", &recipe("rb", "backward", "self.b = 1"));
+    let (mut both, mut refused) = (0, 0);
+    for round in 0..40 {
+        let file = dir.write(&format!("m{round}.py"), MODEL);
+        let start = |spec: &Path| {
+            Command::new(pysplice())
+                .args([p("apply"), p("--spec"), spec, &file])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("the binary runs")
+        };
+        let (a, b) = (start(&spec_a), start(&spec_b));
+        let (a, b) = (finish(a), finish(b));
+        let now = fs::read_to_string(&file).unwrap();
+        let has_a = now.contains("self.a = 1");
+        let has_b = now.contains("self.b = 1");
+        let report = format!(
+            "round {round}\nA: {:?} {}{}\nB: {:?} {}{}\nfile:\n{now}",
+            a.status.code(),
+            text(&a.stdout),
+            text(&a.stderr),
+            b.status.code(),
+            text(&b.stdout),
+            text(&b.stderr)
+        );
+        match (a.status.code(), b.status.code()) {
+            (Some(0), Some(0)) => {
+                assert!(has_a && has_b, "both succeeded but a change is lost\n{report}");
+                both += 1;
+            }
+            (Some(0), Some(1)) | (Some(1), Some(0)) => {
+                let (loser, winner_has, loser_has) = if a.status.code() == Some(1) {
+                    (&a, has_b, has_a)
+                } else {
+                    (&b, has_a, has_b)
+                };
+                assert!(
+                    text(&loser.stderr).contains("the file changed on disk since it was read; nothing was written"),
+                    "{report}"
+                );
+                assert!(loser.stdout.is_empty(), "the loser reported something\n{report}");
+                assert!(winner_has && !loser_has, "{report}");
+                refused += 1;
+            }
+            _ => panic!("unexpected exit codes\n{report}"),
+        }
+        assert!(
+            dir.names().iter().all(|n| !n.starts_with(".pysplice-")),
+            "a temp file is left: {:?}",
+            dir.names()
+        );
+    }
+    eprintln!("40 pairs: {both} with both changes, {refused} refused as changed since read");
+}
+
+/// A run that cannot take the lock within its wait gives up, prints no success, and writes
+/// nothing (another pysplice holds the file for the whole run here).
+#[test]
+fn a_locked_file_is_not_written_and_nothing_is_reported() {
+    use std::os::unix::io::AsRawFd;
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let file = dir.write("m.py", MODEL);
+    let demo = include_str!("../examples/data/demo_model.py");
+    let model = dir.write("deepseek_v2.py", demo);
+    let lock = |path: &Path| {
+        let holder = fs::File::open(path).unwrap();
+        // SAFETY: flock on a descriptor `holder` keeps open.
+        assert_eq!(unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX) }, 0);
+        holder
+    };
+    let holders = (lock(&file), lock(&model));
+    let spawn = |binary: &Path, args: &[&Path]| {
+        Command::new(binary)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // Both wait for the lock at the same time.
+    let apply = spawn(pysplice(), &[p("apply"), p("--spec"), &spec, &file]);
+    let dump = spawn(hs_dump(), &[p("--json"), &model]);
+    let (apply, dump) = (finish(apply), finish(dump));
+    drop(holders);
+    assert_exit(&apply, 1);
+    assert!(apply.stdout.is_empty(), "{}", text(&apply.stdout));
+    assert!(
+        text(&apply.stderr).contains("m.py:1:1: another process keeps the file locked; nothing was written"),
+        "{}",
+        text(&apply.stderr)
+    );
+    assert_eq!(fs::read_to_string(&file).unwrap(), MODEL);
+    assert_exit(&dump, 1);
+    let value: serde_json::Value = serde_json::from_slice(&dump.stdout).unwrap();
+    assert!(value.get("changed").is_none(), "{value}");
+    assert!(value["error"]
+        .as_str()
+        .unwrap()
+        .contains("another process keeps the file locked"));
+    assert_eq!(fs::read_to_string(&model).unwrap(), demo);
+    assert_eq!(dir.names(), ["a.toml", "deepseek_v2.py", "m.py"]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Temp files
+
+/// The temp file name used to be `.<name>.pysplice-<pid>.tmp`, created following links: a link
+/// planted under every name the next processes could use redirected root's write. Now the name is
+/// unpredictable and created exclusively: the victim is untouched, the target patched.
+#[test]
+fn planted_links_under_predictable_temp_names_are_never_followed() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let file = dir.write("m.py", MODEL);
+    let victim_dir = Dir::new();
+    let victim = victim_dir.write("victim", "precious\n");
+    fs::set_permissions(&victim, fs::Permissions::from_mode(0o600)).unwrap();
+    let next = std::process::id();
+    for pid in next..next + 3000 {
+        std::os::unix::fs::symlink(&victim, dir.path().join(format!(".m.py.pysplice-{pid}.tmp"))).unwrap();
+    }
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file]);
+    assert_exit(&output, 0);
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_eq!(fs::metadata(&victim).unwrap().mode() & 0o7777, 0o600);
+    let expected = patched_by_library(&recipe("ra", "forward", "self.a = 1"), MODEL);
+    assert_eq!(fs::read_to_string(&file).unwrap(), expected);
+}
+
+/// A temp file that a dead pysplice left behind (our exact name pattern, old) is removed; a
+/// link with that pattern, a recent one, and other files are not.
+#[test]
+fn stale_temp_files_of_dead_runs_are_cleaned_up() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let file = dir.write("m.py", MODEL);
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let stale = format!(".pysplice-{dead}-Ab3dEf6hI9.tmp");
+    let recent = format!(".pysplice-{dead}-Zb3dEf6hI9.tmp");
+    let link = format!(".pysplice-{dead}-Yb3dEf6hI9.tmp");
+    for name in [&stale, &recent] {
+        let path = dir.write(name, "half written");
+        if *name == stale {
+            fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+    }
+    std::os::unix::fs::symlink(&file, dir.path().join(&link)).unwrap();
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file]);
+    assert_exit(&output, 0);
+    let mut expected = vec![link.clone(), recent.clone(), "a.toml".to_string(), "m.py".to_string()];
+    expected.sort();
+    assert_eq!(dir.names(), expected);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Owner, mode, links
+
+#[test]
+fn owner_group_and_mode_are_kept() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let file = dir.write("m.py", MODEL);
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o640)).unwrap();
+    let owner = if is_root() {
+        std::os::unix::fs::chown(&file, Some(4321), Some(8765)).unwrap();
+        (4321, 8765)
+    } else {
+        eprintln!("skipping the owner part: changing a file's owner needs root");
+        let meta = fs::metadata(&file).unwrap();
+        (meta.uid(), meta.gid())
+    };
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file]);
+    assert_exit(&output, 0);
+    let meta = fs::metadata(&file).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o640);
+    assert_eq!((meta.uid(), meta.gid()), owner);
+    assert!(fs::read_to_string(&file).unwrap().contains("self.a = 1"));
+}
+
+/// A symbolic link is written through (the link stays, the file it points to is patched);
+/// reverting through the link gives back the exact bytes.
+#[test]
+fn a_symlinked_target_is_written_through() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let real_dir = Dir::new();
+    let real = real_dir.write("real.py", MODEL);
+    let link = dir.path().join("m.py");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &link]);
+    assert_exit(&output, 0);
+    assert!(text(&output.stdout).starts_with(&format!("Successfully patched {}", link.display())));
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(fs::read_to_string(&real).unwrap().contains("self.a = 1"));
+    let output = run(pysplice(), &[p("revert"), p("--spec"), &spec, &link]);
+    assert_exit(&output, 0);
+    assert_eq!(fs::read_to_string(&real).unwrap(), MODEL);
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(real_dir.names(), ["real.py"]);
+}
+
+/// A file with several hard links becomes a file of its own (as with `sed -i`);
+/// the command says so, and the other name keeps the old bytes.
+#[test]
+fn hard_links_are_broken_and_said() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let file = dir.write("m.py", MODEL);
+    let other = dir.path().join("other.py");
+    fs::hard_link(&file, &other).unwrap();
+    // Both names at once: one file, planned twice from the same bytes; refused, nothing written.
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file, &other]);
+    assert_exit(&output, 2);
+    assert!(
+        text(&output.stderr).contains("other.py:1:1: cannot write: the same file is given twice"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(fs::read_to_string(&file).unwrap(), MODEL);
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file]);
+    assert_exit(&output, 0);
+    assert!(
+        text(&output.stderr).contains("m.py had 2 hard links; it is now a file of its own"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(fs::read_to_string(&file).unwrap().contains("self.a = 1"));
+    assert_eq!(fs::read_to_string(&other).unwrap(), MODEL);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Non-regular and oversized files
+
+/// FIFOs, devices, folders and sockets are refused before reading, as targets and as specs: exit
+/// 2, a message naming what the path is, nothing blocks, nothing is replaced.
+#[test]
+fn non_regular_files_are_refused_before_reading() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let fifo = dir.path().join("fifo.py");
+    mkfifo(&fifo);
+    let zero = dir.path().join("zero.py");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let socket = dir.path().join("socket.py");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let folder = dir.path().join("folder.py");
+    fs::create_dir(&folder).unwrap();
+    let cases: [(&Path, &str); 5] = [
+        (&fifo, "a FIFO (named pipe)"),
+        (&zero, "a character device"),
+        (p("/dev/null"), "a character device"),
+        (&socket, "a socket"),
+        (&folder, "a directory"),
+    ];
+    for (target, kind) in cases {
+        for command in ["apply", "check", "revert"] {
+            let output = run(pysplice(), &[p(command), p("--spec"), &spec, target]);
+            assert_exit(&output, 2);
+            let expected = format!(
+                "{}:1:1: {kind}, not a regular file; pysplice reads and writes regular files only",
+                target.display()
+            );
+            assert!(text(&output.stderr).contains(&expected), "{}", text(&output.stderr));
+        }
+        let output = run(
+            pysplice(),
+            &[p("apply"), p("--spec"), target, &dir.write("m.py", MODEL)],
+        );
+        assert_exit(&output, 2);
+        assert!(text(&output.stderr).contains(kind), "{}", text(&output.stderr));
+        let output = run(pysplice(), &[p("locate"), target]);
+        assert_exit(&output, 2);
+        assert!(text(&output.stderr).contains(kind), "{}", text(&output.stderr));
+        let output = run(hs_dump(), &[target]);
+        if target != folder.as_path() {
+            assert_exit(&output, 2);
+            assert!(text(&output.stderr).contains(kind), "{}", text(&output.stderr));
+        }
+    }
+    assert!(fs::symlink_metadata(&zero).unwrap().file_type().is_symlink());
+    assert!(fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    assert_eq!(fs::read_to_string(dir.path().join("m.py")).unwrap(), MODEL);
+}
+
+/// `reach` over a package holding a FIFO and a link to `/dev/zero` named `.py`: both are listed
+/// as unreadable, the rest is answered.
+#[test]
+fn the_project_scan_skips_fifos_and_devices() {
+    let dir = Dir::new();
+    let package = dir.path().join("pkg");
+    fs::create_dir(&package).unwrap();
+    fs::write(package.join("model.py"), MODEL).unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    std::os::unix::fs::symlink(&fifo, package.join("x.py")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", package.join("z.py")).unwrap();
+    let output = run(pysplice(), &[p("reach"), &package, p("Model.forward")]);
+    assert_exit(&output, 0);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("x.py:1:1: a FIFO (named pipe), not a regular file"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("z.py:1:1: a character device, not a regular file"),
+        "{stderr}"
+    );
+}
+
+/// Over the documented limit (16 MiB): refused before reading, the file untouched.
+#[test]
+fn files_over_the_size_limit_are_refused() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let big = dir.path().join("big.py");
+    let handle = fs::File::create(&big).unwrap();
+    handle.set_len(pysplice::files::MAX_FILE_BYTES + 1).unwrap();
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &big]);
+    assert_exit(&output, 2);
+    assert!(
+        text(&output.stderr).contains("the file has 16777217 bytes, more than the limit of 16777216 bytes"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(fs::metadata(&big).unwrap().len(), pysplice::files::MAX_FILE_BYTES + 1);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Report only what happened; all files or none
+
+/// A target that cannot be replaced (immutable): the command fails, prints no success, and the
+/// file keeps its bytes. With two files, the one that could be written is put back.
+#[test]
+fn a_failed_write_reports_no_success_and_puts_back_what_was_written() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let first = dir.write("a.py", MODEL);
+    let second = dir.write("b.py", MODEL);
+    if !immutable(&second, true) {
+        eprintln!("skipping: `chattr +i` is not available here (needs root and a file system with attributes)");
+        return;
+    }
+    let one = run(pysplice(), &[p("apply"), p("--spec"), &spec, &second]);
+    let json = run(
+        pysplice(),
+        &[p("apply"), p("--json"), p("--spec"), &spec, &first, &second],
+    );
+    let both = run(pysplice(), &[p("apply"), p("--spec"), &spec, &first, &second]);
+    immutable(&second, false);
+    for output in [&one, &both] {
+        assert_exit(output, 2);
+        assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "{}:1:1: cannot write: Operation not permitted",
+                second.display()
+            )),
+            "{stderr}"
+        );
+        assert!(stderr.ends_with("nothing was written\n"), "{stderr}");
+    }
+    assert_exit(&json, 2);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(value["file"], second.display().to_string());
+    assert!(value.get("changed").is_none(), "{value}");
+    assert_eq!(
+        fs::read_to_string(&first).unwrap(),
+        MODEL,
+        "the first file was not put back"
+    );
+    assert_eq!(fs::read_to_string(&second).unwrap(), MODEL);
+    assert_eq!(dir.names(), ["a.py", "a.toml", "b.py"]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Standard output closed or full
+
+/// A pipe whose reading end is already closed: every write to it fails with EPIPE.
+fn broken_pipe() -> Stdio {
+    use std::os::unix::io::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe() returns.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just created and are owned here only.
+    unsafe {
+        drop(fs::File::from_raw_fd(fds[0]));
+        Stdio::from(std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    }
+}
+
+/// Runs with `stdout`; `$TMPDIR` is `tmp`, so the demo's copy lands there.
+fn run_with_stdout(binary: &Path, args: &[&Path], stdout: Stdio, tmp: &Path) -> Output {
+    let child = Command::new(binary)
+        .args(args)
+        .env("TMPDIR", tmp)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    finish(child)
+}
+
+/// `| head` (EPIPE) and `> /dev/full` (ENOSPC): no panic, exit 3, the file fully written (the
+/// write comes before the report), quiet on a broken pipe, one line on a full disk.
+#[test]
+fn a_closed_or_full_stdout_exits_3_after_writing_the_file() {
+    let spec_text = recipe("ra", "forward", "self.a = 1");
+    let expected = patched_by_library(&spec_text, MODEL);
+    for full in [false, true] {
+        let dir = Dir::new();
+        let spec = dir.write("a.toml", &spec_text);
+        let file = dir.write("m.py", MODEL);
+        let stdout = || {
+            if full {
+                Stdio::from(fs::File::options().write(true).open("/dev/full").unwrap())
+            } else {
+                broken_pipe()
+            }
+        };
+        let output = run_with_stdout(
+            pysplice(),
+            &[p("apply"), p("--spec"), &spec, &file],
+            stdout(),
+            dir.path(),
+        );
+        assert_exit(&output, 3);
+        assert_eq!(fs::read_to_string(&file).unwrap(), expected);
+        let stderr = text(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        if full {
+            assert_eq!(
+                stderr,
+                "error: cannot write to standard output: No space left on device (os error 28)\n"
+            );
+        } else {
+            assert_eq!(stderr, "");
+        }
+        for args in [
+            vec![p("check"), p("--spec"), &spec, &file],
+            vec![p("revert"), p("--json"), p("--spec"), &spec, &file],
+            vec![p("locate"), &file],
+            vec![p("reach"), dir.path(), p("Model.forward")],
+        ] {
+            let output = run_with_stdout(pysplice(), &args, stdout(), dir.path());
+            assert_exit(&output, 3);
+        }
+        assert_eq!(fs::read_to_string(&file).unwrap(), MODEL, "the revert was written");
+        // A failure keeps its own exit code: `check` finds work (1), a missing file (2).
+        let output = run_with_stdout(
+            pysplice(),
+            &[p("check"), p("--spec"), &spec, &file],
+            stdout(),
+            dir.path(),
+        );
+        assert_exit(&output, 1);
+        let missing = dir.path().join("missing.py");
+        let output = run_with_stdout(
+            pysplice(),
+            &[p("apply"), p("--json"), p("--spec"), &spec, &missing],
+            stdout(),
+            dir.path(),
+        );
+        assert_exit(&output, 2);
+
+        let model = dir.write("deepseek_v2.py", include_str!("../examples/data/demo_model.py"));
+        let output = run_with_stdout(hs_dump(), &[&model], stdout(), dir.path());
+        assert_exit(&output, 3);
+        assert!(fs::read_to_string(&model).unwrap().contains("_pysplice_hs_dump"));
+        for args in [
+            vec![],
+            vec![p("--check"), &model],
+            vec![p("--json"), p("--revert"), &model],
+        ] {
+            let output = run_with_stdout(hs_dump(), &args, stdout(), dir.path());
+            assert_exit(&output, 3);
+            assert!(!text(&output.stderr).contains("panicked"));
+        }
+        assert_eq!(
+            fs::read_to_string(&model).unwrap(),
+            include_str!("../examples/data/demo_model.py")
+        );
+    }
+}
+
+/// A standard error that cannot be written (`2> /dev/full`) is ignored: no panic, the usual exit
+/// code.
+#[test]
+fn a_full_stderr_is_ignored() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let missing = dir.path().join("missing.py");
+    for binary in [pysplice(), hs_dump()] {
+        let args: Vec<&Path> = if binary == pysplice() {
+            vec![p("apply"), p("--spec"), &spec, &missing]
+        } else {
+            vec![&missing]
+        };
+        let output = Command::new(binary)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(fs::File::options().write(true).open("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        assert_exit(&output, 2);
+    }
+}
+
+/// The language server's standard output is its transport: when it is closed or full, the
+/// server ends without a panic.
+#[test]
+fn the_language_server_survives_a_closed_or_full_stdout() {
+    use std::io::Write as _;
+    let lsp = common::example_binary("pysplice_lsp");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}"#;
+    for full in [false, true] {
+        let stdout = if full {
+            Stdio::from(fs::File::options().write(true).open("/dev/full").unwrap())
+        } else {
+            broken_pipe()
+        };
+        let mut child = Command::new(&lsp)
+            .stdin(Stdio::piped())
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = write!(stdin, "Content-Length: {}\r\n\r\n{body}", body.len());
+        drop(stdin);
+        let output = finish(child);
+        let stderr = text(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert_ne!(output.status.code(), Some(101), "{stderr}");
+        assert!(output.status.code().is_some(), "killed by a signal: {stderr}");
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// The demo's folder
+
+/// The demo copy goes into a fresh private folder (0700, unpredictable name), never into a
+/// `sglang_hs_dump-demo-<pid>` that someone may have planted as a link.
+#[test]
+fn the_demo_writes_into_a_fresh_private_folder() {
+    let tmp = Dir::new();
+    let victim = Dir::new();
+    let next = std::process::id();
+    for pid in next..next + 3000 {
+        std::os::unix::fs::symlink(victim.path(), tmp.path().join(format!("sglang_hs_dump-demo-{pid}"))).unwrap();
+    }
+    let child = Command::new(hs_dump())
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = finish(child);
+    assert_exit(&output, 0);
+    assert!(victim.names().is_empty(), "{:?}", victim.names());
+    let stdout = text(&output.stdout);
+    let copy = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Successfully patched "))
+        .expect("the copy is named");
+    let folder = Path::new(copy).parent().unwrap();
+    assert_eq!(folder.parent().unwrap(), tmp.path());
+    let meta = fs::symlink_metadata(folder).unwrap();
+    assert!(meta.is_dir());
+    assert_eq!(meta.mode() & 0o7777, 0o700);
+    assert!(fs::read_to_string(copy).unwrap().contains("_pysplice_hs_dump"));
+}

@@ -1,0 +1,112 @@
+//! The language server reads its workspace configuration (`pysplice.toml`) and the recipes it
+//! names with the library's safe reader: in an untrusted repository, a FIFO or a link to
+//! `/dev/zero` under those names is reported (stderr and `window/showMessage`), never waited on or
+//! drained, and the server goes on serving. Driven through the real stdio transport.
+#![cfg(unix)]
+
+mod common;
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn frame(body: &serde_json::Value) -> String {
+    let body = body.to_string();
+    format!("Content-Length: {}\r\n\r\n{body}", body.len())
+}
+
+/// Initializes the server on `root`, shuts it down, and returns what it did; kills it (and fails)
+/// if it hangs.
+fn session(root: &Path) -> Output {
+    // Under a 4 GiB address-space limit: should reading `/dev/zero` ever come back, the server
+    // fails instead of taking the machine's memory.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 4194304 && exec \"$0\"")
+        .arg(common::example_binary("pysplice_lsp"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the server runs");
+    let uri = format!("file://{}", root.display());
+    let messages = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"capabilities": {}, "rootUri": uri}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "exit"}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for message in &messages {
+        stdin.write_all(frame(message).as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the server hangs");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+#[track_caller]
+fn assert_served(output: &Output, messages: &[String]) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains(r#""id":2,"result":null"#),
+        "no shutdown answer:\n{stdout}"
+    );
+    for message in messages {
+        assert!(stderr.contains(message.as_str()), "{message}\n{stderr}");
+        assert!(stdout.contains("window/showMessage"), "{stdout}");
+    }
+}
+
+#[test]
+fn a_fifo_or_device_as_pysplice_toml_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pysplice.toml");
+    mkfifo(&config);
+    let expected = format!("{}:1:1: a FIFO (named pipe), not a regular file", config.display());
+    assert_served(&session(dir.path()), &[expected]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pysplice.toml");
+    std::os::unix::fs::symlink("/dev/zero", &config).unwrap();
+    let expected = format!("{}:1:1: a character device, not a regular file", config.display());
+    assert_served(&session(dir.path()), &[expected]);
+}
+
+#[test]
+fn a_fifo_or_device_as_a_recipe_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pysplice.toml"),
+        "recipes = [\"fifo.toml\", \"zero.toml\", \"big.toml\"]\n",
+    )
+    .unwrap();
+    mkfifo(&dir.path().join("fifo.toml"));
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.toml")).unwrap();
+    let big = std::fs::File::create(dir.path().join("big.toml")).unwrap();
+    big.set_len(pysplice::files::MAX_FILE_BYTES + 1).unwrap();
+    let output = session(dir.path());
+    assert_served(
+        &output,
+        &[
+            "fifo.toml:1:1: a FIFO (named pipe), not a regular file".to_string(),
+            "zero.toml:1:1: a character device, not a regular file".to_string(),
+            "big.toml:1:1: the file has 16777217 bytes, more than the limit".to_string(),
+        ],
+    );
+}
