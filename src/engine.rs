@@ -511,6 +511,7 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
         return Err(failure.expect("an incomplete plan has a failure"));
     }
     let original = prepared.original();
+    check_orphans(recipe, original, &plan)?;
     let (output, map) = apply_edits(original.source(), &plan.edits())?;
     let out_file = SourceFile::new(original.source().name(), output);
     let (out_frames, out_anchors) = verify(recipe, original, &out_file, &map)?;
@@ -541,6 +542,60 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
         output: out_file.text().to_string(),
         outcomes,
     })
+}
+
+/// Refuses when the text without this recipe's frames already holds a change this recipe makes:
+/// its marker line was deleted, so applying would make the change a second time (a return
+/// wrapped twice) and revert would leave it behind. Found where the plan puts each change: a
+/// return that is already the template around some value, a block next to its own code.
+fn check_orphans(recipe: &Recipe, file: &ParsedFile, plan: &Plan) -> Result<(), Error> {
+    let source = file.source();
+    let text = source.text();
+    for (id, _, planned) in &plan.hooks {
+        let (HookPlan::Edits(edits), Some(hook)) = (planned, recipe.hooks.iter().find(|h| &h.id == id)) else {
+            continue;
+        };
+        let params = match &hook.target {
+            Target::Module => Vec::new(),
+            Target::Definition { .. } => file
+                .locate(&target_text(&hook.target))
+                .map(|def| parameter_names(file.node(def)))
+                .unwrap_or_default(),
+        };
+        for edit in edits {
+            let range = edit.range();
+            let found = match &hook.action {
+                Action::WrapReturns { template, .. } if !range.is_empty() => {
+                    let value = text[range.clone()].strip_prefix("return ");
+                    value
+                        .and_then(|value| template.unrender(&recipe.vars, &params, value))
+                        .map(|_| range.start)
+                }
+                _ if range.is_empty() => edit.inserted().first().and_then(|inserted| {
+                    let code = &edit.text()[inserted.clone()];
+                    if code.trim().is_empty() {
+                        None
+                    } else if text[..range.start].ends_with(code) {
+                        Some(range.start - code.len())
+                    } else {
+                        text[range.start..].starts_with(code).then_some(range.start)
+                    }
+                }),
+                _ => None,
+            };
+            if let Some(at) = found {
+                let line = source.lines().line_of(at);
+                return Err(Error::Marker {
+                    location: source.location(at),
+                    reason: format!(
+                        "line {line} already holds the change of hook `{id}` but not its marker (was a marker line deleted?): applying would make the change twice and revert would leave it behind"
+                    ),
+                    hook: HookRef(Some(id.clone())),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Outcomes for hooks whose frames are in the file but which the recipe no longer has.
@@ -594,6 +649,8 @@ fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize
 /// not parse.
 pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;
+    // A change of this recipe whose marker line is gone would stay behind: refuse, as apply does.
+    check_orphans(recipe, prepared.original(), &plan(recipe, prepared.original()))?;
     let present = group(&prepared.frames, &prepared.anchors);
     let mut outcomes: Vec<HookOutcome> = recipe
         .hooks

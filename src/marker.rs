@@ -1,9 +1,11 @@
 //! Marker comments: how pysplice frames what it inserted, so that applying again is a no-op,
-//! a changed spec replaces its old blocks, hand edits are caught, and revert is exact.
+//! a changed spec replaces its old blocks, hand edits are caught, and revert is exact. This is
+//! the one module that knows the marker grammar: writing markers, reading them, and telling
+//! marker-like text apart (recipes may not contain any).
 //!
 //! A block of inserted lines:
 //! ```text
-//!     # >>> pysplice RECIPE/HOOK HASH
+//!     # >>> pysplice RECIPE/HOOK sha256:HASH
 //!     inserted code
 //!     # <<< pysplice RECIPE/HOOK
 //! ```
@@ -16,12 +18,28 @@
 //! A change inside a statement (a wrapped return value) gets one marker line before the line
 //! holding the change:
 //! ```text
-//!     # ~~~ pysplice RECIPE/HOOK HASH at=COLUMN len=LENGTH was=JSON
+//!     # ~~~ pysplice RECIPE/HOOK sha256:HASH at=COLUMN len=LENGTH was=JSON
 //!     return wrapped(value)
 //! ```
-//! `HASH` is a short hash of the inserted text, so an edited block is recognised.
+//!
+//! # The seal
+//! `HASH` is the SHA-256 of everything revert relies on: the kind of frame, the recipe and hook
+//! ids, the displaced text (`was`/`joined`), the inserted text and, inline, the column. A frame
+//! whose seal does not match is a hand edit and is refused, so revert never writes displaced
+//! text that a marker merely claims. The seal is not a signature: whoever can write the file can
+//! also write a matching seal, as they can write any code into it. It guards against accidental
+//! and careless edits, and 256 bits make a second text with the same seal infeasible to find.
+//!
+//! # Older markers
+//! Files patched before the seal carry an 8-digit hash of the inserted text alone. They are
+//! read (and rewritten in the current form by the next apply) where the displaced text can be
+//! checked against the inserted text: pure insertions, wrapped returns (the returned value must
+//! appear in the new line) and expanded one-line suites (the suite must appear in the block).
+//! An older replaced-statement frame (` was=` on a block) cannot be checked and is refused.
 
 use std::ops::Range;
+
+use sha2::{Digest, Sha256};
 
 use crate::error::{Error, HookRef};
 use crate::source::{lines_inside_strings, SourceFile};
@@ -29,17 +47,210 @@ use crate::source::{lines_inside_strings, SourceFile};
 const BEGIN: &str = "# >>> pysplice ";
 const END: &str = "# <<< pysplice ";
 const INLINE: &str = "# ~~~ pysplice ";
+const SEAL: &str = "sha256:";
+/// Bumped when what the seal covers changes, so an old seal never verifies new content.
+const SEAL_VERSION: &str = "pysplice-marker-2";
 
-/// A 64-bit FNV-1a hash of `text`, as 8 hex digits (the low 32 bits): short, stable across
-/// platforms and releases, enough to recognise an edited block.
+/// The kind of a marker line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// `# >>> pysplice`: opens a block.
+    Begin,
+    /// `# <<< pysplice`: closes a block.
+    End,
+    /// `# ~~~ pysplice`: describes a change in the line below it.
+    Inline,
+}
+
+impl MarkerKind {
+    fn prefix(self) -> &'static str {
+        match self {
+            MarkerKind::Begin => BEGIN,
+            MarkerKind::End => END,
+            MarkerKind::Inline => INLINE,
+        }
+    }
+}
+
+/// A marker line as read: kind, recipe and hook ids, and the rest of the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MarkerLine<'a> {
+    /// Which marker.
+    pub kind: MarkerKind,
+    /// The recipe id.
+    pub recipe: &'a str,
+    /// The hook id.
+    pub hook: &'a str,
+    /// What follows `RECIPE/HOOK` (seal and attributes), without surrounding blanks.
+    pub fields: &'a str,
+}
+
+/// Reads the code of one line (indentation allowed, no line break) as a marker line.
 #[must_use]
-pub fn short_hash(text: &str) -> String {
+pub fn parse_line(code: &str) -> Option<MarkerLine<'_>> {
+    let code = code.trim_start_matches('\u{feff}').trim_start();
+    let (kind, rest) = [MarkerKind::Begin, MarkerKind::End, MarkerKind::Inline]
+        .into_iter()
+        .find_map(|kind| code.strip_prefix(kind.prefix()).map(|rest| (kind, rest)))?;
+    let rest = rest.trim_end();
+    let (id, fields) = rest.split_once(' ').unwrap_or((rest, ""));
+    let (recipe, hook) = id.split_once('/')?;
+    Some(MarkerLine {
+        kind,
+        recipe,
+        hook,
+        fields: fields.trim(),
+    })
+}
+
+/// The marker prefix (`# >>> pysplice ` ...) and the `RECIPE/HOOK` word of a marker line, for
+/// placement, which only needs to step over markers.
+pub(crate) fn prefix_and_id(code: &str) -> Option<(&'static str, &str)> {
+    let code = code.trim_start_matches('\u{feff}').trim_start();
+    [BEGIN, END, INLINE].into_iter().find_map(|prefix| {
+        let rest = code.strip_prefix(prefix)?;
+        Some((prefix, rest.split(' ').next().unwrap_or_default()))
+    })
+}
+
+/// Whether `line` looks like a marker line, also with other spacing or repeated `#` (`#>>>
+/// pysplice`): text that recipes must never write, since the next scan would take it for one.
+#[must_use]
+pub fn looks_like_marker(line: &str) -> bool {
+    let code = line.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+    let Some(rest) = code.strip_prefix('#') else {
+        return false;
+    };
+    let rest = rest.trim_start_matches(|c: char| c == '#' || c.is_whitespace());
+    [">>>", "<<<", "~~~"].iter().any(|arrow| {
+        rest.strip_prefix(arrow)
+            .is_some_and(|r| r.trim_start().starts_with("pysplice"))
+    })
+}
+
+/// The seal of a frame: SHA-256 over the kind, ids, displaced text, inserted text and column,
+/// each field length-prefixed so no two different frames hash the same input.
+fn seal(kind: &str, recipe: &str, hook: &str, displaced: &str, content: &str, column: usize) -> String {
+    use std::fmt::Write;
+    let mut hasher = Sha256::new();
+    let column = column.to_string();
+    for field in [SEAL_VERSION, kind, recipe, hook, displaced, content, &column] {
+        hasher.update((field.len() as u64).to_le_bytes());
+        hasher.update(field.as_bytes());
+    }
+    let mut out = String::with_capacity(SEAL.len() + 64);
+    out.push_str(SEAL);
+    for byte in hasher.finalize() {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
+/// The hash older markers carry: the low 32 bits of the 64-bit FNV-1a of the inserted text.
+fn legacy_hash(text: &str) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in text.bytes() {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{:08x}", hash & 0xffff_ffff)
+}
+
+/// A seal as read from a marker.
+#[derive(Clone, Debug)]
+enum Seal {
+    /// `sha256:` and 64 hex digits.
+    Current(String),
+    /// 8 hex digits, written before the seal covered the displaced text.
+    Legacy(String),
+}
+
+impl Seal {
+    fn read(token: &str) -> Option<Seal> {
+        let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        match token.strip_prefix(SEAL) {
+            Some(digits) if hex(digits, 64) => Some(Seal::Current(token.to_string())),
+            None if hex(token, 8) => Some(Seal::Legacy(token.to_string())),
+            _ => None,
+        }
+    }
+
+    fn token(&self) -> &str {
+        match self {
+            Seal::Current(token) | Seal::Legacy(token) => token,
+        }
+    }
+}
+
+/// What a frame says about itself, checked against its seal.
+struct Claim<'a> {
+    kind: &'static str,
+    recipe: &'a str,
+    hook: &'a str,
+    displaced: &'a str,
+    content: &'a str,
+    column: usize,
+}
+
+/// Why a frame cannot be trusted.
+enum Broken {
+    /// The seal does not match: the frame was edited.
+    Edited,
+    /// An older marker whose displaced text cannot be checked.
+    Unchecked(&'static str),
+}
+
+impl Claim<'_> {
+    fn check(&self, seal: &Seal) -> Result<(), Broken> {
+        match seal {
+            Seal::Current(token) => {
+                let expected = self::seal(
+                    self.kind,
+                    self.recipe,
+                    self.hook,
+                    self.displaced,
+                    self.content,
+                    self.column,
+                );
+                if expected == *token {
+                    Ok(())
+                } else {
+                    Err(Broken::Edited)
+                }
+            }
+            Seal::Legacy(token) if legacy_hash(self.content) != *token => Err(Broken::Edited),
+            Seal::Legacy(_) => self.plausible_legacy(),
+        }
+    }
+
+    /// Whether an older marker's displaced text fits its inserted text, which its hash covers.
+    fn plausible_legacy(&self) -> Result<(), Broken> {
+        let fits = match self.kind {
+            "insert" => true,
+            "inline" => {
+                let old = self.displaced.trim_start().strip_prefix("return").map(str::trim);
+                let new = self.content.trim_start().strip_prefix("return").unwrap_or_default();
+                match old {
+                    Some("") => new.contains("None"),
+                    Some(value) => new.contains(value),
+                    None => false,
+                }
+            }
+            "joined" => self.content.lines().any(|line| line.trim() == self.displaced.trim()),
+            _ => {
+                return Err(Broken::Unchecked(
+                    "this block was written by an older pysplice whose marker does not vouch for the statements it replaced, so revert cannot trust them; restore the original file (reinstall it) and apply again",
+                ))
+            }
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(Broken::Unchecked(
+                "this older marker's displaced text does not fit the code it frames (was the marker edited?)",
+            ))
+        }
+    }
 }
 
 /// One framed change found in a file.
@@ -49,9 +260,9 @@ pub struct Frame {
     pub recipe: String,
     /// The hook id in the marker.
     pub hook: String,
-    /// The hash in the marker.
+    /// The seal in the marker (`sha256:...`, or an older marker's 8-digit hash).
     pub hash: String,
-    /// The inserted text the hash covers (block content, or the changed text of an inline change).
+    /// The inserted text the seal covers (block content, or the changed text of an inline change).
     pub content: Range<usize>,
     /// The bytes revert replaces by [`Frame::was`]: the whole frame, marker lines included.
     pub removal: Vec<Range<usize>>,
@@ -82,12 +293,12 @@ pub fn block(
     lines: &str,
     displaced: Displaced<'_>,
 ) -> BlockText {
-    let hash = short_hash(lines);
-    let was_attr = match displaced {
-        Displaced::Nothing => String::new(),
-        Displaced::Lines(was) => format!(" was={}", json_string(was)),
-        Displaced::Joined(was) => format!(" joined={}", json_string(was)),
+    let (kind, was, was_attr) = match displaced {
+        Displaced::Nothing => ("insert", "", String::new()),
+        Displaced::Lines(was) => ("lines", was, format!(" was={}", json_string(was))),
+        Displaced::Joined(was) => ("joined", was, format!(" joined={}", json_string(was))),
     };
+    let hash = seal(kind, recipe, hook, was, lines, 0);
     let begin = format!("{indent}{BEGIN}{recipe}/{hook} {hash}{was_attr}{newline}");
     let end = format!("{indent}{END}{recipe}/{hook}");
     BlockText {
@@ -109,7 +320,7 @@ pub struct BlockText {
 }
 
 /// The marker line (with its line break) for an inline change of `new_text` starting at byte
-/// `column` (0-based) of the following line.
+/// `column` (0-based) of the following line, which held `was` there.
 #[must_use]
 pub fn inline(
     recipe: &str,
@@ -120,7 +331,7 @@ pub fn inline(
     column: usize,
     was: &str,
 ) -> String {
-    let hash = short_hash(new_text);
+    let hash = seal("inline", recipe, hook, was, new_text, column);
     let len = new_text.len();
     let was = json_string(was);
     format!("{indent}{INLINE}{recipe}/{hook} {hash} at={column} len={len} was={was}{newline}")
@@ -130,126 +341,246 @@ fn json_string(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
 }
 
+/// A marker line of any recipe, where it is.
+struct Found<'a> {
+    marker: MarkerLine<'a>,
+    /// 1-based line.
+    line: usize,
+    /// Offset of the line's start (after a BOM).
+    start: usize,
+}
+
+/// Every marker line of every recipe in `file`, in order; lines inside string literals are text,
+/// never markers.
+fn marker_lines(file: &SourceFile) -> Vec<Found<'_>> {
+    let text = file.text();
+    let in_strings = lines_inside_strings(text);
+    let mut found = Vec::new();
+    for line in 1..=file.lines().line_count() {
+        let range = file.line_range(line);
+        let start = file.code_start(line).min(range.end);
+        let code = &text[start..range.end];
+        if !code.trim_start().starts_with('#') || in_strings.binary_search(&line).is_ok() {
+            continue;
+        }
+        if let Some(marker) = parse_line(code) {
+            found.push(Found { marker, line, start });
+        }
+    }
+    found
+}
+
+/// The byte ranges of the block frames of every recipe in `file`, from the opening marker's
+/// line to the end of the closing marker: code that other recipes inserted, as opposed to the
+/// file's own (an import another recipe added belongs to that recipe, not to the file).
+#[must_use]
+pub fn block_ranges(file: &SourceFile) -> Vec<Range<usize>> {
+    let found = marker_lines(file);
+    let mut out = Vec::new();
+    for (i, begin) in found.iter().enumerate() {
+        if begin.marker.kind != MarkerKind::Begin {
+            continue;
+        }
+        let end = found[i + 1..].iter().find(|f| {
+            f.marker.kind == MarkerKind::End
+                && f.marker.recipe == begin.marker.recipe
+                && f.marker.hook == begin.marker.hook
+        });
+        if let Some(end) = end {
+            out.push(begin.start..file.line_range(end.line).end);
+        }
+    }
+    out
+}
+
 /// Every frame of `recipe` in `file`, in order.
 ///
 /// # Errors
-/// [`Error::Marker`] naming the line when a frame of this recipe is damaged: an opening marker
-/// without its closing marker, a closing marker alone, a bad attribute, or content whose hash no
-/// longer matches (edited by hand).
+/// [`Error::Marker`] naming the line and hook when a frame of this recipe is damaged: an
+/// opening marker without its closing marker, a closing marker alone, a bad attribute, a seal
+/// that no longer matches (edited by hand), a duplicated marker line, frames that overlap.
+/// [`Error::Stacked`] when another recipe changed a frame of this one after it was applied:
+/// that recipe is on top and must be reverted first.
 pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
     let text = file.text();
+    let lines = file.lines();
+    let found = marker_lines(file);
     let mut frames = Vec::new();
     let mut open: Option<OpenFrame> = None;
-    let lines = file.lines();
-    let in_strings = lines_inside_strings(text);
-    for line in 1..=lines.line_count() {
-        if in_strings.binary_search(&line).is_ok() {
+    let stacked = |at: usize, hook: &str, top: &Found<'_>| Error::Stacked {
+        location: file.location(at),
+        top: top.marker.recipe.into(),
+        top_hook: top.marker.hook.into(),
+        top_line: top.line,
+        hook: HookRef(Some(hook.to_string())),
+    };
+    for (index, m) in found.iter().enumerate() {
+        let MarkerLine { kind, hook, fields, .. } = m.marker;
+        if m.marker.recipe != recipe {
             continue;
         }
-        let range = file.line_range(line);
-        let start = file.code_start(line).min(range.end);
-        let trimmed = text[start..range.end].trim_start();
         let damaged = |reason: String, hook: &str| Error::Marker {
-            location: file.location(start),
+            location: file.location(m.start),
             reason,
             hook: HookRef(Some(hook.to_string())),
         };
-        if let Some(rest) = trimmed.strip_prefix(BEGIN) {
-            let Some((hook, fields)) = parse_head(rest, recipe) else {
-                continue;
-            };
-            if let Some(open) = &open {
-                return Err(damaged(
-                    format!("the block of hook `{}` is not closed before this marker", open.hook),
-                    &open.hook,
-                ));
-            }
-            let json = |value: &str| {
-                serde_json::from_str::<String>(value)
-                    .map_err(|_| damaged("the displaced text in this marker is damaged".into(), &hook))
-            };
-            let (hash, displaced) = if let Some((hash, was)) = fields.split_once(" was=") {
-                (hash, Some((json(was)?, false)))
-            } else if let Some((hash, joined)) = fields.split_once(" joined=") {
-                (hash, Some((json(joined)?, true)))
-            } else {
-                (fields, None)
-            };
-            open = Some(OpenFrame {
-                hook,
-                hash: hash.to_string(),
-                displaced,
-                line,
-                begin_start: start,
-                content_start: lines.line_start(line + 1).unwrap_or(text.len()),
-            });
-        } else if let Some(rest) = trimmed.strip_prefix(END) {
-            let Some((hook, _)) = parse_head(rest, recipe) else {
-                continue;
-            };
-            let Some(frame) = open.take() else {
-                return Err(damaged("closing marker without an opening marker".into(), &hook));
-            };
-            if frame.hook != hook {
-                return Err(damaged(
-                    format!("closing marker for `{hook}` inside the block of `{}`", frame.hook),
-                    &hook,
-                ));
-            }
-            let content = frame.content_start..range.start.max(frame.content_start);
-            if short_hash(&text[content.clone()]) != frame.hash {
-                return Err(Error::Marker {
-                    location: file.location(frame.begin_start),
-                    reason: format!("the block of hook `{hook}` was edited by hand (its hash no longer matches)"),
-                    hook: HookRef(Some(hook)),
+        match kind {
+            MarkerKind::Begin => {
+                if let Some(open) = &open {
+                    return Err(damaged(
+                        format!("the block of hook `{}` is not closed before this marker", open.hook),
+                        &open.hook,
+                    ));
+                }
+                let json = |value: &str| {
+                    serde_json::from_str::<String>(value)
+                        .map_err(|_| damaged("the displaced text in this marker is damaged".into(), hook))
+                };
+                let (token, displaced) = if let Some((token, was)) = fields.split_once(" was=") {
+                    (token, Some((json(was)?, false)))
+                } else if let Some((token, joined)) = fields.split_once(" joined=") {
+                    (token, Some((json(joined)?, true)))
+                } else {
+                    (fields, None)
+                };
+                let seal =
+                    Seal::read(token).ok_or_else(|| damaged("the seal of this marker is damaged".into(), hook))?;
+                open = Some(OpenFrame {
+                    hook: hook.to_string(),
+                    seal,
+                    displaced,
+                    line: m.line,
+                    begin_start: m.start,
+                    content_start: lines.line_start(m.line + 1).unwrap_or(text.len()),
                 });
             }
-            let line_end = lines.line_start(line + 1).unwrap_or(text.len());
-            let (removal, was) = match frame.displaced {
-                Some((was, false)) => (frame.begin_start..range.end, was),
-                Some((joined, true)) => (newline_before(text, frame.begin_start)..range.end, joined),
-                // At the very end of a text without a final line break the frame brought its own
-                // line break, before it.
-                None if line_end == range.end => (newline_before(text, frame.begin_start)..range.end, String::new()),
-                None => (frame.begin_start..line_end, String::new()),
-            };
-            frames.push(Frame {
-                recipe: recipe.to_string(),
-                hook,
-                hash: frame.hash,
-                content,
-                removal: vec![removal],
-                was,
-                line: frame.line,
-            });
-        } else if let Some(rest) = trimmed.strip_prefix(INLINE) {
-            let Some((hook, fields)) = parse_head(rest, recipe) else {
-                continue;
-            };
-            let bad = || damaged("this inline marker is damaged".into(), &hook);
-            let (hash, rest) = fields.split_once(" at=").ok_or_else(bad)?;
-            let (column, rest) = rest.split_once(" len=").ok_or_else(bad)?;
-            let (len, was) = rest.split_once(" was=").ok_or_else(bad)?;
-            let column: usize = column.parse().map_err(|_| bad())?;
-            let len: usize = len.parse().map_err(|_| bad())?;
-            let was: String = serde_json::from_str(was).map_err(|_| bad())?;
-            let next = lines.line_start(line + 1).ok_or_else(bad)?;
-            let content = next + column..next + column + len;
-            if text.get(content.clone()).map(short_hash).as_deref() != Some(hash) {
-                return Err(damaged(
-                    format!("the line changed by hook `{hook}` was edited by hand (its hash no longer matches)"),
-                    &hook,
-                ));
+            MarkerKind::End => {
+                let Some(frame) = open.take() else {
+                    return Err(damaged("closing marker without an opening marker".into(), hook));
+                };
+                if frame.hook != hook {
+                    return Err(damaged(
+                        format!("closing marker for `{hook}` inside the block of `{}`", frame.hook),
+                        hook,
+                    ));
+                }
+                if !fields.is_empty() {
+                    return Err(damaged("this closing marker is damaged".into(), hook));
+                }
+                let range = file.line_range(m.line);
+                let content = frame.content_start..range.start.max(frame.content_start);
+                let (kind, was) = match &frame.displaced {
+                    None => ("insert", ""),
+                    Some((was, false)) => ("lines", was.as_str()),
+                    Some((joined, true)) => ("joined", joined.as_str()),
+                };
+                let claim = Claim {
+                    kind,
+                    recipe,
+                    hook,
+                    displaced: was,
+                    content: &text[content.clone()],
+                    column: 0,
+                };
+                if let Err(broken) = claim.check(&frame.seal) {
+                    // Another recipe's marker inside the block: that recipe changed it later.
+                    if let Some(top) = found
+                        .iter()
+                        .find(|f| f.marker.recipe != recipe && content.contains(&f.start))
+                    {
+                        return Err(stacked(frame.begin_start, hook, top));
+                    }
+                    let reason = match broken {
+                        Broken::Edited => {
+                            format!("the block of hook `{hook}` was edited by hand (its seal no longer matches)")
+                        }
+                        Broken::Unchecked(reason) => reason.to_string(),
+                    };
+                    return Err(Error::Marker {
+                        location: file.location(frame.begin_start),
+                        reason,
+                        hook: HookRef(Some(hook.to_string())),
+                    });
+                }
+                let line_end = lines.line_start(m.line + 1).unwrap_or(text.len());
+                let (removal, was) = match frame.displaced {
+                    Some((was, false)) => (frame.begin_start..range.end, was),
+                    Some((joined, true)) => (newline_before(text, frame.begin_start)..range.end, joined),
+                    // At the very end of a text without a final line break the frame brought its own
+                    // line break, before it.
+                    None if line_end == range.end => {
+                        (newline_before(text, frame.begin_start)..range.end, String::new())
+                    }
+                    None => (frame.begin_start..line_end, String::new()),
+                };
+                frames.push(Frame {
+                    recipe: recipe.to_string(),
+                    hook: hook.to_string(),
+                    hash: frame.seal.token().to_string(),
+                    content,
+                    removal: vec![removal],
+                    was,
+                    line: frame.line,
+                });
             }
-            frames.push(Frame {
-                recipe: recipe.to_string(),
-                hook,
-                hash: hash.to_string(),
-                removal: vec![start..next, content.clone()],
-                content,
-                was,
-                line,
-            });
+            MarkerKind::Inline => {
+                let bad = |what: &str| damaged(format!("this inline marker is damaged ({what})"), hook);
+                let (token, rest) = fields.split_once(" at=").ok_or_else(|| bad("no `at=`"))?;
+                let (column, rest) = rest.split_once(" len=").ok_or_else(|| bad("no `len=`"))?;
+                let (len, was) = rest.split_once(" was=").ok_or_else(|| bad("no `was=`"))?;
+                let seal = Seal::read(token).ok_or_else(|| bad("bad seal"))?;
+                let column: usize = column.parse().map_err(|_| bad("bad column"))?;
+                let len: usize = len.parse().map_err(|_| bad("bad length"))?;
+                let was: String = serde_json::from_str(was).map_err(|_| bad("bad `was=`"))?;
+                let next_line = m.line + 1;
+                let next = lines
+                    .line_start(next_line)
+                    .filter(|&next| next < text.len())
+                    .ok_or_else(|| bad("no line follows it"))?;
+                if let Some(after) = found.get(index + 1).filter(|f| f.line == next_line) {
+                    if after.marker.recipe != recipe {
+                        return Err(stacked(m.start, hook, after));
+                    }
+                    return Err(damaged(
+                        format!("the inline marker of hook `{hook}` is followed by another marker line of this recipe (a marker line was duplicated or moved)"),
+                        hook,
+                    ));
+                }
+                let line_end = file.line_range(next_line).end;
+                let content = next.saturating_add(column)..next.saturating_add(column).saturating_add(len);
+                let changed = text
+                    .get(content.clone())
+                    .filter(|_| content.start <= line_end)
+                    .ok_or_else(|| bad("its column lies outside the next line"))?;
+                let claim = Claim {
+                    kind: "inline",
+                    recipe,
+                    hook,
+                    displaced: &was,
+                    content: changed,
+                    column,
+                };
+                if let Err(broken) = claim.check(&seal) {
+                    return Err(damaged(
+                        match broken {
+                            Broken::Edited => format!(
+                                "the line changed by hook `{hook}` was edited by hand (its seal no longer matches)"
+                            ),
+                            Broken::Unchecked(reason) => reason.to_string(),
+                        },
+                        hook,
+                    ));
+                }
+                frames.push(Frame {
+                    recipe: recipe.to_string(),
+                    hook: hook.to_string(),
+                    hash: seal.token().to_string(),
+                    removal: vec![m.start..next, content.clone()],
+                    content,
+                    was,
+                    line: m.line,
+                });
+            }
         }
     }
     if let Some(frame) = open {
@@ -260,7 +591,32 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
         });
     }
     join_frames_at_the_end(text, &mut frames);
+    check_overlaps(file, &frames)?;
     Ok(frames)
+}
+
+/// Frames of one recipe never share bytes; forged markers could make them, and revert would
+/// then drop text silently.
+fn check_overlaps(file: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
+    let mut pieces: Vec<(&Range<usize>, &Frame)> = frames
+        .iter()
+        .flat_map(|frame| frame.removal.iter().map(move |range| (range, frame)))
+        .collect();
+    pieces.sort_by_key(|(range, _)| (range.start, range.end));
+    for pair in pieces.windows(2) {
+        let [(first, a), (second, b)] = pair else { continue };
+        if second.start < first.end {
+            return Err(Error::Marker {
+                location: file.location(second.start),
+                reason: format!(
+                    "the frames of hooks `{}` (line {}) and `{}` (line {}) overlap",
+                    a.hook, a.line, b.hook, b.line
+                ),
+                hook: HookRef(Some(b.hook.clone())),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Frames inserted one after another at the end of a text without a final line break each
@@ -287,19 +643,12 @@ fn join_frames_at_the_end(text: &str, frames: &mut [Frame]) {
 /// An opening marker waiting for its closing marker.
 struct OpenFrame {
     hook: String,
-    hash: String,
+    seal: Seal,
     /// The displaced text, and whether it was joined to the line before.
     displaced: Option<(String, bool)>,
     line: usize,
     begin_start: usize,
     content_start: usize,
-}
-
-/// `RECIPE/HOOK rest` → (hook, rest) when the recipe is the one asked for.
-fn parse_head<'a>(rest: &'a str, recipe: &str) -> Option<(String, &'a str)> {
-    let (id, fields) = rest.split_once(' ').unwrap_or((rest, ""));
-    let (marker_recipe, hook) = id.split_once('/')?;
-    (marker_recipe == recipe).then(|| (hook.to_string(), fields.trim_end()))
 }
 
 /// The offset of the line break that ends the line before `line_start` (or `line_start` itself

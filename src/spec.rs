@@ -29,6 +29,7 @@ use toml::Spanned;
 
 use crate::error::{Error, HookRef, Location};
 use crate::locate::Target;
+use crate::marker;
 use crate::parse::parse_snippet;
 use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;
@@ -286,6 +287,15 @@ impl Recipe {
             spec_error(&file, offset, err.message().trim().to_string(), hook.as_deref())
         })?;
         check_id(&file, &raw.recipe.id, 0, None)?;
+        for (name, value) in &raw.vars {
+            if value.lines().any(marker::looks_like_marker) {
+                let key = key_offset(&file, &(0..text.len()), name);
+                let at = marker_offset(text, key..text.len()).unwrap_or(key);
+                let message =
+                    format!("variable `{name}` has a line that looks like a pysplice marker; the next run would take it for one");
+                return Err(spec_error(&file, at, message, None));
+            }
+        }
         let mut hooks: Vec<Hook> = Vec::new();
         for spanned in raw.hooks {
             let span = spanned.span();
@@ -370,12 +380,36 @@ fn compile_hook(
     };
     let code = |key: &str, text: &str, wrap: bool| -> Result<Template, Error> {
         let template = Template::new(if wrap { text.trim().to_string() } else { dedent(text) });
+        for (_, name) in template.placeholders() {
+            let known = match name {
+                "value" => wrap,
+                _ => name.starts_with("param.") || vars.contains_key(name),
+            };
+            if !known {
+                let message = if name == "value" {
+                    "`{value}` (the returned value) exists only in `wrap-returns`".to_string()
+                } else {
+                    format!("`{{{name}}}` names no variable: define `{name}` in [vars], or write `{{{{{name}}}}}` for literal braces")
+                };
+                let at = placeholder_offset(file, &span, at_key(key), name);
+                return Err(spec_error(file, at, message, Some(&id)));
+            }
+        }
         let params: Vec<String> = (0..16).map(|i| format!("__param_{i}__")).collect();
         let bindings = Bindings {
             value: Some("__value__"),
             params: &params,
         };
         let rendered = template.render(vars, &bindings);
+        if rendered.lines().any(marker::looks_like_marker) {
+            let at = marker_offset(file.text(), at_key(key)..span.end).unwrap_or(at_key(key));
+            return Err(spec_error(
+                file,
+                at,
+                "the code has a line that looks like a pysplice marker; the next run would take it for one".into(),
+                Some(&id),
+            ));
+        }
         let probe = if wrap { format!("return {rendered}") } else { rendered };
         parse_snippet("<code>", &probe)
             .map_err(|err| fail(key, format!("code does not parse as Python: {}", strip_location(&err))))?;
@@ -525,6 +559,30 @@ fn compile_hook(
     })
 }
 
+/// The offset of `{name}` in the spec text of a hook, from `from` (the key that holds it).
+fn placeholder_offset(file: &SourceFile, span: &Range<usize>, from: usize, name: &str) -> usize {
+    let needle = format!("{{{name}}}");
+    let text = file.text();
+    let window = text.get(from..span.end).unwrap_or_default();
+    window
+        .match_indices(&needle)
+        .find(|(i, _)| !window[..*i].ends_with('{'))
+        .map_or(from, |(i, _)| from + i)
+}
+
+/// The offset of the first marker-like text (`>>> pysplice`, `<<< pysplice`, `~~~ pysplice`)
+/// in `range` of `text`.
+fn marker_offset(text: &str, range: Range<usize>) -> Option<usize> {
+    let window = text.get(range.clone())?;
+    window.match_indices("pysplice").find_map(|(i, _)| {
+        let before = window[..i].trim_end();
+        [">>>", "<<<", "~~~"]
+            .iter()
+            .any(|arrow| before.ends_with(arrow))
+            .then(|| range.start + before.len() - 3)
+    })
+}
+
 /// An error message without its leading `file:line:col: `, for nesting in spec errors.
 fn strip_location(err: &Error) -> String {
     let text = err.to_string();
@@ -540,6 +598,11 @@ fn is_identifier(name: &str) -> bool {
 /// Parses one `ensure-imports` entry: `os`, `numpy as np`, `import a.b`, `from a import b as c`.
 fn import_line(text: &str) -> Result<ImportLine, String> {
     let text = text.trim();
+    if text.contains(['\n', '\r']) {
+        return Err(format!(
+            "`{text}` spans several lines; write one import per entry, on one line"
+        ));
+    }
     let statement = if text.starts_with("import ") || text.starts_with("from ") {
         text.to_string()
     } else {

@@ -1,6 +1,8 @@
 //! Code templates: `{name}` is replaced by a recipe variable or a built-in (`{value}`,
-//! `{param.N}`); `{{` and `}}` are literal braces; any other `{...}` is left as written, so
-//! Python dicts, sets and f-strings in hook code need no escaping.
+//! `{param.N}`); `{{` and `}}` are literal braces. A placeholder is a Python name or `param.N`
+//! in braces; any other `{...}` (`{}`, `{x: 1}`, `{a, b}`, `{0}`, `{x!r}`) is left as written.
+//! A placeholder that names nothing is a spec error (see [`Template::placeholders`]): a set of
+//! one name or an f-string field is written with doubled braces, `{{x}}`.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +38,31 @@ impl Template {
     #[must_use]
     pub fn mentions(&self, name: &str) -> bool {
         self.text.contains(&format!("{{{name}}}"))
+    }
+
+    /// Every `{name}` placeholder with its byte offset in the template text, in order. Escaped
+    /// braces (`{{`, `}}`) and other `{...}` are not placeholders.
+    #[must_use]
+    pub fn placeholders(&self) -> Vec<(usize, &str)> {
+        let text = &self.text;
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < text.len() {
+            let rest = &text[i..];
+            if rest.starts_with("{{") || rest.starts_with("}}") {
+                i += 2;
+                continue;
+            }
+            if rest.starts_with('{') {
+                if let Some(end) = rest.find('}').filter(|&end| is_placeholder_name(&rest[1..end])) {
+                    out.push((i, &rest[1..end]));
+                    i += end + 1;
+                    continue;
+                }
+            }
+            i += rest.chars().next().map_or(1, char::len_utf8);
+        }
+        out
     }
 
     /// The `{param.N}` indices the template uses.
@@ -90,10 +117,44 @@ impl Template {
         }
         out
     }
+
+    /// Whether `text` is this template rendered with some `{value}` (and these vars and
+    /// parameters): that value, if so. Recognises a change made earlier whose marker is gone.
+    #[must_use]
+    pub fn unrender(&self, vars: &BTreeMap<String, String>, params: &[String], text: &str) -> Option<String> {
+        const PROBE: &str = "\u{0}";
+        let render = |value: &str| {
+            self.render(
+                vars,
+                &Bindings {
+                    value: Some(value),
+                    params,
+                },
+            )
+        };
+        let probed = render(PROBE);
+        let parts: Vec<&str> = probed.split(PROBE).collect();
+        let slots = parts.len() - 1;
+        let fixed: usize = parts.iter().map(|p| p.len()).sum();
+        if slots == 0 || text.len() < fixed || (text.len() - fixed) % slots != 0 {
+            return None;
+        }
+        let start = parts[0].len();
+        let value = text.get(start..start + (text.len() - fixed) / slots)?;
+        (render(value) == text).then(|| value.to_string())
+    }
 }
 
+/// A Python name, or `param.` and digits.
 fn is_placeholder_name(name: &str) -> bool {
-    !name.is_empty() && name.chars().all(|c| c == '_' || c == '.' || c.is_ascii_alphanumeric())
+    let is_name = |n: &str| {
+        n.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
+            && n.chars().all(|c| c == '_' || c.is_alphanumeric())
+    };
+    match name.strip_prefix("param.") {
+        Some(digits) => !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()),
+        None => is_name(name),
+    }
 }
 
 fn lookup(name: &str, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Option<String> {
