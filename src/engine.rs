@@ -511,7 +511,7 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
         return Err(failure.expect("an incomplete plan has a failure"));
     }
     let original = prepared.original();
-    check_orphans(recipe, original, &plan)?;
+    check_orphans(recipe, prepared, &plan)?;
     let (output, map) = apply_edits(original.source(), &plan.edits())?;
     let out_file = SourceFile::new(original.source().name(), output);
     let (out_frames, out_anchors) = verify(recipe, original, &out_file, &map)?;
@@ -548,9 +548,10 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
 /// its marker line was deleted, so applying would make the change a second time (a return
 /// wrapped twice) and revert would leave it behind. Found where the plan puts each change: a
 /// return that is already the template around some value, a block next to its own code.
-fn check_orphans(recipe: &Recipe, file: &ParsedFile, plan: &Plan) -> Result<(), Error> {
-    let source = file.source();
-    let text = source.text();
+fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> Result<(), Error> {
+    let file = prepared.original();
+    let text = file.source().text();
+    let current = prepared.current();
     for (id, _, planned) in &plan.hooks {
         let (HookPlan::Edits(edits), Some(hook)) = (planned, recipe.hooks.iter().find(|h| &h.id == id)) else {
             continue;
@@ -584,9 +585,10 @@ fn check_orphans(recipe: &Recipe, file: &ParsedFile, plan: &Plan) -> Result<(), 
                 _ => None,
             };
             if let Some(at) = found {
-                let line = source.lines().line_of(at);
+                let at = marker::to_framed(&prepared.frames, at);
+                let line = current.lines().line_of(at);
                 return Err(Error::Marker {
-                    location: source.location(at),
+                    location: current.location(at),
                     reason: format!(
                         "line {line} already holds the change of hook `{id}` but not its marker (was a marker line deleted?): applying would make the change twice and revert would leave it behind"
                     ),
@@ -650,7 +652,7 @@ fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize
 pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;
     // A change of this recipe whose marker line is gone would stay behind: refuse, as apply does.
-    check_orphans(recipe, prepared.original(), &plan(recipe, prepared.original()))?;
+    check_orphans(recipe, &prepared, &plan(recipe, prepared.original()))?;
     let present = group(&prepared.frames, &prepared.anchors);
     let mut outcomes: Vec<HookOutcome> = recipe
         .hooks
