@@ -95,12 +95,26 @@ pub fn parse_line(code: &str) -> Option<MarkerLine<'_>> {
     let rest = rest.trim_end();
     let (id, fields) = rest.split_once(' ').unwrap_or((rest, ""));
     let (recipe, hook) = id.split_once('/')?;
+    // Ids are what recipes may declare; anything else (control characters that would reach a
+    // terminal, a second `/`) is not a marker.
+    if !is_id(recipe) || !is_id(hook) {
+        return None;
+    }
     Some(MarkerLine {
         kind,
         recipe,
         hook,
         fields: fields.trim(),
     })
+}
+
+/// Whether `id` can be a recipe or hook id: non-empty ASCII letters, digits, `-`, `_`, `.`.
+#[must_use]
+pub fn is_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// The marker prefix (`# >>> pysplice ` ...) and the `RECIPE/HOOK` word of a marker line, for
@@ -371,26 +385,45 @@ fn marker_lines(file: &SourceFile) -> Vec<Found<'_>> {
 }
 
 /// The byte ranges of the block frames of every recipe in `file`, from the opening marker's
-/// line to the end of the closing marker: code that other recipes inserted, as opposed to the
-/// file's own (an import another recipe added belongs to that recipe, not to the file).
+/// line to the end of the closing marker, sorted and merged where they nest: code that other
+/// recipes inserted, as opposed to the file's own (an import another recipe added belongs to
+/// that recipe, not to the file).
 #[must_use]
 pub fn block_ranges(file: &SourceFile) -> Vec<Range<usize>> {
-    let found = marker_lines(file);
+    // One pass with the open blocks per id: linear even for a file full of unclosed markers.
+    let mut open: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
     let mut out = Vec::new();
-    for (i, begin) in found.iter().enumerate() {
-        if begin.marker.kind != MarkerKind::Begin {
-            continue;
-        }
-        let end = found[i + 1..].iter().find(|f| {
-            f.marker.kind == MarkerKind::End
-                && f.marker.recipe == begin.marker.recipe
-                && f.marker.hook == begin.marker.hook
-        });
-        if let Some(end) = end {
-            out.push(begin.start..file.line_range(end.line).end);
+    for found in marker_lines(file) {
+        let id = (found.marker.recipe, found.marker.hook);
+        match found.marker.kind {
+            MarkerKind::Begin => {
+                open.entry(id).or_insert(found.start);
+            }
+            MarkerKind::End => {
+                if let Some(start) = open.remove(&id) {
+                    out.push(start..file.line_range(found.line).end);
+                }
+            }
+            MarkerKind::Inline => {}
         }
     }
-    out
+    // Blocks of stacked recipes nest: keep their union, sorted and disjoint, for `covers`.
+    out.sort_by_key(|range| range.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(out.len());
+    for range in out {
+        match merged.last_mut() {
+            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+            _ => merged.push(range),
+        }
+    }
+    merged
+}
+
+/// Whether `range` lies inside one of `ranges` (sorted and disjoint, as [`block_ranges`] gives).
+#[must_use]
+pub fn covers(ranges: &[Range<usize>], range: &Range<usize>) -> bool {
+    let after = ranges.partition_point(|r| r.start <= range.start);
+    after > 0 && range.end <= ranges[after - 1].end
 }
 
 /// Every frame of `recipe` in `file`, in order.
@@ -730,4 +763,72 @@ fn pieces(frames: &[Frame]) -> Vec<(Range<usize>, &str, usize)> {
     }
     pieces.sort_by_key(|(range, _, _)| range.start);
     pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_lines_need_valid_ids() {
+        let line = parse_line("    # ~~~ pysplice r/h sha256:00 at=1").unwrap();
+        assert_eq!(
+            (line.kind, line.recipe, line.hook, line.fields),
+            (MarkerKind::Inline, "r", "h", "sha256:00 at=1")
+        );
+        assert!(parse_line("# >>> pysplice r/h\u{1b}[2J x").is_none());
+        assert!(parse_line("# >>> pysplice r/h/x y").is_none());
+        assert!(parse_line("# >>> pysplice rh y").is_none());
+        assert!(parse_line("x = 1  # >>> pysplice r/h").is_none());
+    }
+
+    #[test]
+    fn marker_like_text_is_recognised_loosely() {
+        for line in [
+            "# >>> pysplice r/h",
+            "  #>>>pysplice",
+            "## <<<  pysplice x",
+            "\t# ~~~ pysplice",
+        ] {
+            assert!(looks_like_marker(line), "{line}");
+        }
+        for line in [
+            "x = 1  # >>> pysplice",
+            "# >> pysplice",
+            "# >>> other",
+            "'# >>> pysplice'",
+        ] {
+            assert!(!looks_like_marker(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn block_ranges_are_merged_and_covers_finds_them() {
+        let inner = block("b", "t", "", "\n", "y = 2\n", Displaced::Nothing).text;
+        let outer = block("a", "s", "", "\n", &format!("x = 1\n{inner}\n"), Displaced::Nothing).text;
+        let text = format!("import os\n{outer}\n# >>> pysplice c/u unclosed\nz = 3\n");
+        let file = SourceFile::new("m.py", text.as_str());
+        let ranges = block_ranges(&file);
+        let start = text.find("# >>> pysplice a/s").unwrap();
+        let end = text.find("# <<< pysplice a/s").unwrap() + "# <<< pysplice a/s".len();
+        assert_eq!(ranges, vec![Range { start, end }]);
+        let y = text.find("y = 2").unwrap();
+        assert!(covers(&ranges, &(y..y + 5)));
+        assert!(!covers(&ranges, &(0..9)));
+        let z = text.find("z = 3").unwrap();
+        assert!(!covers(&ranges, &(z..z + 5)));
+    }
+
+    #[test]
+    fn offsets_of_the_stripped_text_map_back_to_the_framed_text() {
+        let frame = block("r", "h", "", "\n", "x = 1\n", Displaced::Nothing).text;
+        let text = format!("a = 1\n{frame}\nb = 2\n");
+        let file = SourceFile::new("m.py", text.as_str());
+        let frames = scan(&file, "r").unwrap();
+        let stripped = strip(&text, &frames);
+        assert_eq!(stripped, "a = 1\nb = 2\n");
+        assert_eq!(to_framed(&frames, 0), 0);
+        let b = stripped.find("b = 2").unwrap();
+        assert_eq!(to_framed(&frames, b), text.find("b = 2").unwrap());
+    }
 }

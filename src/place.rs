@@ -566,11 +566,7 @@ impl<'a> Placer<'a> {
         let own: Vec<&Node> = module_level
             .iter()
             .copied()
-            .filter(|stmt| {
-                !foreign
-                    .iter()
-                    .any(|r| r.start <= stmt.range().start && stmt.range().end <= r.end)
-            })
+            .filter(|stmt| !marker::covers(&foreign, &stmt.range()))
             .collect();
         let mut missing = Vec::new();
         let mut present = Vec::new();

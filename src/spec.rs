@@ -287,6 +287,11 @@ impl Recipe {
             spec_error(&file, offset, err.message().trim().to_string(), hook.as_deref())
         })?;
         check_id(&file, &raw.recipe.id, 0, None)?;
+        let recipe_key = |key: &str| key_offset(&file, &(0..text.len()), key);
+        check_line(&file, &raw.recipe.summary, recipe_key("summary"), "summary", None)?;
+        for note in &raw.recipe.notes {
+            check_line(&file, note, recipe_key("notes"), "note", None)?;
+        }
         for (name, value) in &raw.vars {
             if value.lines().any(marker::looks_like_marker) {
                 let key = key_offset(&file, &(0..text.len()), name);
@@ -343,15 +348,23 @@ fn hook_offset(file: &SourceFile, id: &str) -> usize {
 }
 
 fn check_id(file: &SourceFile, id: &str, offset: usize, hook: Option<&str>) -> Result<(), Error> {
-    let ok = !id.is_empty()
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+    if marker::is_id(id) {
         Ok(())
     } else {
         let message = format!("id `{id}` must be non-empty ASCII letters, digits, `-`, `_` or `.`");
         Err(spec_error(file, offset, message, hook))
+    }
+}
+
+/// Summaries and notes are printed as lines: one line each, without control characters (which
+/// could rewrite what a terminal shows).
+fn check_line(file: &SourceFile, text: &str, offset: usize, what: &str, hook: Option<&str>) -> Result<(), Error> {
+    match text.chars().find(|c| c.is_control()) {
+        None => Ok(()),
+        Some(c) => {
+            let message = format!("the {what} must be one line without control characters (found {c:?})");
+            Err(spec_error(file, offset, message, hook))
+        }
     }
 }
 
@@ -374,6 +387,7 @@ fn compile_hook(
     let at_key = |key: &str| key_offset(file, &span, key);
     let fail = |key: &str, message: String| spec_error(file, at_key(key), message, Some(&id));
     check_id(file, &raw.id, at_key("id"), Some(&id))?;
+    check_line(file, &raw.summary, at_key("summary"), "summary", Some(&id))?;
     let pattern = |key: &str, text: &str| {
         Pattern::parse(text)
             .map_err(|err| fail(key, format!("pattern `{text}` is not valid: {}", strip_location(&err))))

@@ -189,4 +189,27 @@ mod tests {
         assert!(t.mentions("value"));
         assert_eq!(Template::new("{param.9}").render(&vars, &b), "{param.9}");
     }
+
+    #[test]
+    fn placeholders_are_names_and_params_only() {
+        let t = Template::new("{a} {{b}} {c.d} {0} {x: 1} {param.2} {param.x} {_e1} {}");
+        let names: Vec<&str> = t.placeholders().into_iter().map(|(_, n)| n).collect();
+        assert_eq!(names, ["a", "param.2", "_e1"]);
+        assert_eq!(t.placeholders()[0].0, 0);
+    }
+
+    #[test]
+    fn unrender_finds_the_value_of_a_rendered_template() {
+        let vars = BTreeMap::from([("env".to_string(), "E".to_string())]);
+        let params = ["self".to_string(), "ids".to_string()];
+        let t = Template::new("{value} if not os.environ.get('{env}') else dump(self, {param.1}, {value})");
+        let b = Bindings {
+            value: Some("(a + b)"),
+            params: &params,
+        };
+        let rendered = t.render(&vars, &b);
+        assert_eq!(t.unrender(&vars, &params, &rendered).as_deref(), Some("(a + b)"));
+        assert_eq!(t.unrender(&vars, &params, "(a + b)"), None);
+        assert_eq!(t.unrender(&vars, &params, &rendered.replace("ids", "idz")), None);
+    }
 }

@@ -602,3 +602,30 @@ fn braces_that_are_not_placeholders_stay_python() {
         "{out}"
     );
 }
+
+#[test]
+fn marker_ids_with_control_characters_are_not_markers() {
+    // A sealed block whose hook id carries a terminal escape: it must never reach a report.
+    let a = wrapping_recipe("a");
+    let hostile = marker::block("a", "x\u{1b}[2J", "", "\n", "pass\n", Displaced::Nothing).text;
+    let original = format!("{hostile}\n{ORIGINAL}");
+    let patched = apply(&a, SourceFile::new("m.py", original.as_str())).unwrap();
+    assert!(patched
+        .outcomes()
+        .iter()
+        .all(|o| !o.hook.contains('\u{1b}') && !o.summary.contains('\u{1b}')));
+    assert_eq!(reverted(&a, patched.output()), original);
+}
+
+#[test]
+fn summaries_and_notes_are_single_lines_without_control_characters() {
+    let e = spec_err(&format!(
+        "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"ok\\u001b[2J\"\nin = \"f\"\nat = \"end\"\ncode = \"x = 1\"\n"
+    ));
+    assert!(
+        e.starts_with("s.toml:6:1: ") && e.contains("one line without control characters") && e.ends_with("[hook h]"),
+        "{e}"
+    );
+    let e = spec_err("[recipe]\nid = \"r\"\nsummary = \"s\"\nnotes = [\"a\\nSuccessfully patched /etc/passwd\"]\n");
+    assert!(e.starts_with("s.toml:4:1: ") && e.contains("note"), "{e}");
+}
