@@ -326,13 +326,16 @@ impl Document {
     ///
     /// # Errors
     /// [`Error::Syntax`] when the text is not valid Python (an editor's usual state while
-    /// typing), [`Error::Marker`] when a block of this recipe was edited by hand. Hooks that cannot
+    /// typing), [`Error::Marker`] when a block of this recipe was edited by hand or a marker line
+    /// is missing, [`Error::Stacked`] when another recipe sits on top of one. Hooks that cannot
     /// be placed are not errors: they show as [`Status::Failed`].
     pub fn plan(&self, recipe: &Recipe) -> Result<DocumentPlan, Error> {
         let prepared = Prepared::new(recipe, SourceFile::new(self.name.clone(), self.text()))?;
         let current = prepared.current();
         let original = prepared.original();
         let plan = engine::plan(recipe, original);
+        // A change whose marker line is gone is a damaged frame, like a hand edit.
+        engine::check_orphans(recipe, &prepared, &plan)?;
         let edits = plan.edits();
         let frames_now = marker::scan(current, &recipe.id)?;
         let pieces = displaced_pieces(&frames_now);

@@ -547,8 +547,10 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
 /// Refuses when the text without this recipe's frames already holds a change this recipe makes:
 /// its marker line was deleted, so applying would make the change a second time (a return
 /// wrapped twice) and revert would leave it behind. Found where the plan puts each change: a
-/// return that is already the template around some value, a block next to its own code.
-fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> Result<(), Error> {
+/// return that is already the template around some value, a block next to its own code. Apply
+/// and revert look at the same original text, so they agree: code that merely happens to be
+/// what the recipe would add there is refused too (applying would duplicate it).
+pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> Result<(), Error> {
     let file = prepared.original();
     let text = file.source().text();
     let current = prepared.current();
@@ -590,7 +592,7 @@ fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> Result<()
                 return Err(Error::Marker {
                     location: current.location(at),
                     reason: format!(
-                        "line {line} already holds the change of hook `{id}` but not its marker (was a marker line deleted?): applying would make the change twice and revert would leave it behind"
+                        "line {line} already holds what hook `{id}` adds here, without its marker (was a marker line deleted?): applying would add it twice and revert would leave it behind"
                     ),
                     hook: HookRef(Some(id.clone())),
                 });

@@ -120,6 +120,7 @@ impl Template {
 
     /// Whether `text` is this template rendered with some `{value}` (and these vars and
     /// parameters): that value, if so. Recognises a change made earlier whose marker is gone.
+    /// `None` for a template that adds nothing around `{value}`, which any text would fit.
     #[must_use]
     pub fn unrender(&self, vars: &BTreeMap<String, String>, params: &[String], text: &str) -> Option<String> {
         const PROBE: &str = "\u{0}";
@@ -136,7 +137,7 @@ impl Template {
         let parts: Vec<&str> = probed.split(PROBE).collect();
         let slots = parts.len() - 1;
         let fixed: usize = parts.iter().map(|p| p.len()).sum();
-        if slots == 0 || text.len() < fixed || (text.len() - fixed) % slots != 0 {
+        if slots == 0 || fixed == 0 || text.len() < fixed || (text.len() - fixed) % slots != 0 {
             return None;
         }
         let start = parts[0].len();

@@ -629,3 +629,40 @@ fn summaries_and_notes_are_single_lines_without_control_characters() {
     let e = spec_err("[recipe]\nid = \"r\"\nsummary = \"s\"\nnotes = [\"a\\nSuccessfully patched /etc/passwd\"]\n");
     assert!(e.starts_with("s.toml:4:1: ") && e.contains("note"), "{e}");
 }
+
+#[test]
+fn code_that_already_is_the_recipes_change_is_refused_before_any_apply() {
+    // Apply and revert judge the same original text: what apply accepts, revert can undo.
+    let a = wrapping_recipe("a");
+    let original = "import os\n\ndef f(y):\n    return _a_wrap(y)\n";
+    let err = apply_err(&a, original).to_string();
+    assert!(err.starts_with("m.py:4:5: ") && err.contains("[hook wrap]"), "{err}");
+    // A template that adds nothing around `{value}` fits every return: never refused.
+    let identity = Recipe::from_toml(
+        "i.toml",
+        "[recipe]\nid = \"i\"\nsummary = \"s\"\n[[hook]]\nid = \"w\"\nsummary = \"s\"\nin = \"f\"\nwrap-returns = \"{value}\"\n[[hook]]\nid = \"e\"\nsummary = \"s\"\nin = \"f\"\nat = \"start\"\ncode = \"y = y\"\n",
+    )
+    .unwrap();
+    let once = applied(&identity, ORIGINAL);
+    assert_eq!(applied(&identity, &once), once);
+    assert_eq!(reverted(&identity, &once), ORIGINAL);
+}
+
+#[test]
+fn the_editor_document_refuses_a_missing_marker_line_too() {
+    let a = wrapping_recipe("a");
+    let patched = applied(&a, ORIGINAL);
+    let damaged: String = patched
+        .split_inclusive('\n')
+        .filter(|l| !l.contains(" at=4 "))
+        .collect();
+    let err = pysplice::Document::new("m.py", &damaged)
+        .plan(&a)
+        .unwrap_err()
+        .to_string();
+    let line = line_of(&damaged, "return _a_wrap(0)");
+    assert!(
+        err.starts_with(&format!("m.py:{line}:5: ")) && err.contains("[hook wrap]"),
+        "{err}"
+    );
+}
