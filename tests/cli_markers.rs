@@ -303,3 +303,54 @@ fn bad_recipes_exit_2_naming_the_toml_position_and_hook() {
     }
     assert_eq!(text(&file), ORIGINAL);
 }
+
+#[test]
+fn regression_sglang_hs_dump_refuses_a_file_missing_a_marker_line() {
+    // Actual: a deleted `# ~~~` line made the next run wrap the return again (the dump then ran
+    // twice per prefill), and --revert exited 0 leaving a call to the removed helper.
+    let t = Temp::new();
+    let demo = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/demo_model.py")).unwrap();
+    let file = t.write("deepseek_v2.py", &demo);
+    let dump = common::example_binary("sglang_hs_dump");
+    let run_dump = |args: &[&str]| {
+        Command::new(&dump)
+            .args(args)
+            .arg(&file)
+            .arg("--sglang-version")
+            .arg("0.5.10")
+            .output()
+            .expect("runs")
+    };
+    let first = run_dump(&[]);
+    assert_eq!(first.status.code(), Some(0), "{}", show(&first));
+    let patched = text(&file);
+    let inline = patched
+        .lines()
+        .position(|l| l.contains("# ~~~ pysplice sglang-hs-dump/dump"))
+        .unwrap();
+    let damaged: String = patched
+        .split_inclusive('\n')
+        .enumerate()
+        .filter(|(i, _)| *i != inline)
+        .map(|(_, l)| l)
+        .collect();
+    std::fs::write(&file, &damaged).unwrap();
+    let wrapped = damaged
+        .lines()
+        .skip(inline)
+        .position(|l| l.contains("_pysplice_hs_dump(self"))
+        .unwrap()
+        + inline
+        + 1;
+    for args in [&[][..], &["--revert"], &["--check"]] {
+        let output = run_dump(args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {}", show(&output));
+        assert_eq!(text(&file), damaged, "{args:?} changed the file");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("deepseek_v2.py:{wrapped}:")) && stderr.contains("[hook dump]"),
+            "{args:?}: {}",
+            show(&output)
+        );
+    }
+}

@@ -666,3 +666,83 @@ fn the_editor_document_refuses_a_missing_marker_line_too() {
         "{err}"
     );
 }
+
+// ---- the bundled SGLang recipe, every marker line ---------------------------------------------
+
+fn demo_model() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/demo_model.py")).expect("demo model")
+}
+
+fn sglang_recipe() -> Recipe {
+    Recipe::from_toml("sglang_hs_dump.toml", pysplice::recipes::SGLANG_HS_DUMP).unwrap()
+}
+
+/// The 0-based indexes of the marker lines of `text`.
+fn marker_line_indexes(text: &str) -> Vec<usize> {
+    text.split_inclusive('\n')
+        .enumerate()
+        .filter(|(_, line)| marker::parse_line(line.trim_end()).is_some())
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn without_line(text: &str, index: usize) -> String {
+    text.split_inclusive('\n')
+        .enumerate()
+        .filter(|(i, _)| *i != index)
+        .map(|(_, l)| l)
+        .collect()
+}
+
+#[test]
+fn sglang_recipe_any_deleted_marker_line_is_refused_by_apply_and_revert() {
+    let recipe = sglang_recipe();
+    let patched = applied(&recipe, &demo_model());
+    let markers = marker_line_indexes(&patched);
+    assert!(markers.len() >= 10, "{markers:?}");
+    for index in markers {
+        let damaged = without_line(&patched, index);
+        let line = patched.split_inclusive('\n').nth(index).unwrap();
+        for (what, result) in [
+            ("apply", apply(&recipe, SourceFile::new("m.py", damaged.as_str()))),
+            ("revert", revert(&recipe, SourceFile::new("m.py", damaged.as_str()))),
+        ] {
+            match result {
+                Err(err @ Error::Marker { .. }) => assert!(err.hook().is_some(), "{err}"),
+                Err(err) => panic!("{what} without {line:?}: not a marker error: {err}"),
+                Ok(_) => panic!("{what} accepted the file without {line:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn sglang_recipe_any_changed_seal_or_was_is_refused() {
+    let recipe = sglang_recipe();
+    let patched = applied(&recipe, &demo_model());
+    let lines: Vec<&str> = patched.split_inclusive('\n').collect();
+    let mut changed = 0;
+    for index in marker_line_indexes(&patched) {
+        let line = lines[index];
+        let mut edits = Vec::new();
+        if let Some(at) = line.find("sha256:") {
+            // The last digit of the seal, changed.
+            let digit = at + "sha256:".len() + 63;
+            let other = if &line[digit..=digit] == "0" { "1" } else { "0" };
+            edits.push(format!("{}{other}{}", &line[..digit], &line[digit + 1..]));
+        }
+        if line.contains(" was=\"return ") {
+            edits.push(line.replacen(" was=\"return ", " was=\"return not ", 1));
+        }
+        for edit in edits {
+            let mut damaged = lines.clone();
+            damaged[index] = &edit;
+            let damaged = damaged.concat();
+            let err = revert_err(&recipe, &damaged).to_string();
+            assert!(err.contains("edited by hand"), "{err}");
+            apply_err(&recipe, &damaged);
+            changed += 1;
+        }
+    }
+    assert!(changed >= 7, "{changed}");
+}
