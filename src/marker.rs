@@ -469,12 +469,17 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                     serde_json::from_str::<String>(value)
                         .map_err(|_| damaged("the displaced text in this marker is damaged".into(), hook))
                 };
-                let (token, displaced) = if let Some((token, was)) = fields.split_once(" was=") {
-                    (token, Some((json(was)?, false)))
-                } else if let Some((token, joined)) = fields.split_once(" joined=") {
-                    (token, Some((json(joined)?, true)))
+                // The seal first, then at most one attribute, whose JSON runs to the line end
+                // (and may itself contain ` was=`).
+                let (token, attribute) = fields.split_once(' ').unwrap_or((fields, ""));
+                let displaced = if attribute.is_empty() {
+                    None
+                } else if let Some(was) = attribute.strip_prefix("was=") {
+                    Some((json(was)?, false))
+                } else if let Some(joined) = attribute.strip_prefix("joined=") {
+                    Some((json(joined)?, true))
                 } else {
-                    (fields, None)
+                    return Err(damaged("this marker has an unknown attribute".into(), hook));
                 };
                 let seal =
                     Seal::read(token).ok_or_else(|| damaged("the seal of this marker is damaged".into(), hook))?;
@@ -558,9 +563,15 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
             }
             MarkerKind::Inline => {
                 let bad = |what: &str| damaged(format!("this inline marker is damaged ({what})"), hook);
-                let (token, rest) = fields.split_once(" at=").ok_or_else(|| bad("no `at=`"))?;
-                let (column, rest) = rest.split_once(" len=").ok_or_else(|| bad("no `len=`"))?;
-                let (len, was) = rest.split_once(" was=").ok_or_else(|| bad("no `was=`"))?;
+                // `SEAL at=N len=N was=JSON`, in this order; the JSON runs to the line end.
+                let mut words = fields.splitn(4, ' ');
+                let mut next = |key: &str| {
+                    words
+                        .next()
+                        .and_then(|word| word.strip_prefix(key))
+                        .ok_or_else(|| bad(&format!("no `{key}`")))
+                };
+                let (token, column, len, was) = (next("")?, next("at=")?, next("len=")?, next("was=")?);
                 let seal = Seal::read(token).ok_or_else(|| bad("bad seal"))?;
                 let column: usize = column.parse().map_err(|_| bad("bad column"))?;
                 let len: usize = len.parse().map_err(|_| bad("bad length"))?;

@@ -746,3 +746,22 @@ fn sglang_recipe_any_changed_seal_or_was_is_refused() {
     }
     assert!(changed >= 7, "{changed}");
 }
+
+#[test]
+fn regression_displaced_text_that_looks_like_an_attribute_is_read_as_text() {
+    // Actual: the opening marker was split at the first ` was=`, which was inside the JSON of
+    // `joined=`; the frame read as damaged and the patched file could not be reverted.
+    let r = Recipe::from_toml(
+        "r.toml",
+        "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"s\"\nsummary = \"s\"\nin = \"f\"\nat = \"start\"\ncode = \"y = 1\"\n",
+    )
+    .unwrap();
+    let original = "def f(): return \" was=x joined=y\"\n";
+    let patched = applied(&r, original);
+    assert!(
+        patched.contains(" joined=\" return \\\" was=x joined=y\\\"\""),
+        "{patched}"
+    );
+    assert_eq!(applied(&r, &patched), patched);
+    assert_eq!(reverted(&r, &patched), original);
+}
