@@ -575,7 +575,18 @@ impl<'a> Placer<'a> {
                 present.push(import.statement.clone());
                 continue;
             }
-            if let Some(stmt) = binding_of(&module_level, import) {
+            // The same import in another recipe's block binds the same thing: no conflict.
+            let theirs: Vec<&Node> = module_level
+                .iter()
+                .copied()
+                .filter(|stmt| marker::covers(&foreign, &stmt.range()))
+                .collect();
+            let shadowed = binding_of(&own, import).or_else(|| {
+                (!has_import(&theirs, import))
+                    .then(|| binding_of(&theirs, import))
+                    .flatten()
+            });
+            if let Some(stmt) = shadowed {
                 return Err(refuse(
                     stmt.range().start,
                     format!(

@@ -765,3 +765,28 @@ fn regression_displaced_text_that_looks_like_an_attribute_is_read_as_text() {
     assert_eq!(applied(&r, &patched), patched);
     assert_eq!(reverted(&r, &patched), original);
 }
+
+#[test]
+fn regression_an_aliased_import_in_another_recipes_block_is_no_conflict() {
+    // Actual: `b` was refused: "`import os.path as osp` would shadow `osp`, which the module
+    // already binds differently", because `a` had framed the very same import.
+    let spec = |id: &str| {
+        Recipe::from_toml(
+            &format!("{id}.toml"),
+            &format!(
+                "[recipe]\nid = \"{id}\"\nsummary = \"s\"\n[[hook]]\nid = \"i\"\nsummary = \"s\"\nensure-imports = [\"os.path as osp\"]\n[[hook]]\nid = \"u\"\nsummary = \"s\"\nat = \"end\"\ncode = \"def g_{id}():\\n    return osp.sep\"\n"
+            ),
+        )
+        .unwrap()
+    };
+    let (a, b) = (spec("a"), spec("b"));
+    let original = "import sys\n";
+    let both = applied(&b, &applied(&a, original));
+    runs_in_python(&both, &["g_a()", "g_b()"]);
+    let only_b = reverted(&a, &both);
+    runs_in_python(&only_b, &["g_b()"]);
+    assert_eq!(reverted(&b, &only_b), original);
+    // The file's own different binding still conflicts.
+    let err = apply_err(&a, "osp = 1\n").to_string();
+    assert!(err.contains("would shadow `osp`"), "{err}");
+}
