@@ -554,6 +554,18 @@ fn compile_hook(
         Action::AddForwarder { method, via }
     };
 
+    // Module code has no function around it, so no parameters to name.
+    if let (true, Action::Insert { code, .. } | Action::Replace { code, .. }) = (is_module, &action) {
+        if let Some((_, name)) = code.placeholders().into_iter().find(|(_, n)| n.starts_with("param.")) {
+            let at = placeholder_offset(file, &span, at_key("code"), name);
+            return Err(spec_error(
+                file,
+                at,
+                format!("`{{{name}}}` names a parameter, but the hook's target is the module"),
+                Some(&id),
+            ));
+        }
+    }
     let when = match &raw.when {
         Some(text) => Some(pattern("when", text)?),
         None => None,

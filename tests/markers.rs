@@ -790,3 +790,14 @@ fn regression_an_aliased_import_in_another_recipes_block_is_no_conflict() {
     let err = apply_err(&a, "osp = 1\n").to_string();
     assert!(err.contains("would shadow `osp`"), "{err}");
 }
+
+#[test]
+fn a_parameter_placeholder_in_module_code_is_a_spec_error() {
+    let e = spec_err(&format!(
+        "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"s\"\nat = \"end\"\ncode = \"x = {{param.1}}\"\n"
+    ));
+    assert!(
+        e.starts_with("s.toml:8:13: ") && e.contains("`{param.1}`") && e.ends_with("[hook h]"),
+        "{e}"
+    );
+}
