@@ -6,6 +6,8 @@
 //! Tests named `regression_*` pin behaviour that an earlier engine got wrong; each says what used
 //! to happen.
 
+mod common;
+
 use std::process::Command;
 
 use pysplice::marker::{self, Displaced};
@@ -799,5 +801,34 @@ fn a_parameter_placeholder_in_module_code_is_a_spec_error() {
     assert!(
         e.starts_with("s.toml:8:13: ") && e.contains("`{param.1}`") && e.ends_with("[hook h]"),
         "{e}"
+    );
+}
+
+#[test]
+fn sglang_files_patched_with_the_older_markers_are_reverted_and_migrated() {
+    let recipe = sglang_recipe();
+    let path = common::models_dir("0.5.10").join("deepseek_v2.py");
+    let original = std::fs::read_to_string(&path).expect("corpus file");
+    let fresh = applied(&recipe, &original);
+    let legacy = to_legacy(&fresh);
+    // What the older pysplice wrote for this release (its snapshot before the seal): the
+    // conversion above reproduces the older markers exactly.
+    for line in [
+        "\n# >>> pysplice sglang-hs-dump/imports 6a11f4eb\n",
+        "\n        # >>> pysplice sglang-hs-dump/init 595e1ab0\n",
+        "\n            # ~~~ pysplice sglang-hs-dump/dump 74cdfe2d at=12 len=137 was=\"return hidden_states\"\n",
+        " # ~~~ pysplice sglang-hs-dump/dump d167ed23 at=8 len=179 was=\"return hidden_states, aux_hidden_states\"\n",
+        "\n        # >>> pysplice sglang-hs-dump/capture 276fa103\n",
+        "\n# >>> pysplice sglang-hs-dump/dump-helpers bc493346\n",
+    ] {
+        assert!(legacy.contains(line), "{line:?}");
+    }
+    assert_eq!(reverted(&recipe, &legacy), original);
+    let migrated = apply(&recipe, SourceFile::new("deepseek_v2.py", legacy.as_str())).unwrap();
+    assert_eq!(migrated.output(), fresh);
+    assert!(
+        migrated.outcomes().iter().all(|o| o.status == Status::Updated),
+        "{:?}",
+        migrated.outcomes()
     );
 }
