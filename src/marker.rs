@@ -120,11 +120,11 @@ pub fn is_id(id: &str) -> bool {
 /// The marker prefix (`# >>> pysplice ` ...) and the `RECIPE/HOOK` word of a marker line, for
 /// placement, which only needs to step over markers.
 pub(crate) fn prefix_and_id(code: &str) -> Option<(&'static str, &str)> {
+    let line = parse_line(code)?;
+    let prefix = line.kind.prefix();
     let code = code.trim_start_matches('\u{feff}').trim_start();
-    [BEGIN, END, INLINE].into_iter().find_map(|prefix| {
-        let rest = code.strip_prefix(prefix)?;
-        Some((prefix, rest.split(' ').next().unwrap_or_default()))
-    })
+    code.get(prefix.len()..prefix.len() + line.recipe.len() + 1 + line.hook.len())
+        .map(|id| (prefix, id))
 }
 
 /// Whether `line` looks like a marker line, also with other spacing or repeated `#` (`#>>>
