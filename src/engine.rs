@@ -11,8 +11,9 @@ use std::ops::Range;
 use crate::edit::{apply_edits, Edit, EditMap};
 use crate::error::{Error, HookRef};
 use crate::locate::Target;
-use crate::marker::{self, Frame};
+use crate::marker::{self, Frame, FrameKind};
 use crate::outline::{DefKind, Definition, ParsedFile};
+use crate::parse::parse_snippet;
 use crate::pattern::Depth;
 use crate::place::{Placer, Refusal};
 use crate::source::{lines_inside_strings, SourceFile};
@@ -151,6 +152,7 @@ impl Prepared {
     /// valid Python.
     pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
         let frames = marker::scan(&current, &recipe.id)?;
+        check_replaced(recipe, &current, &frames)?;
         let (original, anchors) = if frames.is_empty() {
             (ParsedFile::parse(current.clone())?, Vec::new())
         } else {
@@ -182,6 +184,56 @@ impl Prepared {
     pub fn is_patched(&self) -> bool {
         !self.frames.is_empty()
     }
+}
+
+/// A frame that replaced statements puts them back on revert; they must be statements the
+/// recipe's `replace` hook of that id matches, or a marker could carry code of its own (its
+/// seal proves no more than that whoever wrote it could compute SHA-256).
+fn check_replaced(recipe: &Recipe, current: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
+    for frame in frames.iter().filter(|f| f.kind == FrameKind::Lines) {
+        let pattern = recipe
+            .hooks
+            .iter()
+            .find(|h| h.id == frame.hook)
+            .and_then(|h| match &h.action {
+                Action::Replace { selector, .. } => Some(&selector.pattern),
+                _ => None,
+            });
+        let matches = pattern.is_some_and(|pattern| {
+            displaced_statements(&frame.was)
+                .is_some_and(|stmts| !stmts.is_empty() && stmts.iter().all(|stmt| pattern.matches_statement(stmt)))
+        });
+        if !matches {
+            let reason = match pattern {
+                Some(pattern) => format!(
+                    "the statements this block of hook `{}` would put back do not match its pattern `{}` (was the marker forged?)",
+                    frame.hook,
+                    pattern.text()
+                ),
+                None => format!(
+                    "hook `{}` is not a `replace` of this recipe, so the statements its block would put back cannot be checked; revert with the recipe that applied it",
+                    frame.hook
+                ),
+            };
+            return Err(Error::Marker {
+                location: current.location(frame.removal.first().map_or(0, |r| r.start)),
+                reason,
+                hook: HookRef(Some(frame.hook.clone())),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The statements of displaced whole lines, indented as they were in the file (inside an
+/// `if` when indented, so that lines of a multi-line string keep their text).
+fn displaced_statements(was: &str) -> Option<Vec<Node>> {
+    if !was.starts_with([' ', '\t']) {
+        return parse_snippet("<was>", was).ok();
+    }
+    let wrapped = parse_snippet("<was>", &format!("if True:\n{was}\n")).ok()?;
+    let [stmt] = wrapped.as_slice() else { return None };
+    Some(stmt.field("body")?.children().to_vec())
 }
 
 /// Plans `recipe` on an (unpatched) parsed file.

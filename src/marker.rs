@@ -26,23 +26,25 @@
 //! `HASH` is the SHA-256 of everything revert relies on: the kind of frame, the recipe and hook
 //! ids, the displaced text (`was`/`joined`), the inserted text and, inline, the column. A frame
 //! whose seal does not match is a hand edit and is refused, so revert never writes displaced
-//! text that a marker merely claims. The seal is not a signature: whoever can write the file can
-//! also write a matching seal, as they can write any code into it. It guards against accidental
-//! and careless edits, and 256 bits make a second text with the same seal infeasible to find.
+//! text that a marker merely claims; 256 bits make a second text with the same seal infeasible
+//! to find. The seal is not a signature: whoever can write the file can also write a matching
+//! seal. So what revert puts back must also show in the code: a wrapped return keeps the value
+//! it displaced, an expanded suite keeps the suite, and replaced statements must match the
+//! recipe's `replace` pattern (checked by the engine). A marker cannot carry code of its own
+//! beyond what a pattern's metavariables accept.
 //!
 //! # Older markers
 //! Files patched before the seal carry an 8-digit hash of the inserted text alone. They are
-//! read (and rewritten in the current form by the next apply) where the displaced text can be
-//! checked against the inserted text: pure insertions, wrapped returns (the returned value must
-//! appear in the new line) and expanded one-line suites (the suite must appear in the block).
-//! An older replaced-statement frame (` was=` on a block) cannot be checked and is refused.
+//! read, with the same checks of the displaced text, and rewritten sealed by the next apply.
 
 use std::ops::Range;
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, HookRef};
+use crate::parse::parse_snippet;
 use crate::source::{lines_inside_strings, SourceFile};
+use crate::syntax::ABSENT;
 
 const BEGIN: &str = "# >>> pysplice ";
 const END: &str = "# <<< pysplice ";
@@ -215,56 +217,84 @@ enum Broken {
 }
 
 impl Claim<'_> {
+    /// The seal first (an edit of anything revert relies on), then whether the displaced text
+    /// is visible in the code the frame holds: a marker cannot carry code of its own that
+    /// revert would write (see [`displaced_fits`]).
     fn check(&self, seal: &Seal) -> Result<(), Broken> {
-        match seal {
+        let sealed = match seal {
             Seal::Current(token) => {
-                let expected = self::seal(
-                    self.kind,
-                    self.recipe,
-                    self.hook,
-                    self.displaced,
-                    self.content,
-                    self.column,
-                );
-                if expected == *token {
-                    Ok(())
-                } else {
-                    Err(Broken::Edited)
-                }
+                *token
+                    == self::seal(
+                        self.kind,
+                        self.recipe,
+                        self.hook,
+                        self.displaced,
+                        self.content,
+                        self.column,
+                    )
             }
-            Seal::Legacy(token) if legacy_hash(self.content) != *token => Err(Broken::Edited),
-            Seal::Legacy(_) => self.plausible_legacy(),
-        }
-    }
-
-    /// Whether an older marker's displaced text fits its inserted text, which its hash covers.
-    fn plausible_legacy(&self) -> Result<(), Broken> {
-        let fits = match self.kind {
-            "insert" => true,
-            "inline" => {
-                let old = self.displaced.trim_start().strip_prefix("return").map(str::trim);
-                let new = self.content.trim_start().strip_prefix("return").unwrap_or_default();
-                match old {
-                    Some("") => new.contains("None"),
-                    Some(value) => new.contains(value),
-                    None => false,
-                }
-            }
-            "joined" => self.content.lines().any(|line| line.trim() == self.displaced.trim()),
-            _ => {
-                return Err(Broken::Unchecked(
-                    "this block was written by an older pysplice whose marker does not vouch for the statements it replaced, so revert cannot trust them; restore the original file (reinstall it) and apply again",
-                ))
-            }
+            Seal::Legacy(token) => *token == legacy_hash(self.content),
         };
-        if fits {
+        if !sealed {
+            return Err(Broken::Edited);
+        }
+        if displaced_fits(self.kind, self.displaced, self.content) {
             Ok(())
         } else {
             Err(Broken::Unchecked(
-                "this older marker's displaced text does not fit the code it frames (was the marker edited?)",
+                "the text this marker would put back does not appear in the code it frames (was the marker forged?)",
             ))
         }
     }
+}
+
+/// Whether the displaced text of a frame shows in its inserted text, so that revert writes
+/// nothing a reader of the code could not see: a wrapped return keeps the returned value (or
+/// `None` for a bare `return`), an expanded one-line suite keeps the suite. Pure insertions
+/// displace nothing; replaced statements are checked against the recipe's pattern by the
+/// engine, which knows the recipe.
+fn displaced_fits(kind: &str, displaced: &str, content: &str) -> bool {
+    match kind {
+        "inline" => {
+            // Compared as syntax: the value may sit in parentheses, after comments, on several
+            // lines of the displaced statement.
+            let value_of = |text: &str| {
+                let stmts = parse_snippet("<marker>", text).ok()?;
+                match stmts.as_slice() {
+                    [stmt] if stmt.kind() == "Return" => stmt.children().first().cloned(),
+                    _ => None,
+                }
+            };
+            let (Some(old), Some(new)) = (value_of(displaced), value_of(content)) else {
+                return false;
+            };
+            if old.kind() == ABSENT {
+                return content.contains("None");
+            }
+            let mut found = false;
+            new.walk(&mut |node| {
+                found |= node.same_shape(&old);
+                !found
+            });
+            found
+        }
+        "joined" => content.split(['\n', '\r']).any(|line| line.trim() == displaced.trim()),
+        _ => true,
+    }
+}
+
+/// What a frame is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrameKind {
+    /// A block of inserted lines.
+    Insert,
+    /// A block that took the place of whole lines (replaced statements, `was=`).
+    Lines,
+    /// A block that split a line (an expanded one-line suite, `joined=`).
+    Joined,
+    /// A change inside a line (a wrapped return).
+    Inline,
 }
 
 /// One framed change found in a file.
@@ -284,6 +314,8 @@ pub struct Frame {
     pub was: String,
     /// 1-based line of the opening marker.
     pub line: usize,
+    /// What the frame is.
+    pub kind: FrameKind,
 }
 
 /// What a block frame took the place of.
@@ -559,6 +591,11 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                     removal: vec![removal],
                     was,
                     line: frame.line,
+                    kind: match kind {
+                        "lines" => FrameKind::Lines,
+                        "joined" => FrameKind::Joined,
+                        _ => FrameKind::Insert,
+                    },
                 });
             }
             MarkerKind::Inline => {
@@ -623,6 +660,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                     content,
                     was,
                     line: m.line,
+                    kind: FrameKind::Inline,
                 });
             }
         }

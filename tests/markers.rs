@@ -292,22 +292,89 @@ fn older_inline_marker_with_a_forged_was_is_refused() {
     let forged = legacy.replacen(r#"was="return 0""#, r#"was="return os.system('id')""#, 1);
     assert_ne!(forged, legacy);
     let err = revert_err(&a, &forged).to_string();
-    assert!(err.contains("does not fit") && err.contains("[hook wrap]"), "{err}");
+    assert!(
+        err.contains("does not appear in the code it frames") && err.contains("[hook wrap]"),
+        "{err}"
+    );
+}
+
+fn replace_recipe() -> Recipe {
+    Recipe::from_toml(
+        "r.toml",
+        "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"rep\"\nsummary = \"s\"\nin = \"f\"\nreplace = \"x = $N\"\ncode = \"x = 2\"\n",
+    )
+    .unwrap()
 }
 
 #[test]
-fn older_replaced_statement_markers_are_refused_with_the_remedy() {
-    let r = Recipe::from_toml(
-        "r.toml",
-        "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"rep\"\nsummary = \"s\"\nin = \"f\"\nreplace = \"x = 1\"\ncode = \"x = 2\"\n",
-    )
-    .unwrap();
-    let legacy = to_legacy(&applied(&r, "def f():\n    x = 1\n    return x\n"));
-    let err = revert_err(&r, &legacy).to_string();
+fn older_replaced_statement_markers_are_checked_against_the_pattern() {
+    let r = replace_recipe();
+    let original = "def f():\n    x = 1\n    return x\n";
+    let fresh = applied(&r, original);
+    let legacy = to_legacy(&fresh);
+    assert_eq!(reverted(&r, &legacy), original);
+    assert_eq!(applied(&r, &legacy), fresh);
+    // The older hash does not cover `was=`: a forged one must still match the recipe's pattern.
+    let forged = legacy.replace(r#"was="    x = 1""#, r#"was="    import os; os.system('id')""#);
+    assert_ne!(forged, legacy);
+    let err = revert_err(&r, &forged).to_string();
     assert!(
-        err.starts_with("m.py:2:1: ") && err.contains("older pysplice") && err.contains("reinstall"),
+        err.starts_with("m.py:2:1: ") && err.contains("do not match its pattern `x = $N`"),
         "{err}"
     );
+}
+
+#[test]
+fn a_sealed_marker_cannot_carry_code_of_its_own() {
+    // Whoever can write the file can compute a seal: what revert puts back must still show in
+    // the code (inline, suites) or match the recipe's pattern (replaced statements).
+    let a = wrapping_recipe("a");
+    let patched = applied(&a, ORIGINAL);
+    let line = patched.lines().find(|l| l.contains(" at=4 ")).unwrap();
+    let column: usize = 4;
+    let new_text = "return _a_wrap(0)";
+    let forged_line = marker::inline("a", "wrap", "    ", "\n", new_text, column, "return os.system('id')");
+    let forged = patched.replace(&format!("{line}\n"), &forged_line);
+    assert_ne!(forged, patched);
+    let err = revert_err(&a, &forged).to_string();
+    assert!(
+        err.contains("does not appear in the code it frames") && err.contains("[hook wrap]"),
+        "{err}"
+    );
+
+    let r = replace_recipe();
+    let original = "def f():\n    x = 1\n    return x\n";
+    let was = "    import os; os.system('id')";
+    let block = marker::block("r", "rep", "    ", "\n", "    x = 2\n", Displaced::Lines(was)).text;
+    let forged = format!("def f():\n{block}\n    return x\n");
+    let err = revert_err(&r, &forged).to_string();
+    assert!(
+        err.starts_with("m.py:2:1: ") && err.contains("do not match its pattern"),
+        "{err}"
+    );
+    // Sealed and matching: accepted.
+    let fine = marker::block("r", "rep", "    ", "\n", "    x = 2\n", Displaced::Lines("    x = 1")).text;
+    assert_eq!(reverted(&r, &format!("def f():\n{fine}\n    return x\n")), original);
+    // A replaced statement of a hook the recipe does not have as `replace` cannot be checked.
+    let stale = marker::block("r", "gone", "    ", "\n", "    x = 2\n", Displaced::Lines("    x = 1")).text;
+    let err = revert_err(&r, &format!("def f():\n{stale}\n    return x\n")).to_string();
+    assert!(
+        err.contains("not a `replace` of this recipe") && err.contains("[hook gone]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn replaced_statements_with_multi_line_strings_are_read_back() {
+    let r = Recipe::from_toml(
+        "r.toml",
+        "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"rep\"\nsummary = \"s\"\nin = \"f\"\nreplace = \"x = $S\"\ncode = \"x = 2\"\n",
+    )
+    .unwrap();
+    let original = "def f():\n    x = \"\"\"\nnot indented\n\"\"\"\n    return x\n";
+    let patched = applied(&r, original);
+    assert_eq!(applied(&r, &patched), patched);
+    assert_eq!(reverted(&r, &patched), original);
 }
 
 // ---- incomplete marker sets ------------------------------------------------------------------
