@@ -354,3 +354,78 @@ fn regression_sglang_hs_dump_refuses_a_file_missing_a_marker_line() {
         );
     }
 }
+
+/// `text` with every seal replaced by the 8-digit hash that markers carried before the seal
+/// (FNV-1a of what the marker frames, low 32 bits).
+fn to_legacy(text: &str) -> String {
+    let hash = |text: &str| {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in text.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{:08x}", hash & 0xffff_ffff)
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(at) = line.find("sha256:") else {
+            out.push_str(line);
+            continue;
+        };
+        let number = |key: &str| -> usize {
+            line.split(key)
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let content = if line.contains("# ~~~ pysplice ") {
+            let (column, len) = (number(" at="), number(" len="));
+            lines[i + 1][column..column + len].to_string()
+        } else {
+            let end = lines[i + 1..]
+                .iter()
+                .position(|l| l.contains("# <<< pysplice "))
+                .unwrap();
+            lines[i + 1..i + 1 + end].concat()
+        };
+        out.push_str(&line[..at]);
+        out.push_str(&hash(&content));
+        out.push_str(&line[at + "sha256:".len() + 64..]);
+    }
+    out
+}
+
+#[test]
+fn a_file_patched_with_the_older_markers_is_outdated_then_migrated() {
+    let t = Temp::new();
+    let spec = t.write("a.toml", &wrapping_spec("a"));
+    let file = t.write("m.py", ORIGINAL);
+    succeeds("apply", &spec, &file);
+    let fresh = text(&file);
+    let legacy = to_legacy(&fresh);
+    assert!(!legacy.contains("sha256:"), "{legacy}");
+    std::fs::write(&file, &legacy).unwrap();
+    let check = run("check", &spec, &file);
+    assert_eq!(check.status.code(), Some(1), "{}", show(&check));
+    assert!(
+        String::from_utf8_lossy(&check.stdout).contains("  - wrap: outdated"),
+        "{}",
+        show(&check)
+    );
+    assert_eq!(text(&file), legacy, "check wrote");
+    let out = succeeds("apply", &spec, &file);
+    assert!(
+        out.starts_with("Successfully patched ") && out.contains("[updated]"),
+        "{out}"
+    );
+    assert_eq!(text(&file), fresh);
+    // Reverting an older file works too.
+    std::fs::write(&file, &legacy).unwrap();
+    succeeds("revert", &spec, &file);
+    assert_eq!(text(&file), ORIGINAL);
+}
