@@ -426,7 +426,7 @@ fn plan_of(open: &mut Open, recipe: &Recipe) -> Result<DocumentPlan, Failure> {
         let severity = match err {
             // Syntax errors are the Python tools' business (and the usual state while typing).
             Error::Syntax { .. } => None,
-            Error::Marker { .. } => Some(DiagnosticSeverity::ERROR),
+            Error::Marker { .. } | Error::Stacked { .. } => Some(DiagnosticSeverity::ERROR),
             _ => Some(DiagnosticSeverity::WARNING),
         };
         Failure {

@@ -326,13 +326,16 @@ impl Document {
     ///
     /// # Errors
     /// [`Error::Syntax`] when the text is not valid Python (an editor's usual state while
-    /// typing), [`Error::Marker`] when a block of this recipe was edited by hand. Hooks that cannot
+    /// typing), [`Error::Marker`] when a block of this recipe was edited by hand or a marker line
+    /// is missing, [`Error::Stacked`] when another recipe sits on top of one. Hooks that cannot
     /// be placed are not errors: they show as [`Status::Failed`].
     pub fn plan(&self, recipe: &Recipe) -> Result<DocumentPlan, Error> {
         let prepared = Prepared::new(recipe, SourceFile::new(self.name.clone(), self.text()))?;
         let current = prepared.current();
         let original = prepared.original();
         let plan = engine::plan(recipe, original);
+        // A change whose marker line is gone is a damaged frame, like a hand edit.
+        engine::check_orphans(recipe, &prepared, &plan)?;
         let edits = plan.edits();
         let frames_now = marker::scan(current, &recipe.id)?;
         let pieces = displaced_pieces(&frames_now);
@@ -589,17 +592,12 @@ fn split_lines(text: &str) -> Vec<&str> {
     lines
 }
 
-/// `RECIPE/HOOK` of a marker line.
+/// `RECIPE/HOOK` of a marker line (the grammar is [`marker::parse_line`]'s).
 fn parse_marker_line(line: &str) -> Option<MarkerRef> {
-    let trimmed = line.trim_start_matches([' ', '\t', '\x0c']);
-    let rest = ["# >>> pysplice ", "# <<< pysplice ", "# ~~~ pysplice "]
-        .iter()
-        .find_map(|prefix| trimmed.strip_prefix(prefix))?;
-    let id = rest.split([' ', '\r', '\n']).next()?;
-    let (recipe, hook) = id.split_once('/')?;
-    (!recipe.is_empty() && !hook.is_empty()).then(|| MarkerRef {
-        recipe: recipe.to_string(),
-        hook: hook.to_string(),
+    let line = marker::parse_line(line.trim_end_matches(['\r', '\n']))?;
+    Some(MarkerRef {
+        recipe: line.recipe.to_string(),
+        hook: line.hook.to_string(),
     })
 }
 
@@ -724,6 +722,7 @@ mod tests {
         );
         assert_eq!(parse_marker_line("x = 1  # >>> pysplice r/h"), None);
         assert_eq!(parse_marker_line("# >>> pysplice nohook"), None);
+        assert_eq!(parse_marker_line("# >>> pysplice r/h\u{1b}[2J x"), None);
     }
 
     #[test]

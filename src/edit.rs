@@ -105,6 +105,12 @@ impl Edit {
     pub fn hook(&self) -> &str {
         &self.hook
     }
+
+    /// The ranges of [`Edit::text`] holding code the hook inserted (without marker lines).
+    #[must_use]
+    pub fn inserted(&self) -> &[Range<usize>] {
+        &self.inserted
+    }
 }
 
 /// Where edits landed in the new text, for verification.

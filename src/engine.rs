@@ -11,8 +11,9 @@ use std::ops::Range;
 use crate::edit::{apply_edits, Edit, EditMap};
 use crate::error::{Error, HookRef};
 use crate::locate::Target;
-use crate::marker::{self, Frame};
+use crate::marker::{self, Frame, FrameKind};
 use crate::outline::{DefKind, Definition, ParsedFile};
+use crate::parse::parse_snippet;
 use crate::pattern::Depth;
 use crate::place::{Placer, Refusal};
 use crate::source::{lines_inside_strings, SourceFile};
@@ -151,6 +152,7 @@ impl Prepared {
     /// valid Python.
     pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
         let frames = marker::scan(&current, &recipe.id)?;
+        check_replaced(recipe, &current, &frames)?;
         let (original, anchors) = if frames.is_empty() {
             (ParsedFile::parse(current.clone())?, Vec::new())
         } else {
@@ -182,6 +184,56 @@ impl Prepared {
     pub fn is_patched(&self) -> bool {
         !self.frames.is_empty()
     }
+}
+
+/// A frame that replaced statements puts them back on revert; they must be statements the
+/// recipe's `replace` hook of that id matches, or a marker could carry code of its own (its
+/// seal proves no more than that whoever wrote it could compute SHA-256).
+fn check_replaced(recipe: &Recipe, current: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
+    for frame in frames.iter().filter(|f| f.kind == FrameKind::Lines) {
+        let pattern = recipe
+            .hooks
+            .iter()
+            .find(|h| h.id == frame.hook)
+            .and_then(|h| match &h.action {
+                Action::Replace { selector, .. } => Some(&selector.pattern),
+                _ => None,
+            });
+        let matches = pattern.is_some_and(|pattern| {
+            displaced_statements(&frame.was)
+                .is_some_and(|stmts| !stmts.is_empty() && stmts.iter().all(|stmt| pattern.matches_statement(stmt)))
+        });
+        if !matches {
+            let reason = match pattern {
+                Some(pattern) => format!(
+                    "the statements this block of hook `{}` would put back do not match its pattern `{}` (was the marker forged?)",
+                    frame.hook,
+                    pattern.text()
+                ),
+                None => format!(
+                    "hook `{}` is not a `replace` of this recipe, so the statements its block would put back cannot be checked; revert with the recipe that applied it",
+                    frame.hook
+                ),
+            };
+            return Err(Error::Marker {
+                location: current.location(frame.removal.first().map_or(0, |r| r.start)),
+                reason,
+                hook: HookRef(Some(frame.hook.clone())),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The statements of displaced whole lines, indented as they were in the file (inside an
+/// `if` when indented, so that lines of a multi-line string keep their text).
+fn displaced_statements(was: &str) -> Option<Vec<Node>> {
+    if !was.starts_with([' ', '\t']) {
+        return parse_snippet("<was>", was).ok();
+    }
+    let wrapped = parse_snippet("<was>", &format!("if True:\n{was}\n")).ok()?;
+    let [stmt] = wrapped.as_slice() else { return None };
+    Some(stmt.field("body")?.children().to_vec())
 }
 
 /// Plans `recipe` on an (unpatched) parsed file.
@@ -511,6 +563,7 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
         return Err(failure.expect("an incomplete plan has a failure"));
     }
     let original = prepared.original();
+    check_orphans(recipe, prepared, &plan)?;
     let (output, map) = apply_edits(original.source(), &plan.edits())?;
     let out_file = SourceFile::new(original.source().name(), output);
     let (out_frames, out_anchors) = verify(recipe, original, &out_file, &map)?;
@@ -541,6 +594,64 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
         output: out_file.text().to_string(),
         outcomes,
     })
+}
+
+/// Refuses when the text without this recipe's frames already holds a change this recipe makes:
+/// its marker line was deleted, so applying would make the change a second time (a return
+/// wrapped twice) and revert would leave it behind. Found where the plan puts each change: a
+/// return that is already the template around some value, a block next to its own code. Apply
+/// and revert look at the same original text, so they agree: code that merely happens to be
+/// what the recipe would add there is refused too (applying would duplicate it).
+pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> Result<(), Error> {
+    let file = prepared.original();
+    let text = file.source().text();
+    let current = prepared.current();
+    for (id, _, planned) in &plan.hooks {
+        let (HookPlan::Edits(edits), Some(hook)) = (planned, recipe.hooks.iter().find(|h| &h.id == id)) else {
+            continue;
+        };
+        let params = match &hook.target {
+            Target::Module => Vec::new(),
+            Target::Definition { .. } => file
+                .locate(&target_text(&hook.target))
+                .map(|def| parameter_names(file.node(def)))
+                .unwrap_or_default(),
+        };
+        for edit in edits {
+            let range = edit.range();
+            let found = match &hook.action {
+                Action::WrapReturns { template, .. } if !range.is_empty() => {
+                    let value = text[range.clone()].strip_prefix("return ");
+                    value
+                        .and_then(|value| template.unrender(&recipe.vars, &params, value))
+                        .map(|_| range.start)
+                }
+                _ if range.is_empty() => edit.inserted().first().and_then(|inserted| {
+                    let code = &edit.text()[inserted.clone()];
+                    if code.trim().is_empty() {
+                        None
+                    } else if text[..range.start].ends_with(code) {
+                        Some(range.start - code.len())
+                    } else {
+                        text[range.start..].starts_with(code).then_some(range.start)
+                    }
+                }),
+                _ => None,
+            };
+            if let Some(at) = found {
+                let at = marker::to_framed(&prepared.frames, at);
+                let line = current.lines().line_of(at);
+                return Err(Error::Marker {
+                    location: current.location(at),
+                    reason: format!(
+                        "line {line} already holds what hook `{id}` adds here, without its marker (was a marker line deleted?): applying would add it twice and revert would leave it behind"
+                    ),
+                    hook: HookRef(Some(id.clone())),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Outcomes for hooks whose frames are in the file but which the recipe no longer has.
@@ -594,6 +705,8 @@ fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize
 /// not parse.
 pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;
+    // A change of this recipe whose marker line is gone would stay behind: refuse, as apply does.
+    check_orphans(recipe, &prepared, &plan(recipe, prepared.original()))?;
     let present = group(&prepared.frames, &prepared.anchors);
     let mut outcomes: Vec<HookOutcome> = recipe
         .hooks

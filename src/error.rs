@@ -159,6 +159,22 @@ pub enum Error {
         hook: HookRef,
     },
 
+    /// Another recipe changed a frame of this recipe after it was applied (its change sits on
+    /// top of this one): that recipe must be reverted first.
+    #[error("{location}: recipe `{top}` was applied on top of this change (its marker for hook `{top_hook}` is at line {top_line}); revert `{top}` first{hook}")]
+    Stacked {
+        /// This recipe's marker line.
+        location: Location,
+        /// The recipe on top.
+        top: Box<str>,
+        /// The hook of the recipe on top whose marker is in the way.
+        top_hook: Box<str>,
+        /// 1-based line of that marker.
+        top_line: usize,
+        /// The hook of this recipe whose change is covered.
+        hook: HookRef,
+    },
+
     /// The result of an edit failed verification; nothing was written.
     #[error("{location}: verification failed: {reason}{hook}")]
     Verify {
@@ -253,6 +269,7 @@ impl Error {
             | Error::Placement { location, .. }
             | Error::Conflict { location, .. }
             | Error::Marker { location, .. }
+            | Error::Stacked { location, .. }
             | Error::Verify { location, .. }
             | Error::Changed { location }
             | Error::Locked { location }
@@ -291,6 +308,7 @@ impl Error {
             | Error::Spec { hook, .. }
             | Error::Placement { hook, .. }
             | Error::Marker { hook, .. }
+            | Error::Stacked { hook, .. }
             | Error::Verify { hook, .. } => hook.0.as_deref(),
             Error::Conflict { first, .. } => Some(first),
             _ => None,
@@ -308,6 +326,7 @@ impl Error {
             | Error::Spec { hook, .. }
             | Error::Placement { hook, .. }
             | Error::Marker { hook, .. }
+            | Error::Stacked { hook, .. }
             | Error::Verify { hook, .. }
                 if hook.0.is_none() =>
             {

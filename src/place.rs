@@ -124,13 +124,7 @@ impl<'a> Placer<'a> {
             return None;
         }
         let line = self.source().line_range(self.line_of(at));
-        let text = self.text()[line].trim_start_matches('\u{feff}').trim_start();
-        ["# >>> pysplice ", "# <<< pysplice ", "# ~~~ pysplice "]
-            .into_iter()
-            .find_map(|prefix| {
-                let rest = text.strip_prefix(prefix)?;
-                Some((prefix, rest.split(' ').next().unwrap_or_default()))
-            })
+        marker::prefix_and_id(&self.text()[line])
     }
 
     /// `at` (a line start before a statement) moved up over the opening and inline markers of
@@ -566,14 +560,33 @@ impl<'a> Placer<'a> {
         let body = &self.file.root().children()[0];
         let mut module_level = Vec::new();
         visit_statements(body, Depth::Nested, &mut |stmt| module_level.push(stmt));
+        // Imports inside other recipes' blocks are theirs: reverting one must not take away an
+        // import this recipe uses, so they do not count as present.
+        let foreign = marker::block_ranges(self.source());
+        let own: Vec<&Node> = module_level
+            .iter()
+            .copied()
+            .filter(|stmt| !marker::covers(&foreign, &stmt.range()))
+            .collect();
         let mut missing = Vec::new();
         let mut present = Vec::new();
         for import in wanted {
-            if has_import(&module_level, import) {
+            if has_import(&own, import) {
                 present.push(import.statement.clone());
                 continue;
             }
-            if let Some(stmt) = binding_of(&module_level, import) {
+            // The same import in another recipe's block binds the same thing: no conflict.
+            let theirs: Vec<&Node> = module_level
+                .iter()
+                .copied()
+                .filter(|stmt| marker::covers(&foreign, &stmt.range()))
+                .collect();
+            let shadowed = binding_of(&own, import).or_else(|| {
+                (!has_import(&theirs, import))
+                    .then(|| binding_of(&theirs, import))
+                    .flatten()
+            });
+            if let Some(stmt) = shadowed {
                 return Err(refuse(
                     stmt.range().start,
                     format!(

@@ -11,10 +11,12 @@ use crate::engine::{HookOutcome, Patched, Status};
 #[must_use]
 pub fn applied_text(patched: &Patched) -> String {
     let mut out = String::new();
-    let placed = patched
-        .outcomes()
-        .iter()
-        .any(|o| matches!(o.status, Status::Applied | Status::Updated));
+    // Blocks of hooks the recipe dropped are taken out: that changes the file too.
+    let placed = patched.changed()
+        || patched
+            .outcomes()
+            .iter()
+            .any(|o| matches!(o.status, Status::Applied | Status::Updated | Status::Reverted));
     if placed {
         let _ = writeln!(out, "Successfully patched {}", patched.name());
     } else {

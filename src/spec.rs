@@ -29,6 +29,7 @@ use toml::Spanned;
 
 use crate::error::{Error, HookRef, Location};
 use crate::locate::Target;
+use crate::marker;
 use crate::parse::parse_snippet;
 use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;
@@ -286,6 +287,20 @@ impl Recipe {
             spec_error(&file, offset, err.message().trim().to_string(), hook.as_deref())
         })?;
         check_id(&file, &raw.recipe.id, 0, None)?;
+        let recipe_key = |key: &str| key_offset(&file, &(0..text.len()), key);
+        check_line(&file, &raw.recipe.summary, recipe_key("summary"), "summary", None)?;
+        for note in &raw.recipe.notes {
+            check_line(&file, note, recipe_key("notes"), "note", None)?;
+        }
+        for (name, value) in &raw.vars {
+            if value.lines().any(marker::looks_like_marker) {
+                let key = key_offset(&file, &(0..text.len()), name);
+                let at = marker_offset(text, key..text.len()).unwrap_or(key);
+                let message =
+                    format!("variable `{name}` has a line that looks like a pysplice marker; the next run would take it for one");
+                return Err(spec_error(&file, at, message, None));
+            }
+        }
         let mut hooks: Vec<Hook> = Vec::new();
         for spanned in raw.hooks {
             let span = spanned.span();
@@ -333,15 +348,23 @@ fn hook_offset(file: &SourceFile, id: &str) -> usize {
 }
 
 fn check_id(file: &SourceFile, id: &str, offset: usize, hook: Option<&str>) -> Result<(), Error> {
-    let ok = !id.is_empty()
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+    if marker::is_id(id) {
         Ok(())
     } else {
         let message = format!("id `{id}` must be non-empty ASCII letters, digits, `-`, `_` or `.`");
         Err(spec_error(file, offset, message, hook))
+    }
+}
+
+/// Summaries and notes are printed as lines: one line each, without control characters (which
+/// could rewrite what a terminal shows).
+fn check_line(file: &SourceFile, text: &str, offset: usize, what: &str, hook: Option<&str>) -> Result<(), Error> {
+    match text.chars().find(|c| c.is_control()) {
+        None => Ok(()),
+        Some(c) => {
+            let message = format!("the {what} must be one line without control characters (found {c:?})");
+            Err(spec_error(file, offset, message, hook))
+        }
     }
 }
 
@@ -364,18 +387,43 @@ fn compile_hook(
     let at_key = |key: &str| key_offset(file, &span, key);
     let fail = |key: &str, message: String| spec_error(file, at_key(key), message, Some(&id));
     check_id(file, &raw.id, at_key("id"), Some(&id))?;
+    check_line(file, &raw.summary, at_key("summary"), "summary", Some(&id))?;
     let pattern = |key: &str, text: &str| {
         Pattern::parse(text)
             .map_err(|err| fail(key, format!("pattern `{text}` is not valid: {}", strip_location(&err))))
     };
     let code = |key: &str, text: &str, wrap: bool| -> Result<Template, Error> {
         let template = Template::new(if wrap { text.trim().to_string() } else { dedent(text) });
+        for (_, name) in template.placeholders() {
+            let known = match name {
+                "value" => wrap,
+                _ => name.starts_with("param.") || vars.contains_key(name),
+            };
+            if !known {
+                let message = if name == "value" {
+                    "`{value}` (the returned value) exists only in `wrap-returns`".to_string()
+                } else {
+                    format!("`{{{name}}}` names no variable: define `{name}` in [vars], or write `{{{{{name}}}}}` for literal braces")
+                };
+                let at = placeholder_offset(file, &span, at_key(key), name);
+                return Err(spec_error(file, at, message, Some(&id)));
+            }
+        }
         let params: Vec<String> = (0..16).map(|i| format!("__param_{i}__")).collect();
         let bindings = Bindings {
             value: Some("__value__"),
             params: &params,
         };
         let rendered = template.render(vars, &bindings);
+        if rendered.lines().any(marker::looks_like_marker) {
+            let at = marker_offset(file.text(), at_key(key)..span.end).unwrap_or(at_key(key));
+            return Err(spec_error(
+                file,
+                at,
+                "the code has a line that looks like a pysplice marker; the next run would take it for one".into(),
+                Some(&id),
+            ));
+        }
         let probe = if wrap { format!("return {rendered}") } else { rendered };
         parse_snippet("<code>", &probe)
             .map_err(|err| fail(key, format!("code does not parse as Python: {}", strip_location(&err))))?;
@@ -506,6 +554,18 @@ fn compile_hook(
         Action::AddForwarder { method, via }
     };
 
+    // Module code has no function around it, so no parameters to name.
+    if let (true, Action::Insert { code, .. } | Action::Replace { code, .. }) = (is_module, &action) {
+        if let Some((_, name)) = code.placeholders().into_iter().find(|(_, n)| n.starts_with("param.")) {
+            let at = placeholder_offset(file, &span, at_key("code"), name);
+            return Err(spec_error(
+                file,
+                at,
+                format!("`{{{name}}}` names a parameter, but the hook's target is the module"),
+                Some(&id),
+            ));
+        }
+    }
     let when = match &raw.when {
         Some(text) => Some(pattern("when", text)?),
         None => None,
@@ -525,6 +585,30 @@ fn compile_hook(
     })
 }
 
+/// The offset of `{name}` in the spec text of a hook, from `from` (the key that holds it).
+fn placeholder_offset(file: &SourceFile, span: &Range<usize>, from: usize, name: &str) -> usize {
+    let needle = format!("{{{name}}}");
+    let text = file.text();
+    let window = text.get(from..span.end).unwrap_or_default();
+    window
+        .match_indices(&needle)
+        .find(|(i, _)| !window[..*i].ends_with('{'))
+        .map_or(from, |(i, _)| from + i)
+}
+
+/// The offset of the first marker-like text (`>>> pysplice`, `<<< pysplice`, `~~~ pysplice`)
+/// in `range` of `text`.
+fn marker_offset(text: &str, range: Range<usize>) -> Option<usize> {
+    let window = text.get(range.clone())?;
+    window.match_indices("pysplice").find_map(|(i, _)| {
+        let before = window[..i].trim_end();
+        [">>>", "<<<", "~~~"]
+            .iter()
+            .any(|arrow| before.ends_with(arrow))
+            .then(|| range.start + before.len() - 3)
+    })
+}
+
 /// An error message without its leading `file:line:col: `, for nesting in spec errors.
 fn strip_location(err: &Error) -> String {
     let text = err.to_string();
@@ -540,6 +624,11 @@ fn is_identifier(name: &str) -> bool {
 /// Parses one `ensure-imports` entry: `os`, `numpy as np`, `import a.b`, `from a import b as c`.
 fn import_line(text: &str) -> Result<ImportLine, String> {
     let text = text.trim();
+    if text.contains(['\n', '\r']) {
+        return Err(format!(
+            "`{text}` spans several lines; write one import per entry, on one line"
+        ));
+    }
     let statement = if text.starts_with("import ") || text.starts_with("from ") {
         text.to_string()
     } else {
