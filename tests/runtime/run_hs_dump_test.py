@@ -1006,14 +1006,38 @@ class SlowSave:
         torch.save = self.real
 
 
+class GatedSave:
+    """torch.save held back until `seconds` after entering: a disk that stalls."""
+
+    def __init__(self, seconds):
+        import threading
+
+        self.gate, self.real = threading.Event(), torch.save
+        self.timer = threading.Timer(seconds, self.gate.set)
+
+    def __enter__(self):
+        def gated(*args, **kwargs):
+            self.gate.wait()
+            return self.real(*args, **kwargs)
+
+        torch.save = gated
+        self.timer.start()
+
+    def __exit__(self, *exc):
+        self.gate.set()
+        drain()
+        torch.save = self.real
+
+
 def case_writer_backpressure_tiny_budget(mod, ref, tmp):
-    # 20 KiB of host buffer, a slow disk: the forward waits, nothing is dropped, the ring
-    # never grows past the budget, and the files are still in order and bit-identical.
+    # 20 KiB of host buffer (about 8 of these passes) and a disk that stalls for 2 s
+    # while 24 passes come: the forward waits, nothing is dropped, the ring never grows
+    # past the budget, and the files are still in order and bit-identical.
     out = os.path.join(tmp, "dump")
     with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_QUEUE_MB="0.02"):
         set_ranks(0, 0)
         model = build(mod, "packed")
-        with SlowSave(0.01):
+        with GatedSave(2.0):
             expected = _passes(mod, model, 24)
         writer = model.model._hs_dump_state["queue"]
     check(writer.budget == int(0.02 * (1 << 20)), "budget %d" % writer.budget)
