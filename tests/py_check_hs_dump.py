@@ -23,7 +23,7 @@ Checks, per file:
                False` outside that guard (the hook's own reset when enabling capture
                fails lies inside it). When the class does not define it: no such call (skipped).
   module_names `_pysplice_hs_dump` and every other `_pysplice_hs_*` name the file uses
-               are module-level functions; errno, os, torch and logging are bound by
+               are module-level functions (or classes); errno, os, torch and logging are bound by
                a module-level `import`, and not rebound at module level afterwards.
   init_end     DeepseekV2Model.__init__ ends with the init block: from the assignment
                of `self._hs_dump_dir` (read from SGLANG_HS_DUMP_DIR) to the last
@@ -272,11 +272,11 @@ def bound_names(stmt):
 
 def check_module_names(tree):
     errors = []
-    defs = {n.name: n.lineno for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    defs = {n.name: n.lineno for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     used = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id.startswith("_pysplice_hs")})
     for name in sorted(set(used) | {DUMP}):
         if name not in defs:
-            errors.append("%s is not a module-level function" % name)
+            errors.append("%s is not a module-level function or class" % name)
     imports = {}
     for stmt in tree.body:
         for name, is_module_import in bound_names(stmt):

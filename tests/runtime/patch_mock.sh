@@ -6,6 +6,7 @@
 #   DIR/mock_deepseek_v2_patched.py   the same file after `pysplice apply --spec recipes/sglang_hs_dump.toml`
 #   DIR/run_hs_dump_test.py           the runtime test
 #   DIR/run_on_device.sh              runs the test (patched and --unpatched) and prints the verdicts
+#   DIR/bench_hs_dump.py              the writer's benchmark (GPU): python3 DIR/bench_hs_dump.py DIR/mock_deepseek_v2_patched.py
 #
 # Then, on any machine with PyTorch (a GPU is used when present):
 #   bash DIR/run_on_device.sh DIR
@@ -18,7 +19,7 @@ dest=${1:-$repo/.device/hs}
 cd "$repo"
 rm -rf "$dest"
 mkdir -p "$dest"
-cp tests/runtime/mock_deepseek_v2.py tests/runtime/run_hs_dump_test.py tests/runtime/run_on_device.sh "$dest"/
+cp tests/runtime/mock_deepseek_v2.py tests/runtime/run_hs_dump_test.py tests/runtime/run_on_device.sh tests/runtime/bench_hs_dump.py "$dest"/
 cp tests/runtime/mock_deepseek_v2.py "$dest/mock_deepseek_v2_patched.py"
 cargo run --quiet --example pysplice -- apply --spec recipes/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
 # the same static check as tests/sglang_recipe.rs, before spending time on a device

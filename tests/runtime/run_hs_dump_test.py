@@ -29,7 +29,7 @@ import torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PRISTINE = os.path.join(HERE, "mock_deepseek_v2.py")
-ENV_VARS = ("SGLANG_HS_DUMP_DIR", "SGLANG_HS_DUMP_MAX", "SGLANG_HS_DUMP_LAYERS")
+ENV_VARS = ("SGLANG_HS_DUMP_DIR", "SGLANG_HS_DUMP_MAX", "SGLANG_HS_DUMP_LAYERS", "SGLANG_HS_DUMP_QUEUE_MB")
 
 DEVICE = os.environ.get("HS_TEST_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
 DTYPE = getattr(torch, os.environ.get("HS_TEST_DTYPE", "bfloat16"))
@@ -157,14 +157,44 @@ class Env:
                 os.environ[k] = v
 
 
+# Every dump writer built by the module under test, so that checks can wait for them.
+WRITERS = []
+
+
+def track_writers(module):
+    cls = getattr(module, "_pysplice_hs_Writer", None)
+    if cls is None:
+        return
+    init = cls.__init__
+
+    def tracked(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        WRITERS.append(self)
+
+    cls.__init__ = tracked
+
+
+def drain():
+    """Wait until every writer has written what it was given (or died)."""
+    for w in WRITERS:
+        with w.cond:
+            while w.jobs and w.error is None:
+                w.cond.wait(1.0)
+
+
 class WarningCounter(logging.Handler):
     def __init__(self):
         super().__init__(logging.WARNING)
-        self.records = []
+        self._records = []
+
+    @property
+    def records(self):
+        drain()  # a writer's warning comes when it gets to the pass
+        return self._records
 
     def emit(self, record):
         if "hidden state dump" in record.getMessage():
-            self.records.append(record)
+            self._records.append(record)
 
 
 WARNINGS = WarningCounter()
@@ -207,6 +237,7 @@ def make_batch(module, mode="EXTEND", lens=LENS, pad=PAD, rids=RIDS, prefix=PREF
 
 def files_in(d):
     """Samples, complete and partial, in the order they were written (the counter)."""
+    drain()
     if not os.path.isdir(d):
         return []
     paths = glob.glob(os.path.join(d, "*.ckpt")) + glob.glob(os.path.join(d, "*.ckpt.partial"))
@@ -216,6 +247,7 @@ def files_in(d):
 def specforge_lists(d):
     """The files SpecForge's offline readers train on: a recursive walk keeping names
     that end with .ckpt or .ckpt.gz (its documented rule), sorted."""
+    drain()
     found = []
     for root, _dirs, names in os.walk(d):
         found += [os.path.join(root, n) for n in names if n.endswith((".ckpt", ".ckpt.gz"))]
@@ -223,6 +255,7 @@ def specforge_lists(d):
 
 
 def leftovers(d):
+    drain()
     return [p for p in glob.glob(os.path.join(d, "**", "*"), recursive=True) if p.endswith(".tmp")] + [
         p for p in glob.glob(os.path.join(d, "**", ".*"), recursive=True)
     ]
@@ -552,8 +585,17 @@ def case_disk_full_mid_write(mod, ref, tmp):
         try:
             with torch.no_grad():
                 value = model.model(ids, pos, batch)
+                model.model(ids, pos, make_batch(mod)[2])  # queued behind the failing pass
+            drain()
         finally:
             torch.save = real_save
+        got = [r.getMessage() for r in WARNINGS.records[before:]]
+        check(len(got) == 1 and "turned off" in got[0] and "No space left" in got[0], "warnings %s" % got)
+        # the writer is dead: the next pass turns the dump off, silently, and serving goes on
+        with torch.no_grad():
+            again = model.model(ids, pos, make_batch(mod)[2])
+        check(getattr(model.model, "_hs_dump_dir", None) is None, "dump still on after the writer died")
+        check(torch.equal(again[0], value[0]), "value changed after the writer died")
     check(isinstance(value, tuple) and value[0].shape[0] == ids.shape[0], "value changed")
     check(len(WARNINGS.records) - before == 1, "expected one warning")
     check(files_in(out) == [], "files written")
@@ -710,7 +752,10 @@ def case_taken_names_are_skipped_never_overwritten(mod, ref, tmp):
             check(f.read() == b"not yours", "a symlink at the temporary name was followed")
         check(os.path.isdir(os.path.join(out, _name(model, 1))), "the directory was replaced")
         fresh = sorted(os.path.basename(p) for p in files_in(out) if os.path.isfile(p) and p != taken)
-        check(fresh == [_name(model, 3), _name(model, 4, ".ckpt.partial")], "new samples %s" % fresh)
+        # writers run side by side: which request gets which free name may vary
+        taken_names = {_name(model, 0), _name(model, 1), _name(model, 2)}
+        check(len(fresh) == 2 and not taken_names & set(fresh), "new samples %s" % fresh)
+        check(sorted(n.endswith(".partial") for n in fresh) == [False, True], "suffixes %s" % fresh)
         os.unlink(link)
         os.rmdir(os.path.join(out, _name(model, 1)))
 
@@ -769,33 +814,38 @@ def case_refuse_folder_of_another_user(mod, ref, tmp):
     _refused(mod, out, tmp)
 
 
-def case_failed_publish_moves_on(mod, ref, tmp):
-    # A name whose publication fails (an error other than a taken name) is not retried:
-    # the next sample gets the next number.
+def case_failed_publish_turns_off_without_retrying(mod, ref, tmp):
+    # Publication fails (an error other than a taken name): one warning, the dump turns
+    # off, the temporary is removed, and the name is never tried again.
     out = os.path.join(tmp, "dump")
     real_link = os.link
     calls = []
 
     def failing_link(*args, **kwargs):
-        calls.append(args)
-        if len(calls) == 1:
-            raise OSError(5, "Input/output error")
-        return real_link(*args, **kwargs)
+        calls.append(args[1])
+        raise OSError(5, "Input/output error")
 
+    before = len(WARNINGS.records)
     with Env(SGLANG_HS_DUMP_DIR=out):
         set_ranks(0, 0)
         model = build(mod, "list")
         os.link = failing_link
         try:
-            for _ in range(2):
+            for _ in range(3):
                 ids, pos, batch = make_batch(mod)
                 with torch.no_grad():
                     model.model(ids, pos, batch)
+            drain()
         finally:
             os.link = real_link
-        names = [os.path.basename(p) for p in files_in(out)]
-        check(_name(model, 0) not in names, "the failed name was written")
-        check(len(names) >= 2 and all(int(n.rsplit("_", 1)[1][:8]) > 0 for n in names), "names %s" % names)
+    got = [r.getMessage() for r in WARNINGS.records[before:]]
+    check(len(got) == 1 and "Input/output error" in got[0], "warnings %s" % got)
+    # writers run side by side: the first pass's requests may both be tried, each once
+    check(calls and len(set(calls)) == len(calls) <= 2, "publication tried %s" % calls)
+    first = {_name(model, 0).split(".")[0], _name(model, 1).split(".")[0]}
+    check({c.split(".")[0] for c in calls} <= first, "publication tried %s" % calls)
+    check(model.model._hs_dump_state["next"] >= len(calls), "counter stalled")
+    check(files_in(out) == [] and not leftovers(out), "files left: %s" % os.listdir(out))
 
 
 def case_max_read_at_build(mod, ref, tmp):
@@ -814,11 +864,13 @@ def case_max_read_at_build(mod, ref, tmp):
     check(len(files_in(out)) == 3, "cap 3 read at build: found %d files" % len(files_in(out)))
 
 
-def case_bad_max_warns_once(mod, ref, tmp):
-    for bad in ("ten", "-1", "1.5"):
+def case_bad_max_or_budget_warns_once(mod, ref, tmp):
+    for var, bad in [("SGLANG_HS_DUMP_MAX", v) for v in ("ten", "-1", "1.5")] + [
+        ("SGLANG_HS_DUMP_QUEUE_MB", v) for v in ("lots", "-5", "nan", "inf")
+    ]:
         out = os.path.join(tmp, "dump")
         before = len(WARNINGS.records)
-        with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_MAX=bad):
+        with Env(SGLANG_HS_DUMP_DIR=out, **{var: bad}):
             set_ranks(0, 0)
             model = build(mod, "list")
             for _ in range(2):
@@ -826,7 +878,7 @@ def case_bad_max_warns_once(mod, ref, tmp):
                 with torch.no_grad():
                     model.model(ids, pos, batch)
         got = [r.getMessage() for r in WARNINGS.records[before:]]
-        check(len(got) == 1 and "SGLANG_HS_DUMP_MAX" in got[0], "%r: warnings %s" % (bad, got))
+        check(len(got) == 1 and var in got[0] and "dump off" in got[0], "%r: warnings %s" % (bad, got))
         check(files_in(out) == [], "%r: files written" % bad)
 
 
@@ -886,6 +938,163 @@ def case_chunk_budget_filled_without_orig_seq_lens(mod, ref, tmp):
         check(len(specforge_lists(out)) == 2, "below the budget: %s" % files_in(out))
 
 
+# --- the writer: off the forward, in order, bounded, flushed ------------------------------
+
+
+def _passes(mod, model, count, rid_prefix="p"):
+    """Run `count` prefill passes of varied shapes; returns what the synchronous dump
+    would have written, in order: (rid, ids, hidden, aux) per request, on the CPU."""
+    shapes = [[5, 3], [1], [7, 2, 4], [3, 3], [6], [2, 2, 2, 2]]
+    expected = []
+    for k in range(count):
+        lens = shapes[k % len(shapes)]
+        rids = ["%s%d-%d" % (rid_prefix, k, j) for j in range(len(lens))]
+        ids, pos, batch = make_batch(mod, lens=lens, pad=1, rids=rids, prefix=[0] * len(lens))
+        with torch.no_grad():
+            hidden, aux = model.model(ids, pos, batch)
+        if not isinstance(aux, torch.Tensor):
+            aux = torch.cat(aux, dim=-1)
+        start = 0
+        for rid, n in zip(rids, lens):
+            b, start = start, start + n
+            expected.append((rid, ids[b:start].cpu(), hidden[b:start].cpu(), aux[b:start].cpu()))
+    return expected
+
+
+def _bits(t):
+    return t.view(torch.int16) if t.dtype in (torch.bfloat16, torch.float16) else t
+
+
+def _check_written(out, expected):
+    paths = files_in(out)
+    check(len(paths) == len(expected), "%d files for %d samples" % (len(paths), len(expected)))
+    for path, (rid, ids, hidden, aux) in zip(paths, expected):
+        s = load_sample(path)
+        check(s["rid"] == rid, "order: %s holds %r, expected %r" % (os.path.basename(path), s["rid"], rid))
+        check(torch.equal(s["input_ids"], ids.long()), "%s: input_ids" % rid)
+        check(s["hidden_state"].dtype == hidden.dtype and torch.equal(_bits(s["hidden_state"][0]), _bits(hidden)), "%s: hidden bits" % rid)
+        check(torch.equal(_bits(s["aux_hidden_state"][0]), _bits(aux)), "%s: aux bits" % rid)
+        check(s["hidden_state"].untyped_storage().nbytes() == hidden.numel() * hidden.element_size(), "%s: saved with the ring" % rid)
+
+
+def case_writer_order_and_content_equal_sync(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "packed")
+        expected = _passes(mod, model, 18)
+    _check_written(out, expected)
+
+
+class SlowSave:
+    """torch.save that takes `delay` seconds: a writer slower than the forward."""
+
+    def __init__(self, delay):
+        self.delay, self.real = delay, torch.save
+
+    def __enter__(self):
+        import time
+
+        def slow(*args, **kwargs):
+            time.sleep(self.delay)
+            return self.real(*args, **kwargs)
+
+        torch.save = slow
+
+    def __exit__(self, *exc):
+        drain()
+        torch.save = self.real
+
+
+class GatedSave:
+    """torch.save held back until `seconds` after entering: a disk that stalls."""
+
+    def __init__(self, seconds):
+        import threading
+
+        self.gate, self.real = threading.Event(), torch.save
+        self.timer = threading.Timer(seconds, self.gate.set)
+
+    def __enter__(self):
+        def gated(*args, **kwargs):
+            self.gate.wait()
+            return self.real(*args, **kwargs)
+
+        torch.save = gated
+        self.timer.start()
+
+    def __exit__(self, *exc):
+        self.gate.set()
+        drain()
+        torch.save = self.real
+
+
+def case_writer_backpressure_tiny_budget(mod, ref, tmp):
+    # 20 KiB of host buffer (about 8 of these passes) and a disk that stalls for 2 s
+    # while 24 passes come: the forward waits, nothing is dropped, the ring never grows
+    # past the budget, and the files are still in order and bit-identical.
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_QUEUE_MB="0.02"):
+        set_ranks(0, 0)
+        model = build(mod, "packed")
+        with GatedSave(2.0):
+            expected = _passes(mod, model, 24)
+        writer = model.model._hs_dump_state["queue"]
+    check(writer.budget == int(0.02 * (1 << 20)), "budget %d" % writer.budget)
+    check(writer.waits > 0, "the forward never waited")
+    check(writer.ring.numel() <= writer.budget, "ring of %d bytes over the budget" % writer.ring.numel())
+    _check_written(out, expected)
+
+
+def case_writer_pass_over_budget_written_in_forward(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    before = len(WARNINGS.records)
+    with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_QUEUE_MB="0.001"):
+        set_ranks(0, 0)
+        model = build(mod, "packed")
+        expected = _passes(mod, model, 4)
+    got = [r.getMessage() for r in WARNINGS.records[before:]]
+    check(len(got) == 1 and "exceeds SGLANG_HS_DUMP_QUEUE_MB" in got[0], "warnings %s" % got)
+    _check_written(out, expected)
+
+
+def exit_child(path, out):
+    """Child of case_writer_flushes_at_exit: queue passes behind a slow writer and exit."""
+    fake_root = tempfile.mkdtemp(prefix="hs_fake_sglang_")
+    install_fake_sglang(fake_root)
+    mod = load(path, "mock_deepseek_v2_under_test")
+    os.environ["SGLANG_HS_DUMP_DIR"] = out
+    model = build(mod, "packed")
+    SlowSave(0.05).__enter__()
+    expected = _passes(mod, model, 4)
+    writer = model.model._hs_dump_state["queue"]
+    torch.save(dict(expected=expected), os.path.join(os.path.dirname(out), "expected.pt"))
+    print("queued at exit: %d passes" % len(writer.jobs), flush=True)
+    shutil.rmtree(fake_root, ignore_errors=True)
+    return 0  # a normal exit: the writer must finish first
+
+
+def case_writer_flushes_at_exit(mod, ref, tmp):
+    import subprocess
+
+    if not hasattr(mod, "_pysplice_hs_Writer"):
+        raise AssertionError("no dump writer in the module")
+    out = os.path.join(tmp, "dump")
+    child = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--exit-child", mod.__file__, out],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, HS_TEST_DEVICE=DEVICE),
+    )
+    check(child.returncode == 0, "child failed: %s%s" % (child.stdout, child.stderr[-2000:]))
+    queued = int(child.stdout.split("queued at exit: ")[1].split()[0])
+    check(queued > 0, "nothing was queued at exit: the case shows nothing")
+    expected = load_sample(os.path.join(tmp, "expected.pt"))["expected"]
+    _check_written(out, expected)
+    check(not leftovers(out), "leftovers %s" % leftovers(out))
+
+
 class Skip(Exception):
     pass
 
@@ -906,6 +1115,7 @@ def case_cuda_graph_capture_untouched(mod, ref, tmp):
         with torch.no_grad(), torch.cuda.stream(side):
             model.model(ids, pos, batch)  # warm-up, eager: dumps 2 files
         torch.cuda.current_stream().wait_stream(side)
+        drain()  # as in SGLang, capture happens while no dump is being written
         graph = torch.cuda.CUDAGraph()
         with torch.no_grad(), torch.cuda.graph(graph):
             value = model.model(ids, pos, batch)
@@ -961,6 +1171,7 @@ def run(path):
     fake_root = tempfile.mkdtemp(prefix="hs_fake_sglang_")
     install_fake_sglang(fake_root)
     mod = load(path, "mock_deepseek_v2_under_test")
+    track_writers(mod)
     ref = load(PRISTINE, "mock_deepseek_v2_pristine")
     print("device %s, dtype %s, torch %s, module %s" % (DEVICE, DTYPE, torch.__version__, path))
     passed = failed = 0
@@ -989,6 +1200,8 @@ def run(path):
 
 
 def main(argv):
+    if argv[1:2] == ["--exit-child"]:
+        return exit_child(argv[2], argv[3])
     if argv[1:] == ["--unpatched"]:
         passed, failed = run(PRISTINE)
         ok = failed > 0
