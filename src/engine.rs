@@ -297,11 +297,19 @@ fn plan_hook(
                     },
                 )
             };
-            let (edits, _) = placer.wrap_returns(def, &exclude, &wrap).map_err(placement_error)?;
+            let (edits, left_alone) = placer.wrap_returns(def, &exclude, &wrap).map_err(placement_error)?;
             if edits.is_empty() {
+                let reason = if left_alone == 0 {
+                    format!("`{}` has no return statement to wrap", def.path())
+                } else {
+                    format!(
+                        "`{}` has no return statement to wrap: its {left_alone} return(s) are inside `unless-inside` or are bare returns of a generator, which are left alone",
+                        def.path()
+                    )
+                };
                 return Err(placement_error(Refusal {
                     offset: def.range().start,
-                    reason: format!("`{}` has no return statement to wrap", def.path()),
+                    reason,
                 }));
             }
             edits
@@ -313,12 +321,8 @@ fn plan_hook(
                     reason: format!("`{}` is not a class", def.path()),
                 }));
             }
-            if let Some(existing) = class_method(file, def, method) {
-                return Ok(Err(format!(
-                    "already present: `{}` (line {})",
-                    existing.path(),
-                    existing.line()
-                )));
+            if let Some((path, line)) = class_member(file, def, method) {
+                return Ok(Err(format!("already present: `{path}` (line {line})")));
             }
             if !assigns_self_attribute(file.node(def), via) {
                 return Err(placement_error(Refusal {
@@ -374,8 +378,10 @@ fn parameter_names(def: &Node) -> Vec<String> {
     names
 }
 
-/// A method named `name` of `class` or of a base class defined in the same file.
-fn class_method<'f>(file: &'f ParsedFile, class: &Definition, name: &str) -> Option<&'f Definition> {
+/// Where `class`, or a base class defined in the same file, binds `name` at class level: a
+/// method (decorated or not), an assignment (`get = helper`), an import, a nested class. As
+/// `(path, line)`.
+fn class_member(file: &ParsedFile, class: &Definition, name: &str) -> Option<(String, usize)> {
     let mut seen = Vec::new();
     let mut queue = vec![class.path().to_string()];
     while let Some(path) = queue.pop() {
@@ -384,10 +390,22 @@ fn class_method<'f>(file: &'f ParsedFile, class: &Definition, name: &str) -> Opt
         }
         let method = format!("{path}.{name}");
         if let Some(found) = file.find_all(&method).into_iter().next() {
-            return Some(found);
+            return Some((found.path().to_string(), found.line()));
         }
         if let Some(def) = file.find_all(&path).into_iter().next() {
-            if let Some(bases) = file.node(def).field("bases") {
+            let node = file.node(def);
+            if let Some(body) = node.field("body") {
+                let mut binding = None;
+                crate::pattern::visit_statements(body, Depth::Nested, &mut |stmt| {
+                    if binding.is_none() && crate::place::binds_name(stmt, name) {
+                        binding = Some(stmt.range().start);
+                    }
+                });
+                if let Some(at) = binding {
+                    return Some((method, file.source().lines().line_of(at)));
+                }
+            }
+            if let Some(bases) = node.field("bases") {
                 queue.extend(
                     bases
                         .children()
@@ -618,9 +636,10 @@ pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     })
 }
 
-/// Checks the output of an apply: it parses; bytes outside the edits are unchanged; its frames
-/// strip back to the original exactly; without the inserted statements it has the original's
-/// syntax tree. Returns the output's frames and where each sits in the original.
+/// Checks the output of an apply: it parses; CPython's compiler would accept it (or refuses the
+/// original as well); inserted import-time code uses no module-level name before its binding;
+/// bytes outside the edits are unchanged; its frames strip back to the original exactly;
+/// without the inserted statements it has the original's syntax tree. Returns the output's frames and where each sits in the original.
 fn verify(
     recipe: &Recipe,
     original: &ParsedFile,
@@ -643,6 +662,21 @@ fn verify(
         fail(offset, format!("the patched text does not parse: {err}"))
     })?;
     let (old, new) = (original.source().text(), output.text());
+    // What CPython's compiler (not only its parser) would refuse, unless the original has it too.
+    let checked = crate::verify::check(parsed.root(), new);
+    if !checked.problems.is_empty() {
+        let before = crate::verify::check(original.root(), old).problems;
+        if let Some(problem) = crate::verify::new_problems(&before, &checked.problems).first() {
+            return Err(fail(
+                problem.offset,
+                format!("CPython would refuse the patched file: {}", problem.message),
+            ));
+        }
+    }
+    let line_of = |offset: usize| output.lines().line_of(offset);
+    if let Some(problem) = checked.early_name_use(&map.inserted, &line_of) {
+        return Err(fail(problem.offset, problem.message));
+    }
     let (mut at_old, mut at_new) = (0, 0);
     for (old_range, new_range, _) in &map.spans {
         if old.get(at_old..old_range.start) != new.get(at_new..new_range.start) {

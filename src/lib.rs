@@ -67,6 +67,7 @@ pub mod source;
 pub mod spec;
 pub mod syntax;
 pub mod template;
+mod verify;
 
 pub use document::{Document, DocumentPlan, TextEdit, Utf16Position, Utf16Range};
 pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Status};

@@ -535,7 +535,9 @@ impl<'a> Placer<'a> {
         let body = self.file.module_body();
         let mut last: Option<&Node> = None;
         for (i, stmt) in body.iter().enumerate() {
-            let docstring = i == 0 && is_docstring(stmt);
+            // Past the imports, a string statement after the docstring (a licence, a second
+            // docstring) is part of the header too: code never goes above imports below it.
+            let docstring = (i == 0 || after_imports) && is_docstring(stmt);
             let future = stmt.kind() == "ImportFrom" && stmt.label() == Some("__future__");
             let import = after_imports && matches!(stmt.kind(), "Import" | "ImportFrom");
             if docstring || future || import {
@@ -569,7 +571,7 @@ impl<'a> Placer<'a> {
         let mut missing = Vec::new();
         let mut present = Vec::new();
         for import in wanted {
-            if has_import(&module_level, import) {
+            if has_import(body, import) {
                 present.push(import.statement.clone());
                 continue;
             }
@@ -590,7 +592,11 @@ impl<'a> Placer<'a> {
         }
         let code = missing.join("\n");
         let at = self.module_start(true)?;
-        Ok((vec![self.block_at_line(at, "", &self.indent_code(&code, "")?)], present))
+        // Before other blocks at the same place (after-imports code that uses these names).
+        let block = self
+            .block_at_line(at, "", &self.indent_code(&code, "")?)
+            .first_at_offset();
+        Ok((vec![block], present))
     }
 
     /// Wraps the value of each return of `def` (not in nested defs) in `render(value)`, except
@@ -608,12 +614,16 @@ impl<'a> Placer<'a> {
                 returns.push(stmt);
             }
         });
+        let generator = is_generator(body);
         let mut edits = Vec::new();
         let mut left_alone = 0;
         let mut lines_used = Vec::new();
         for ret in returns {
             let r = ret.range();
-            if exclude.iter().any(|x| x.start <= r.start && r.end <= x.end) {
+            // A bare `return` ends a generator: it returns no value to wrap (and an async
+            // generator may not return one), so it is left alone.
+            let bare_in_generator = generator && ret.children()[0].kind() == "absent";
+            if bare_in_generator || exclude.iter().any(|x| x.start <= r.start && r.end <= x.end) {
                 left_alone += 1;
                 continue;
             }
@@ -629,7 +639,9 @@ impl<'a> Placer<'a> {
             let value_text = if value.kind() == "absent" {
                 "None".to_string()
             } else {
-                let text = self.source().slice(value.range());
+                // Everything after `return`, brackets included: a parenthesised value may span
+                // lines or be an implicit concatenation that needs them.
+                let text = return_value_text(self.source().slice(r.clone()));
                 if is_atom(value, text) {
                     text.to_string()
                 } else {
@@ -674,54 +686,155 @@ pub(crate) fn is_docstring(stmt: &Node) -> bool {
         && stmt.children()[0].label().is_some_and(|l| l.starts_with("str:"))
 }
 
-/// Expressions that need no parentheses inside a larger expression.
+/// The value of a `return` statement's text: what follows the keyword, from its first bracket
+/// or token to the statement's end (backslash continuations after the keyword skipped).
+fn return_value_text(statement: &str) -> &str {
+    let mut rest = statement.strip_prefix("return").unwrap_or(statement);
+    loop {
+        let trimmed = rest.trim_start_matches([' ', '\t', '\x0c']);
+        match trimmed.strip_prefix('\\') {
+            Some(after) => rest = after.trim_start_matches(['\r', '\n']),
+            None => return trimmed,
+        }
+    }
+}
+
+/// Whether the value's text (`text`, the whole value with its brackets) needs no parentheses
+/// inside a larger expression: one bracketed expression (`(a, b)`, not `(a), b`), or a
+/// primary (a name, attribute, call, subscript or literal).
 fn is_atom(value: &Node, text: &str) -> bool {
-    match value.kind() {
-        "Name" | "Attribute" | "Call" | "Subscript" | "Constant" | "List" | "Dict" | "Set" | "ListComp" | "SetComp"
-        | "DictComp" | "JoinedStr" => true,
-        // Their ranges include their own parentheses when they have them: then the first
-        // element starts after the node (`(a, b)`), unlike `(a, b), c` whose first element
-        // starts with it.
-        "Tuple" | "GeneratorExp" => {
-            let first = value.children().first().and_then(|c| match c.kind() {
-                "list" => c.children().first(),
-                _ => Some(c),
+    crate::verify::brackets::is_enclosed(text)
+        || matches!(
+            value.kind(),
+            "Name" | "Attribute" | "Call" | "Subscript" | "Constant" | "JoinedStr"
+        )
+}
+
+/// Whether the function body `body` yields (not counting nested defs, classes and lambdas).
+fn is_generator(body: &Node) -> bool {
+    let mut found = false;
+    body.walk(&mut |n| {
+        found |= matches!(n.kind(), "Yield" | "YieldFrom");
+        !found && !matches!(n.kind(), "FunctionDef" | "AsyncFunctionDef" | "ClassDef" | "Lambda")
+    });
+    found
+}
+
+/// Whether the module has this import and binds its name unconditionally: a top-level import,
+/// or a statement holding the import that binds the name on every path (`try: import x` with
+/// an `except` fallback that binds `x` too). An import under `if TYPE_CHECKING:`, in one arm of
+/// an `if` or in a function does not count: code placed after the imports would not find it.
+fn has_import(body: &Node, import: &ImportLine) -> bool {
+    let name = import.bound_name();
+    body.children()
+        .iter()
+        .any(|stmt| holds_import(stmt, import) && always_binds(stmt, name))
+}
+
+/// Whether `stmt` is, or holds in its blocks (not in nested defs or classes), this import.
+fn holds_import(stmt: &Node, import: &ImportLine) -> bool {
+    if is_same_import(stmt, import) {
+        return true;
+    }
+    let mut holds = false;
+    if !stmt.is_definition() {
+        for block in stmt.blocks() {
+            visit_statements(block, Depth::Nested, &mut |inner| {
+                holds |= is_same_import(inner, import)
             });
-            text.starts_with('(') && first.is_none_or(|f| f.range().start > value.range().start)
+        }
+    }
+    holds
+}
+
+/// Whether running `stmt` binds `name` on every path that goes on after it (a path that raises
+/// does not go on).
+fn always_binds(stmt: &Node, name: &str) -> bool {
+    let block = |field: &str| stmt.field(field).is_some_and(|b| block_binds(b, name));
+    match stmt.kind() {
+        "Raise" => true,
+        "Import" | "ImportFrom" => stmt.field("names").is_some_and(|names| {
+            names.children().iter().any(|alias| {
+                let full = alias.label().unwrap_or_default();
+                let bound = match alias.children().first().and_then(Node::label) {
+                    Some(asname) => asname,
+                    None if stmt.kind() == "Import" => full.split('.').next().unwrap_or(full),
+                    None => full,
+                };
+                bound == name
+            })
+        }),
+        "FunctionDef" | "AsyncFunctionDef" | "ClassDef" => stmt.label() == Some(name),
+        "Assign" => stmt.children()[0].children().iter().any(|t| target_binds(t, name)),
+        "AnnAssign" => stmt.children()[2].kind() != "absent" && target_binds(&stmt.children()[0], name),
+        "If" => block("body") && block("orelse"),
+        "With" | "AsyncWith" => block("body"),
+        "Try" | "TryStar" => {
+            let handlers = stmt.field("handlers").map(Node::children).unwrap_or_default();
+            block("finalbody")
+                || ((block("body") || block("orelse"))
+                    && handlers
+                        .iter()
+                        .all(|h| h.field("body").is_some_and(|b| block_binds(b, name))))
         }
         _ => false,
     }
 }
 
-/// Whether the module level already has this import (also inside `try`/`if` blocks: an import
-/// guarded there must not be added again unguarded).
-fn has_import(module_level: &[&Node], import: &ImportLine) -> bool {
-    module_level.iter().any(|stmt| {
-        let names = stmt.field("names").map(Node::children).unwrap_or_default();
-        let alias_of = |a: &Node| a.children().first().and_then(Node::label).map(str::to_string);
-        match (stmt.kind(), &import.from) {
-            ("Import", None) => names.iter().any(|a| {
-                let name = a.label().unwrap_or_default();
-                let alias = alias_of(a);
-                match &import.alias {
-                    Some(want) => name == import.name && alias.as_deref() == Some(want),
-                    // `import os.path` binds `os` to the same package as `import os`.
-                    None => {
-                        alias.is_none()
-                            && (name == import.name
-                                || (!import.name.contains('.') && name.starts_with(&format!("{}.", import.name))))
-                    }
+/// Whether `stmt` itself binds `name` in its scope (an assignment, import, `def`, `class`,
+/// `for` or `with` target), whether or not it always runs.
+pub(crate) fn binds_name(stmt: &Node, name: &str) -> bool {
+    match stmt.kind() {
+        "AugAssign" | "For" | "AsyncFor" => target_binds(&stmt.children()[0], name),
+        "AnnAssign" => target_binds(&stmt.children()[0], name),
+        "With" | "AsyncWith" => stmt.children()[0]
+            .children()
+            .iter()
+            .any(|item| target_binds(&item.children()[1], name)),
+        "If" | "Try" | "TryStar" | "Raise" => false,
+        _ => always_binds(stmt, name),
+    }
+}
+
+fn block_binds(block: &Node, name: &str) -> bool {
+    block.children().iter().any(|stmt| always_binds(stmt, name))
+}
+
+fn target_binds(target: &Node, name: &str) -> bool {
+    match target.kind() {
+        "Name" => target.label() == Some(name),
+        "Tuple" | "List" | "list" => target.children().iter().any(|t| target_binds(t, name)),
+        "Starred" => target_binds(&target.children()[0], name),
+        _ => false,
+    }
+}
+
+/// Whether `stmt` is an import statement holding exactly `import` (`import os.path` counts for
+/// `import os`: it binds `os` to the same package).
+fn is_same_import(stmt: &Node, import: &ImportLine) -> bool {
+    let names = stmt.field("names").map(Node::children).unwrap_or_default();
+    let alias_of = |a: &Node| a.children().first().and_then(Node::label).map(str::to_string);
+    match (stmt.kind(), &import.from) {
+        ("Import", None) => names.iter().any(|a| {
+            let name = a.label().unwrap_or_default();
+            let alias = alias_of(a);
+            match &import.alias {
+                Some(want) => name == import.name && alias.as_deref() == Some(want),
+                None => {
+                    alias.is_none()
+                        && (name == import.name
+                            || (!import.name.contains('.') && name.starts_with(&format!("{}.", import.name))))
                 }
-            }),
-            ("ImportFrom", Some(from)) => {
-                stmt.label() == Some(from.as_str())
-                    && names
-                        .iter()
-                        .any(|a| a.label() == Some(import.name.as_str()) && alias_of(a) == import.alias)
             }
-            _ => false,
+        }),
+        ("ImportFrom", Some(from)) => {
+            stmt.label() == Some(from.as_str())
+                && names
+                    .iter()
+                    .any(|a| a.label() == Some(import.name.as_str()) && alias_of(a) == import.alias)
         }
-    })
+        _ => false,
+    }
 }
 
 /// A module-level statement that binds the name `import` would bind to something else.
@@ -731,6 +844,8 @@ fn binding_of<'n>(module_level: &[&'n Node], import: &ImportLine) -> Option<&'n 
     let same_package = import.from.is_none() && import.alias.is_none();
     module_level.iter().copied().find(|stmt| match stmt.kind() {
         "FunctionDef" | "AsyncFunctionDef" | "ClassDef" => stmt.label() == Some(name),
+        // The same import, only conditional (`if TYPE_CHECKING:`), binds the same thing.
+        "Import" | "ImportFrom" if is_same_import(stmt, import) => false,
         "Import" | "ImportFrom" => stmt.field("names").is_some_and(|names| {
             names.children().iter().any(|a| {
                 let alias = a.children().first().and_then(Node::label);

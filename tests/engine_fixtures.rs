@@ -285,6 +285,11 @@ fixture!(
     multiline_strings,
     non_ascii,
     two_space_indent,
+    after_imports_strings,
+    generators,
+    return_brackets,
+    conditional_imports,
+    forwarder_bindings,
 );
 
 // ---- targeted expectations on the fixtures ----------------------------------------------------
@@ -818,4 +823,148 @@ fn regression_stacked_recipes_keep_each_other_intact() {
     let without_a = revert(&a, SourceFile::new("t.py", with_ab.output())).unwrap();
     let without_both = revert(&b, SourceFile::new("t.py", without_a.output())).unwrap();
     assert_eq!(without_both.output(), input);
+}
+
+// ---- placement on real code: each class with exact expectations -----------------------------
+
+#[test]
+fn after_imports_goes_below_a_second_string_literal_and_its_imports_first() {
+    // Actual before: the block went between the two string literals, above `import os`, and
+    // above the import block of the later `imports` hook: NameError on import.
+    let (patched, _) = run_fixture("after_imports_strings");
+    let out = patched.output();
+    let imports = out.find("\nimport sys\n").expect("sys imported");
+    let setup = out.find("\n_SEP = os.sep + sys.platform\n").expect("setup placed");
+    let last_import = out.find("\nfrom typing import Any\n").expect("original import");
+    assert!(last_import < imports && imports < setup, "{out}");
+}
+
+#[test]
+fn generators_keep_their_bare_returns() {
+    let (patched, _) = run_fixture("generators");
+    let out = patched.output();
+    assert!(out.contains("    if n < 0:\n        return\n"), "{out}");
+    assert!(out.contains("    return _w(n)\n"), "{out}");
+    assert!(!out.contains("_w(None)\n        yield"), "{out}");
+    assert!(out.contains("        return _w(None)\n"), "{out}");
+    assert!(out.contains("\n    return _w((await get(url)))\n"), "{out}");
+    let Status::Skipped { reason } = &patched.outcomes()[1].status else {
+        panic!("{:?}", patched.outcomes())
+    };
+    assert!(reason.contains("bare returns of a generator"), "{reason}");
+    assert!(!out.contains("return None"), "{out}");
+}
+
+#[test]
+fn returned_values_keep_their_brackets() {
+    let (patched, _) = run_fixture("return_brackets");
+    let out = patched.output();
+    for expected in [
+        "    return _w(((a), b))\n",
+        "    return _w((\"hello \"\n            \"world, \" + name))\n",
+        "    return (\n        x.strip()\n        .lower()\n    )\n",
+        "    return (\"a\"\n            \"b\") if _on else None\n",
+        "    return _w([\n        x,\n        x,\n    ])\n",
+    ] {
+        assert!(out.contains(expected), "{expected:?} in\n{out}");
+    }
+}
+
+#[test]
+fn conditional_imports_are_not_present() {
+    let (patched, _) = run_fixture("conditional_imports");
+    let out = patched.output();
+    let expected = "from typing import TYPE_CHECKING\n\
+                    # >>> pysplice fx/imports ";
+    assert!(out.contains(expected), "{out}");
+    let block = out.split("# >>> pysplice fx/imports").nth(1).unwrap();
+    let block = block.split("# <<< pysplice").next().unwrap();
+    assert!(block.ends_with("\nimport os\nimport yaml\nimport json\n"), "{block:?}");
+    assert!(!block.contains("numpy"), "{block:?}");
+}
+
+#[test]
+fn class_level_bindings_count_as_present_for_forwarders() {
+    // Actual before: `get_embed_and_head = helper` was overridden by an added forwarder.
+    let (patched, _) = run_fixture("forwarder_bindings");
+    let statuses: Vec<String> = patched.outcomes().iter().map(|o| status_text(&o.status)).collect();
+    assert_eq!(
+        statuses,
+        [
+            "skipped: already present: `Assigned.get_embed_and_head` (line 6)",
+            "skipped: already present: `Imported.get_embed_and_head` (line 13)",
+            "skipped: already present: `Decorated.get_embed_and_head` (line 21)",
+            "skipped: already present: `Annotated.get_embed_and_head` (line 29)",
+            "applied",
+        ]
+    );
+}
+
+#[test]
+fn verification_refuses_what_cpython_would_refuse_and_writes_nothing() {
+    // The parser accepts each output; CPython's compiler (or the module on import) would not.
+    let deep = format!("x = {}1{}", "(".repeat(201), ")".repeat(201));
+    let cases: [(&str, &str, &str, &str); 9] = [
+        ("x = 1\n", "module", "\"await y\"", "'await' outside function"),
+        (
+            "def f():\n    pass\n",
+            "f",
+            "\"nonlocal z\"",
+            "no binding for nonlocal 'z' found",
+        ),
+        (
+            "async def g():\n    yield 1\n",
+            "g",
+            "\"return 5\"",
+            "'return' with value in async generator",
+        ),
+        ("x = 1\n", "module", "\"return 1\"", "'return' outside function"),
+        ("x = 1\n", "module", "\"yield 1\"", "'yield' outside function"),
+        (
+            "def f():\n    y = 1\n",
+            "f",
+            "\"global y\"",
+            "name 'y' is assigned to before global declaration",
+        ),
+        (
+            "def f():\n    pass\n",
+            "f",
+            "\"async with a:\\n    pass\"",
+            "'async with' outside async function",
+        ),
+        (
+            "x = 1\n",
+            "module",
+            &format!("\"{deep}\""),
+            "too many nested parentheses",
+        ),
+        ("import os\n", "module", "\"_sep = os.sep\"", "uses `os` before line"),
+    ];
+    for (input, target, code, message) in cases {
+        let at = if target == "module" && message.contains("before line") {
+            "start"
+        } else {
+            "end"
+        };
+        let recipe = inline_recipe(&format!(
+            "[[hook]]\nid = \"h\"\nsummary = \"h\"\nin = \"{target}\"\nat = \"{at}\"\ncode = {code}\n"
+        ));
+        let err = match apply(&recipe, SourceFile::new("t.py", input)) {
+            Ok(patched) => panic!("{message}: applied\n{}", patched.output()),
+            Err(err) => err,
+        };
+        assert!(matches!(err, Error::Verify { .. }), "{message}: {err:?}");
+        assert_eq!(err.hook(), Some("h"), "{err}");
+        assert!(err.to_string().contains(message), "{message}: {err}");
+    }
+}
+
+#[test]
+fn a_file_that_cpython_refuses_already_is_still_patched() {
+    // The self-check compares with the original: an error the input already has is not new.
+    let out = apply_ok(
+        "def f():\n    nonlocal q\n    return 1\n",
+        "[[hook]]\nid = \"h\"\nsummary = \"h\"\nin = \"f\"\nat = \"end\"\ncode = \"pass\"\n",
+    );
+    assert!(out.contains("    pass\n"), "{out}");
 }
