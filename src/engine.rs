@@ -150,6 +150,17 @@ impl Prepared {
     /// [`Error::Marker`] for damaged or hand-edited frames; [`Error::Syntax`] when the text is not
     /// valid Python.
     pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
+        if let Some((other, line)) = marker::stacked_inside(current.text(), &recipe.id) {
+            // Taking this recipe's expansion out would take the other recipe's changes with it.
+            let offset = current.lines().line_start(line).unwrap_or(0);
+            return Err(Error::Marker {
+                location: current.location(offset),
+                reason: format!(
+                    "recipe `{other}` has changes inside this recipe's expanded one-line suite: revert `{other}` first"
+                ),
+                hook: HookRef(None),
+            });
+        }
         let frames = marker::scan(&current, &recipe.id)?;
         let (original, anchors) = if frames.is_empty() {
             (ParsedFile::parse(current.clone())?, Vec::new())
@@ -189,7 +200,7 @@ impl Prepared {
 pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
     // Lines inside string literals are never marker lines; read them once for all hooks.
     let string_lines = lines_inside_strings(file.source().text());
-    let hooks = recipe
+    let mut hooks: Vec<(String, String, HookPlan)> = recipe
         .hooks
         .iter()
         .map(|hook| {
@@ -202,6 +213,33 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
             (hook.id.clone(), hook.summary.clone(), planned)
         })
         .collect();
+    // Hooks that each expand the same one-line suite share one expansion.
+    let placed: Vec<bool> = hooks.iter().map(|(_, _, p)| matches!(p, HookPlan::Edits(_))).collect();
+    for (def, indices) in crate::suite::shared_suites(recipe, file, &placed) {
+        match crate::suite::compose(recipe, file, def, &indices, &string_lines) {
+            Ok(edits) => {
+                hooks[indices[0]].2 = HookPlan::Edits(edits);
+                for &i in &indices[1..] {
+                    hooks[i].2 = HookPlan::Edits(Vec::new());
+                }
+            }
+            Err(refusal) => {
+                for &i in &indices {
+                    let hook = &recipe.hooks[i];
+                    let err = Error::Placement {
+                        location: file.source().location(refusal.offset),
+                        reason: refusal.reason.clone(),
+                        hook: HookRef(Some(hook.id.clone())),
+                    };
+                    hooks[i].2 = if hook.optional {
+                        HookPlan::Skipped(skip_reason(&err))
+                    } else {
+                        HookPlan::Failed(err)
+                    };
+                }
+            }
+        }
+    }
     Plan {
         recipe_id: recipe.id.clone(),
         hooks,
@@ -361,7 +399,7 @@ fn target_text(target: &Target) -> String {
 }
 
 /// Parameter names of a function node in order: positional-only, regular, `*args`, keyword-only, `**kwargs`.
-fn parameter_names(def: &Node) -> Vec<String> {
+pub(crate) fn parameter_names(def: &Node) -> Vec<String> {
     let Some(args) = def.children().iter().find(|c| c.kind() == "arguments") else {
         return Vec::new();
     };

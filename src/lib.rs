@@ -65,6 +65,7 @@ pub mod recipes;
 pub mod report;
 pub mod source;
 pub mod spec;
+mod suite;
 pub mod syntax;
 pub mod template;
 mod verify;

@@ -11,7 +11,9 @@
 //! the place of whole lines (a replaced statement; the frame runs from the opening marker's line
 //! to the end of the closing marker), ` joined=JSON` when it split a line (a one-line suite
 //! `def f(): return x` expanded into a block; the frame runs from the line break before the
-//! opening marker, which took the place of the text after the colon).
+//! opening marker, which took the place of the text after the colon). A joined frame may hold
+//! the frames of the recipe's other hooks on that suite (their code at its start or end, the
+//! suite's wrapped return).
 //!
 //! A change inside a statement (a wrapped return value) gets one marker line before the line
 //! holding the change:
@@ -139,7 +141,9 @@ fn json_string(text: &str) -> String {
 pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
     let text = file.text();
     let mut frames = Vec::new();
-    let mut open: Option<OpenFrame> = None;
+    // Open frames, innermost last: only a joined frame (an expanded one-line suite) holds others,
+    // the blocks of the recipe's other hooks on that suite.
+    let mut open: Vec<OpenFrame> = Vec::new();
     let lines = file.lines();
     let in_strings = lines_inside_strings(text);
     for line in 1..=lines.line_count() {
@@ -158,7 +162,10 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
             let Some((hook, fields)) = parse_head(rest, recipe) else {
                 continue;
             };
-            if let Some(open) = &open {
+            if let Some(open) = open
+                .last()
+                .filter(|o| !o.displaced.as_ref().is_some_and(|(_, joined)| *joined))
+            {
                 return Err(damaged(
                     format!("the block of hook `{}` is not closed before this marker", open.hook),
                     &open.hook,
@@ -175,7 +182,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
             } else {
                 (fields, None)
             };
-            open = Some(OpenFrame {
+            open.push(OpenFrame {
                 hook,
                 hash: hash.to_string(),
                 displaced,
@@ -187,7 +194,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
             let Some((hook, _)) = parse_head(rest, recipe) else {
                 continue;
             };
-            let Some(frame) = open.take() else {
+            let Some(frame) = open.pop() else {
                 return Err(damaged("closing marker without an opening marker".into(), &hook));
             };
             if frame.hook != hook {
@@ -197,7 +204,15 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                 ));
             }
             let content = frame.content_start..range.start.max(frame.content_start);
-            if short_hash(&text[content.clone()]) != frame.hash {
+            // Another recipe stacked on an expanded one-line suite places its changes inside
+            // this frame: the hash covers this recipe's text without them.
+            let joined = frame.displaced.as_ref().is_some_and(|(_, joined)| *joined);
+            let hashed = if joined {
+                without_other_recipes(&text[content.clone()], recipe)?
+            } else {
+                text[content.clone()].to_string()
+            };
+            if short_hash(&hashed) != frame.hash {
                 return Err(Error::Marker {
                     location: file.location(frame.begin_start),
                     reason: format!("the block of hook `{hook}` was edited by hand (its hash no longer matches)"),
@@ -252,7 +267,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
             });
         }
     }
-    if let Some(frame) = open {
+    if let Some(frame) = open.pop() {
         return Err(Error::Marker {
             location: file.location(frame.begin_start),
             reason: format!("the opening marker of hook `{}` has no closing marker", frame.hook),
@@ -261,6 +276,58 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
     }
     join_frames_at_the_end(text, &mut frames);
     Ok(frames)
+}
+
+/// `content` (whole lines of a frame of `recipe`) without the frames of other recipes in it.
+fn without_other_recipes(content: &str, recipe: &str) -> Result<String, Error> {
+    let mut others: Vec<&str> = Vec::new();
+    for line in content.lines() {
+        let trimmed = line.trim_start();
+        let rest = [BEGIN, INLINE].iter().find_map(|prefix| trimmed.strip_prefix(prefix));
+        let Some(id) = rest.and_then(|r| r.split(['/', ' ']).next()) else {
+            continue;
+        };
+        if id != recipe && !others.contains(&id) {
+            others.push(id);
+        }
+    }
+    let mut text = content.to_string();
+    for other in others {
+        let file = SourceFile::new("<block>", text.as_str());
+        let frames = scan(&file, other)?;
+        text = strip(&text, &frames);
+    }
+    Ok(text)
+}
+
+/// The id of another recipe whose changes sit inside a joined frame of `recipe` in `text`
+/// (stacked on the one-line suite this recipe expanded), with the line of that frame's opening
+/// marker. Read from the marker lines alone, before the frames are checked: the other recipe's
+/// changes are what make this recipe's inline hashes differ.
+#[must_use]
+pub fn stacked_inside(text: &str, recipe: &str) -> Option<(String, usize)> {
+    let in_strings = lines_inside_strings(text);
+    let mut open: Option<(String, usize)> = None;
+    for (i, line) in text.split_inclusive(['\n']).enumerate() {
+        let number = i + 1;
+        if in_strings.binary_search(&number).is_ok() {
+            continue;
+        }
+        let trimmed = line.trim_start_matches('\u{feff}').trim_start();
+        let marker = [BEGIN, END, INLINE]
+            .iter()
+            .find_map(|prefix| trimmed.strip_prefix(prefix).map(|rest| (*prefix, rest)));
+        let Some((prefix, rest)) = marker else { continue };
+        let id = rest.split(' ').next().unwrap_or_default();
+        let mine = id.split('/').next() == Some(recipe);
+        match &open {
+            None if mine && prefix == BEGIN && rest.contains(" joined=") => open = Some((id.to_string(), number)),
+            Some((open_id, _)) if mine && prefix == END && id == open_id => open = None,
+            Some((_, at)) if !mine => return Some((id.split('/').next().unwrap_or_default().to_string(), *at)),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Frames inserted one after another at the end of a text without a final line break each

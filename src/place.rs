@@ -139,6 +139,8 @@ impl<'a> Placer<'a> {
         while at > 0 {
             let previous = self.line_start(at - 1);
             match self.marker_line(previous) {
+                // Never out of another recipe's expanded one-line suite: the body is inside it.
+                Some(("# >>> pysplice ", _)) if self.is_joined_opener(previous) => break,
                 Some(("# >>> pysplice " | "# ~~~ pysplice ", _)) if previous < at => at = previous,
                 _ => break,
             }
@@ -146,11 +148,36 @@ impl<'a> Placer<'a> {
         at
     }
 
+    /// Whether the marker line at `at` opens a joined frame (an expanded one-line suite).
+    fn is_joined_opener(&self, at: usize) -> bool {
+        let line = self.source().line_range(self.line_of(at));
+        self.text()[line].contains(" joined=\"")
+    }
+
+    /// Whether the closing marker of block `id` at `at` closes a joined frame: its opening
+    /// marker, the nearest one of `id` above, says `joined=`.
+    fn is_joined_closer(&self, at: usize, id: &str) -> bool {
+        let mut line = self.line_of(at);
+        while line > 1 {
+            line -= 1;
+            let start = self.source().code_start(line);
+            if let Some(("# >>> pysplice ", found)) = self.marker_line(start) {
+                if found == id {
+                    return self.is_joined_opener(start);
+                }
+            }
+        }
+        false
+    }
+
     /// `at` (a line start after a statement) moved down over the closing markers of other
     /// recipes' blocks that end there.
     fn after_markers(&self, mut at: usize) -> usize {
-        while at < self.text().len() && matches!(self.marker_line(at), Some(("# <<< pysplice ", _))) {
-            at = self.next_line_start(at);
+        while at < self.text().len() {
+            match self.marker_line(at) {
+                Some(("# <<< pysplice ", id)) if !self.is_joined_closer(at, id) => at = self.next_line_start(at),
+                _ => break,
+            }
         }
         at
     }
@@ -635,20 +662,7 @@ impl<'a> Placer<'a> {
                 ));
             }
             lines_used.push(line);
-            let value = &ret.children()[0];
-            let value_text = if value.kind() == "absent" {
-                "None".to_string()
-            } else {
-                // Everything after `return`, brackets included: a parenthesised value may span
-                // lines or be an implicit concatenation that needs them.
-                let text = return_value_text(self.source().slice(r.clone()));
-                if is_atom(value, text) {
-                    text.to_string()
-                } else {
-                    format!("({text})")
-                }
-            };
-            let new_stmt = format!("return {}", render(&value_text));
+            let new_stmt = self.wrapped_return(ret, render);
             let line_start = self.line_start(r.start);
             let indent: String = self.text()[line_start..r.start]
                 .chars()
@@ -672,11 +686,137 @@ impl<'a> Placer<'a> {
         Ok((edits, left_alone))
     }
 
+    /// The statement that takes the place of `ret`: `return TEMPLATE` with its value.
+    fn wrapped_return(&self, ret: &Node, render: &dyn Fn(&str) -> String) -> String {
+        let value = &ret.children()[0];
+        let value_text = if value.kind() == "absent" {
+            "None".to_string()
+        } else {
+            // Everything after `return`, brackets included: a parenthesised value may span
+            // lines or be an implicit concatenation that needs them.
+            let text = return_value_text(self.source().slice(ret.range()));
+            if is_atom(value, text) {
+                text.to_string()
+            } else {
+                format!("({text})")
+            }
+        };
+        format!("return {}", render(&value_text))
+    }
+
+    /// Several hooks of this recipe on one one-line suite (`def f(x): return x` with code at its
+    /// start and end and its return wrapped): one expansion of the suite into a block, framed by
+    /// the first hook, holding the other hooks' blocks and inline changes as frames of their
+    /// own, in recipe order. `parts` are (hook, what it does), in recipe order.
+    pub(crate) fn compose_suite(&self, def: &Definition, parts: &[(&str, SuitePart<'_>)]) -> Placed {
+        let node = self.file.node(def);
+        let body = node.field("body").expect("definitions have a body");
+        let first = &body.children()[0];
+        let last = body.children().last().expect("a body has statements");
+        let text = self.text();
+        let colon_end = text[..first.range().start].trim_end_matches([' ', '\t']).len();
+        if !text[..colon_end].ends_with(':') {
+            return Err(refuse(
+                first.range().start,
+                "cannot find the colon of this one-line suite",
+            ));
+        }
+        if def.docstring().is_some() {
+            return Err(refuse(
+                first.range().start,
+                "a docstring shares its line with other statements",
+            ));
+        }
+        let end = self.source().line_range(self.line_of(last.range().end)).end;
+        let suite = text[first.range().start..end].trim_end();
+        let indent = def.body_indent();
+        let newline = self.newline();
+        let owner = parts[0].0;
+        let mut lines = String::new();
+        let mut inserted: Vec<Range<usize>> = Vec::new();
+        let mut rewritten = None;
+        let push_code =
+            |lines: &mut String, inserted: &mut Vec<Range<usize>>, hook: &str, code: &str| -> Result<(), Refusal> {
+                let code = self.indent_code(code, indent)?;
+                if hook == owner {
+                    inserted.push(lines.len()..lines.len() + code.len());
+                    lines.push_str(&code);
+                } else {
+                    let frame = marker::block(self.recipe, hook, indent, newline, &code, Displaced::Nothing);
+                    let start = lines.len() + frame.content_offset;
+                    inserted.push(start..start + frame.content_len);
+                    lines.push_str(&frame.text);
+                    lines.push_str(newline);
+                }
+                Ok(())
+            };
+        for (hook, part) in parts {
+            if let SuitePart::Start(code) = part {
+                push_code(&mut lines, &mut inserted, hook, code)?;
+            }
+        }
+        let mut suite_line = suite.to_string();
+        let mut wraps = parts.iter().filter_map(|(hook, part)| match part {
+            SuitePart::Wrap(ret, render) => Some((*hook, *ret, render)),
+            _ => None,
+        });
+        if let Some((hook, ret, render)) = wraps.next() {
+            if let Some((other, _, _)) = wraps.next() {
+                return Err(refuse(
+                    ret.range().start,
+                    format!("hooks `{hook}` and `{other}` both wrap this return"),
+                ));
+            }
+            let new_stmt = self.wrapped_return(ret, render);
+            let at = ret.range().start - first.range().start;
+            let was = &suite[at..ret.range().end - first.range().start];
+            let marker = marker::inline(self.recipe, hook, indent, newline, &new_stmt, indent.len() + at, was);
+            lines.push_str(&marker);
+            let stmt_start = lines.len() + indent.len() + at;
+            rewritten = Some((ret.range(), stmt_start..stmt_start + new_stmt.len()));
+            suite_line = format!(
+                "{}{new_stmt}{}",
+                &suite[..at],
+                &suite[ret.range().end - first.range().start..]
+            );
+        }
+        lines.push_str(indent);
+        lines.push_str(&suite_line);
+        lines.push_str(newline);
+        for (hook, part) in parts {
+            if let SuitePart::End(code) = part {
+                push_code(&mut lines, &mut inserted, hook, code)?;
+            }
+        }
+        let was = &text[colon_end..end];
+        let frame = marker::block(self.recipe, owner, indent, newline, &lines, Displaced::Joined(was));
+        let base = newline.len() + frame.content_offset;
+        let mut edit = Edit::replacement(self.hook, colon_end..end, format!("{newline}{}", frame.text));
+        for range in inserted {
+            edit = edit.with_inserted(base + range.start..base + range.end);
+        }
+        if let Some((original, new)) = rewritten {
+            edit = edit.with_rewritten(original, base + new.start..base + new.end);
+        }
+        Ok(vec![edit])
+    }
+
     /// Adds `def method(self, *args, **kwargs): return self.via.method(...)` at the end of `class`.
     pub(crate) fn add_forwarder(&self, class: &Definition, method: &str, via: &str) -> Placed {
         let code = format!("def {method}(self, *args, **kwargs):\n    return self.{via}.{method}(*args, **kwargs)");
         self.insert_in_definition(class, &Anchor::End, &code)
     }
+}
+
+/// What one hook does to a one-line suite that several hooks change (see
+/// [`Placer::compose_suite`]).
+pub(crate) enum SuitePart<'a> {
+    /// Code at the start of the body.
+    Start(String),
+    /// Code at the end of the body.
+    End(String),
+    /// The suite's return, wrapped by a template.
+    Wrap(&'a Node, Box<dyn Fn(&str) -> String + 'a>),
 }
 
 /// Whether `stmt` is a string expression statement.

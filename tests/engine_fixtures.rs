@@ -290,6 +290,7 @@ fixture!(
     return_brackets,
     conditional_imports,
     forwarder_bindings,
+    one_line_hooks,
 );
 
 // ---- targeted expectations on the fixtures ----------------------------------------------------
@@ -967,4 +968,77 @@ fn a_file_that_cpython_refuses_already_is_still_patched() {
         "[[hook]]\nid = \"h\"\nsummary = \"h\"\nin = \"f\"\nat = \"end\"\ncode = \"pass\"\n",
     );
     assert!(out.contains("    pass\n"), "{out}");
+}
+
+#[test]
+fn several_hooks_on_a_one_line_def_compose() {
+    // Actual before: "hooks `start` and `end` edit overlapping text".
+    let (patched, _) = run_fixture("one_line_hooks");
+    let out = patched.output();
+    let f = "def f(x):\n\
+             \x20   # >>> pysplice fx/start ";
+    assert!(out.starts_with(f), "{out}");
+    let body: Vec<&str> = out.lines().skip(2).take(7).map(str::trim).collect();
+    assert_eq!(
+        body,
+        [
+            "x = x + 1",
+            "# ~~~ pysplice fx/wrap d68d01f6 at=4 len=12 was=\"return x\"",
+            "return _w(x)",
+            "# >>> pysplice fx/end bbaf0fc8",
+            "unreachable = True",
+            "# <<< pysplice fx/end",
+            "# <<< pysplice fx/start",
+        ]
+    );
+    assert!(out.contains("    return _w((await get(url)))  # fetch\n"), "{out}");
+    assert!(
+        patched.outcomes().iter().all(|o| o.status == Status::Applied),
+        "{:?}",
+        patched.outcomes()
+    );
+}
+
+#[test]
+fn hooks_of_stacked_recipes_compose_on_a_one_line_def() {
+    let spec = |id: &str| {
+        Recipe::from_toml(
+            "s.toml",
+            &format!(
+                "[recipe]\nid = \"{id}\"\nsummary = \"s\"\n\
+                 [[hook]]\nid = \"s\"\nsummary = \"s\"\nin = \"f\"\nat = \"start\"\ncode = \"x = x + 1\"\n\
+                 [[hook]]\nid = \"e\"\nsummary = \"e\"\nin = \"f\"\nat = \"end\"\ncode = \"done = True\"\n\
+                 [[hook]]\nid = \"w\"\nsummary = \"w\"\nin = \"f\"\nwrap-returns = \"_{id}({{value}})\"\n"
+            ),
+        )
+        .unwrap()
+    };
+    let (a, b) = (spec("a"), spec("b"));
+    let input = "def f(x): return x\n";
+    let with_a = apply(&a, SourceFile::new("t.py", input)).unwrap();
+    let with_ab =
+        apply(&b, SourceFile::new("t.py", with_a.output())).unwrap_or_else(|err| panic!("{err}\n{}", with_a.output()));
+    let out = with_ab.output();
+    assert!(out.contains("    return _b(_a(x))\n"), "{out}");
+    // b's code is inside the def: its start before the return, its end before a's closing marker.
+    let start_b = out.find("# >>> pysplice b/s").unwrap();
+    let ret = out.find("return _b(").unwrap();
+    let end_b = out.find("# >>> pysplice b/e").unwrap();
+    let close_a = out.find("# <<< pysplice a/s").unwrap();
+    assert!(start_b < ret && ret < end_b && end_b < close_a, "{out}");
+    assert!(!apply(&b, SourceFile::new("t.py", out)).unwrap().changed());
+    // Taking `a` out from under `b` would drop b's changes: refused, naming `b`.
+    let err = revert(&a, SourceFile::new("t.py", out)).unwrap_err();
+    assert!(err.to_string().contains("recipe `b` has changes inside"), "{err}");
+    let err = apply(&a, SourceFile::new("t.py", out)).unwrap_err();
+    assert!(err.to_string().contains("revert `b` first"), "{err}");
+    // In order, both come out exactly.
+    let without_b = revert(&b, SourceFile::new("t.py", out)).unwrap();
+    assert_eq!(without_b.output(), with_a.output());
+    assert_eq!(
+        revert(&a, SourceFile::new("t.py", without_b.output()))
+            .unwrap()
+            .output(),
+        input
+    );
 }

@@ -112,7 +112,10 @@ fn self_attribute(class: &Node) -> Option<String> {
     class.walk(&mut |n| {
         if n.kind() == "Assign" {
             for t in n.children()[0].children() {
-                if t.kind() == "Attribute" && t.children()[0].kind() == "Name" && t.children()[0].label() == Some("self") {
+                if t.kind() == "Attribute"
+                    && t.children()[0].kind() == "Name"
+                    && t.children()[0].label() == Some("self")
+                {
                     found = found.take().or_else(|| t.label().map(str::to_string));
                 }
             }
@@ -125,7 +128,11 @@ fn self_attribute(class: &Node) -> Option<String> {
 /// Hooks of every placement kind for one file.
 fn hooks_for(parsed: &ParsedFile) -> Vec<GenHook> {
     let mut hooks = vec![
-        hook("imports".into(), "module", "ensure-imports = [\"os\", \"from typing import Any\"]"),
+        hook(
+            "imports".into(),
+            "module",
+            "ensure-imports = [\"os\", \"from typing import Any\"]",
+        ),
         hook(
             "after-imports".into(),
             "module",
@@ -136,8 +143,16 @@ fn hooks_for(parsed: &ParsedFile) -> Vec<GenHook> {
         let target = target_of(parsed, i);
         let node = parsed.node(d);
         if d.kind() == DefKind::Class {
-            hooks.push(hook(format!("cs{i}"), &target, "at = \"start\"\ncode = \"_pysplice_cs = 1\""));
-            hooks.push(hook(format!("ce{i}"), &target, "at = \"end\"\ncode = \"_pysplice_ce = 1\""));
+            hooks.push(hook(
+                format!("cs{i}"),
+                &target,
+                "at = \"start\"\ncode = \"_pysplice_cs = 1\"",
+            ));
+            hooks.push(hook(
+                format!("ce{i}"),
+                &target,
+                "at = \"end\"\ncode = \"_pysplice_ce = 1\"",
+            ));
             if let Some(attr) = self_attribute(node) {
                 hooks.push(hook(
                     format!("f{i}"),
@@ -147,8 +162,16 @@ fn hooks_for(parsed: &ParsedFile) -> Vec<GenHook> {
             }
             continue;
         }
-        hooks.push(hook(format!("s{i}"), &target, "at = \"start\"\ncode = \"_pysplice_s = 1\""));
-        hooks.push(hook(format!("e{i}"), &target, "at = \"end\"\ncode = \"_pysplice_e = 1\""));
+        hooks.push(hook(
+            format!("s{i}"),
+            &target,
+            "at = \"start\"\ncode = \"_pysplice_s = 1\"",
+        ));
+        hooks.push(hook(
+            format!("e{i}"),
+            &target,
+            "at = \"end\"\ncode = \"_pysplice_e = 1\"",
+        ));
         let (returns, yields) = own_returns(node);
         if !returns.is_empty() {
             hooks.push(hook(
@@ -157,14 +180,20 @@ fn hooks_for(parsed: &ParsedFile) -> Vec<GenHook> {
                 "at = { before = \"return $$$\", nth = \"all\", depth = \"nested\" }\ncode = \"_pysplice_b = 1\"",
             ));
         }
-        let wrappable = returns
-            .iter()
-            .any(|r| !yields || r.children()[0].kind() != "absent");
+        let wrappable = returns.iter().any(|r| !yields || r.children()[0].kind() != "absent");
         if wrappable {
-            hooks.push(hook(format!("w{i}"), &target, "wrap-returns = \"_pysplice_w({value})\""));
+            hooks.push(hook(
+                format!("w{i}"),
+                &target,
+                "wrap-returns = \"_pysplice_w({value})\"",
+            ));
         }
     }
-    hooks.push(hook("module-end".into(), "module", "at = \"end\"\ncode = \"_pysplice_me = 1\""));
+    hooks.push(hook(
+        "module-end".into(),
+        "module",
+        "at = \"end\"\ncode = \"_pysplice_me = 1\"",
+    ));
     hooks
 }
 
@@ -226,8 +255,14 @@ fn only_additions(input: &str, output: &str) -> Result<(), String> {
             } => (old_index, new_index..new_index + 1),
             _ => continue,
         };
-        if !new_range.clone().all(|k| rewritten[k] || b.get(k).is_some_and(|l| l.contains("# ~~~ pysplice probe/"))) {
-            return Err(format!("input line {} was changed outside an inline change", old_index + 1));
+        if !new_range
+            .clone()
+            .all(|k| rewritten[k] || b.get(k).is_some_and(|l| l.contains("# ~~~ pysplice probe/")))
+        {
+            return Err(format!(
+                "input line {} was changed outside an inline change",
+                old_index + 1
+            ));
         }
     }
     Ok(())
@@ -289,7 +324,9 @@ fn reason_of(err: &Error) -> String {
     let text = err.to_string();
     let text = text.split(" [hook").next().unwrap_or(&text);
     let text = text.splitn(4, ':').nth(3).unwrap_or(text).trim();
-    text.split_once("cannot place hook: ").map_or(text, |(_, r)| r).to_string()
+    text.split_once("cannot place hook: ")
+        .map_or(text, |(_, r)| r)
+        .to_string()
 }
 
 fn check_file(report: &mut Report, label: &str, text: &str, out_path: &Path) -> bool {
@@ -319,7 +356,13 @@ fn check_file(report: &mut Report, label: &str, text: &str, out_path: &Path) -> 
             if named && documented {
                 report
                     .refused
-                    .entry(DOCUMENTED_LIMITS.iter().find(|l| reason.contains(*l)).unwrap().to_string())
+                    .entry(
+                        DOCUMENTED_LIMITS
+                            .iter()
+                            .find(|l| reason.contains(*l))
+                            .unwrap()
+                            .to_string(),
+                    )
                     .or_default()
                     .push(format!("{label}:{} [{}]", err.location().line, h.id));
             } else {
@@ -333,7 +376,9 @@ fn check_file(report: &mut Report, label: &str, text: &str, out_path: &Path) -> 
     let patched = match result {
         Ok(patched) => patched,
         Err(err) => {
-            report.failures.push(format!("{label}: without the refused hooks: {err}"));
+            report
+                .failures
+                .push(format!("{label}: without the refused hooks: {err}"));
             return false;
         }
     };
