@@ -264,7 +264,13 @@ impl<'a> Placer<'a> {
             });
         }
         let unit = snippet.style().indent_unit().to_string();
-        let file_unit = self.style().indent_unit();
+        // Nested levels follow the block's own indentation: a block indented with spaces in a
+        // file whose unit is a tab (or the other way round) must not mix the two.
+        let file_unit = match (self.style().indent_unit(), indent) {
+            (file, block) if !block.is_empty() && !block.contains('\t') && file.contains('\t') => "    ",
+            (file, block) if block.contains('\t') && !file.contains('\t') => "\t",
+            (file, _) => file,
+        };
         let mut out = String::with_capacity(code.len() * 2);
         for (i, line) in code.split('\n').enumerate() {
             let line = line.strip_suffix('\r').unwrap_or(line);

@@ -1042,3 +1042,18 @@ fn hooks_of_stacked_recipes_compose_on_a_one_line_def() {
         input
     );
 }
+
+#[test]
+fn regression_nested_code_follows_the_block_indentation_not_the_file_unit() {
+    // Actual: "Tabs not allowed as part of indentation after spaces": the file's first block
+    // is indented with a tab (so its unit is a tab), the class with spaces, and the forwarder's
+    // `return` line got the spaces of the class body plus a tab (seen in SymPy's ANTLR parsers).
+    let out = apply_ok(
+        "if x:\n\timport y\n\n\nclass A:\n    def __init__(self, m):\n        self.m = m\n",
+        "[[hook]]\nid = \"f\"\nsummary = \"f\"\nin = \"A\"\nadd-forwarder = \"g\"\nvia = \"m\"\n",
+    );
+    assert!(
+        out.contains("    def g(self, *args, **kwargs):\n        return self.m.g(*args, **kwargs)\n"),
+        "{out}"
+    );
+}
