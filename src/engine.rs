@@ -733,9 +733,19 @@ fn verify(
             "removing the markers does not give back the original text".into(),
         ));
     }
-    let before = strip_statements(&original.root().children()[0], &map.removed);
-    let after = strip_statements(&parsed.root().children()[0], &map.inserted);
-    if !equivalent(&before, &after, map) {
+    let sorted = |ranges: &[Range<usize>]| {
+        let mut ranges = ranges.to_vec();
+        ranges.sort_by_key(|r| r.start);
+        ranges
+    };
+    let before = strip_statements(&original.root().children()[0], &sorted(&map.removed));
+    let after = strip_statements(&parsed.root().children()[0], &sorted(&map.inserted));
+    let rewritten: std::collections::HashSet<(usize, usize, usize, usize)> = map
+        .rewritten
+        .iter()
+        .map(|(old, new)| (old.start, old.end, new.start, new.end))
+        .collect();
+    if !equivalent(&before, &after, &rewritten) {
         return Err(fail(
             0,
             "without the inserted statements the syntax tree differs from the original".into(),
@@ -744,12 +754,12 @@ fn verify(
     Ok((frames, anchors))
 }
 
-/// A copy of `node` without the statements lying inside `ranges`.
+/// A copy of `node` without the statements lying inside `ranges` (disjoint, sorted by start).
 fn strip_statements(node: &Node, ranges: &[Range<usize>]) -> Node {
     let inside = |n: &Node| {
-        ranges
-            .iter()
-            .any(|r| r.start <= n.range().start && n.range().end <= r.end)
+        let r = n.range();
+        let before = ranges.partition_point(|x| x.start <= r.start);
+        before > 0 && r.end <= ranges[before - 1].end
     };
     let children = node
         .children()
@@ -766,13 +776,13 @@ fn is_statement(node: &Node) -> bool {
 
 /// Same shape, where a rewritten statement counts as equal when it keeps the original's kind
 /// and contains the original's value.
-fn equivalent(before: &Node, after: &Node, map: &EditMap) -> bool {
-    let rewritten = is_statement(before)
-        && map
-            .rewritten
-            .iter()
-            .any(|(old, new)| *old == before.range() && *new == after.range());
-    if rewritten {
+fn equivalent(
+    before: &Node,
+    after: &Node,
+    rewritten: &std::collections::HashSet<(usize, usize, usize, usize)>,
+) -> bool {
+    let (old, new) = (before.range(), after.range());
+    if is_statement(before) && rewritten.contains(&(old.start, old.end, new.start, new.end)) {
         let value = before.children().first();
         // A bare `return` has no value to find again.
         let mut contains = value.is_none_or(|v| v.kind() == ABSENT);
@@ -791,7 +801,7 @@ fn equivalent(before: &Node, after: &Node, map: &EditMap) -> bool {
             .children()
             .iter()
             .zip(after.children())
-            .all(|(a, b)| equivalent(a, b, map))
+            .all(|(a, b)| equivalent(a, b, rewritten))
 }
 
 #[cfg(test)]

@@ -306,6 +306,9 @@ fn without_other_recipes(content: &str, recipe: &str) -> Result<String, Error> {
 /// changes are what make this recipe's inline hashes differ.
 #[must_use]
 pub fn stacked_inside(text: &str, recipe: &str) -> Option<(String, usize)> {
+    if !text.contains(" joined=\"") {
+        return None;
+    }
     let in_strings = lines_inside_strings(text);
     let mut open: Option<(String, usize)> = None;
     for (i, line) in text.split_inclusive(['\n']).enumerate() {

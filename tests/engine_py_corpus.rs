@@ -347,7 +347,8 @@ fn check_file(report: &mut Report, label: &str, text: &str, out_path: &Path) -> 
     let all = hooks_for(&parsed);
     report.hooks += all.len();
     let mut keep: Vec<&GenHook> = all.iter().collect();
-    let mut result = apply(&recipe(&keep), SourceFile::new(label, text));
+    let mut probe = recipe(&keep);
+    let mut result = apply(&probe, SourceFile::new(label, text));
     if let Err(first) = &result {
         let mut faulty = Vec::new();
         culprits(label, text, &keep, &mut faulty);
@@ -377,9 +378,10 @@ fn check_file(report: &mut Report, label: &str, text: &str, out_path: &Path) -> 
             }
         }
         keep.retain(|h| !faulty.iter().any(|(f, _)| f.id == h.id));
-        result = apply(&recipe(&keep), SourceFile::new(label, text));
+        probe = recipe(&keep);
+        result = apply(&probe, SourceFile::new(label, text));
     }
-    let recipe = recipe(&keep);
+    let recipe = probe;
     let patched = match result {
         Ok(patched) => patched,
         Err(err) => {
