@@ -684,10 +684,17 @@ fn verify(
     output: &SourceFile,
     map: &EditMap,
 ) -> Result<(Vec<Frame>, Vec<usize>), Error> {
+    // The hook whose edit holds `offset`, else the one whose edit is nearest (a `yield` inserted
+    // into a function makes its original `return value` an error there, outside the edit).
     let hook_at = |offset: usize| {
         map.spans
             .iter()
             .find(|(_, new, _)| new.start <= offset && offset <= new.end)
+            .or_else(|| {
+                map.spans
+                    .iter()
+                    .min_by_key(|(_, new, _)| new.start.abs_diff(offset).min(new.end.abs_diff(offset)))
+            })
             .map(|(_, _, hook)| hook.clone())
     };
     let fail = |offset: usize, reason: String| Error::Verify {

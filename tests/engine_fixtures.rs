@@ -1057,3 +1057,17 @@ fn regression_nested_code_follows_the_block_indentation_not_the_file_unit() {
         "{out}"
     );
 }
+
+#[test]
+fn an_error_the_inserted_code_causes_in_original_code_names_the_hook() {
+    // `yield` at the start of an async def makes it an async generator: its original
+    // `return 1` is then refused by CPython, outside the inserted block.
+    let recipe = inline_recipe("[[hook]]\nid = \"y\"\nsummary = \"y\"\nin = \"f\"\nat = \"start\"\ncode = \"yield\"\n");
+    let err = apply(&recipe, SourceFile::new("t.py", "async def f():\n    return 1\n")).unwrap_err();
+    assert!(
+        err.to_string().contains("'return' with value in async generator"),
+        "{err}"
+    );
+    assert_eq!(err.hook(), Some("y"), "{err}");
+    assert_eq!(err.location().line, 5, "{err}");
+}

@@ -1,7 +1,8 @@
 //! The engine on large projects other than SGLang (pinned in `tests/py-corpus.txt`, fetched by
 //! `scripts/fetch-corpus.sh`): every `.py` file gets a recipe with hooks of every placement
-//! kind on every function and class (start, end, before every return, wrap-returns; class start,
-//! end and a forwarder; imports, after-imports code that uses them, module end), all required.
+//! kind on every function and class (start, end, after the first assignment, before every
+//! return, wrap-returns; class start, end and a forwarder; imports, after-imports code that uses
+//! them, module end), all required but the `after` anchor (not every body has an assignment).
 //!
 //! Every file is either exact (CPython compiles the output, only additions, applying again
 //! changes nothing, revert gives back the bytes) or has hooks refused, each with an error that
@@ -170,6 +171,12 @@ fn hooks_for(parsed: &ParsedFile) -> Vec<GenHook> {
             format!("e{i}"),
             &target,
             "at = \"end\"\ncode = \"_pysplice_e = 1\"",
+        ));
+        // After the first plain assignment of the body, where there is one.
+        hooks.push(hook(
+            format!("a{i}"),
+            &target,
+            "at = { after = \"$_ = $_\", nth = \"first\" }\ncode = \"_pysplice_a = 1\"\noptional = true",
         ));
         let (returns, yields) = own_returns(node);
         if !returns.is_empty() {
