@@ -69,6 +69,7 @@ pub(crate) fn analyze(root: &Node) -> (Vec<Scope>, Vec<Problem>) {
     let mut walker = Walker {
         scopes: vec![Scope::new(Kind::Module, None)],
         problems: Vec::new(),
+        lazy_annotations: false,
     };
     if let Some(body) = root.children().first() {
         walker.future_imports(body);
@@ -92,6 +93,8 @@ impl Scope {
 struct Walker {
     scopes: Vec<Scope>,
     problems: Vec<Problem>,
+    /// `from __future__ import annotations`: annotations are never evaluated.
+    lazy_annotations: bool,
 }
 
 impl Walker {
@@ -145,6 +148,7 @@ impl Walker {
             } else if is_future {
                 for alias in stmt.field("names").map(Node::children).unwrap_or_default() {
                     let feature = alias.label().unwrap_or_default();
+                    self.lazy_annotations |= feature == "annotations";
                     if feature == "braces" {
                         self.problem(stmt.range().start, "not a chance");
                     } else if !FUTURE_FEATURES.contains(&feature) {
@@ -192,7 +196,7 @@ impl Walker {
                     scope,
                 );
                 self.arguments(&c[1], scope, inner);
-                self.expr(&c[2], scope);
+                self.annotation(&c[2], scope);
                 self.exprs(&c[3], scope);
                 self.event(scope, at, stmt.label().unwrap_or_default(), Use::Store);
                 self.block(&c[4], inner, Ctx::default());
@@ -232,7 +236,7 @@ impl Walker {
             }
             "AnnAssign" => {
                 self.expr(&c[2], scope);
-                self.expr(&c[1], scope);
+                self.annotation(&c[1], scope);
                 if c[0].kind() == "Name" && stmt.label() == Some("simple") {
                     let name = c[0].label().unwrap_or_default();
                     let declared = self.scopes[scope]
@@ -444,7 +448,7 @@ impl Walker {
                 if let Some(default) = default {
                     self.expr(default, outer);
                 }
-                self.expr(&arg.children()[0], outer);
+                self.annotation(&arg.children()[0], outer);
                 let name = arg.label().unwrap_or_default();
                 if seen.contains(&name) {
                     self.problem(
@@ -455,6 +459,13 @@ impl Walker {
                 seen.push(name);
                 self.event(inner, arg.range().start, name, Use::Param);
             }
+        }
+    }
+
+    /// An annotation: evaluated where it stands, unless annotations are lazy.
+    fn annotation(&mut self, node: &Node, scope: usize) {
+        if !self.lazy_annotations {
+            self.expr(node, scope);
         }
     }
 

@@ -194,4 +194,13 @@ fn inserted_import_time_code_must_not_use_names_bound_later() {
     assert!(early("class A:\n    os = 1\n    y = os\nimport os\n", "y = os").is_none());
     assert!(early("from m import *\nx = os.sep\nimport os\n", "x = os.sep").is_none());
     assert!(early("y = [os for os in z]\nimport os\n", "y = [os for os in z]").is_none());
+    // Annotations are evaluated where they stand, unless `from __future__ import annotations`.
+    assert!(early(
+        "def f(x: Later):\n    pass\nclass Later:\n    pass\n",
+        "def f(x: Later)"
+    )
+    .is_some());
+    let lazy =
+        "from __future__ import annotations\ndef f(x: Later) -> Later:\n    y: Later = x\nclass Later:\n    pass\n";
+    assert!(early(lazy, "def f(x: Later) -> Later").is_none());
 }
