@@ -519,6 +519,27 @@ impl Patched {
     }
 }
 
+/// What CPython's compiler (not only its parser) would refuse in `file`, each as an
+/// [`Error::Syntax`] with its location, in source order: `return` outside a function or with a
+/// value in an async generator, `yield` outside a function, `await` / `async for` /
+/// `async with` outside `async def`, misplaced `break` / `continue`, `nonlocal` / `global`
+/// misuse, `from __future__` after other code, nesting deeper than CPython accepts. The checks
+/// are conservative: what CPython compiles is never reported. The verification of every apply
+/// runs them on the output.
+#[must_use]
+pub fn compiler_errors(file: &ParsedFile) -> Vec<Error> {
+    let source = file.source();
+    crate::verify::check(file.root(), source.text())
+        .problems
+        .into_iter()
+        .map(|problem| Error::Syntax {
+            location: source.location(problem.offset),
+            message: problem.message,
+            hook: HookRef(None),
+        })
+        .collect()
+}
+
 /// Applies `recipe` to `source` in memory and verifies the result.
 ///
 /// ```

@@ -351,6 +351,12 @@ fn check_file(report: &mut Report, label: &str, text: &str, out_path: &Path) -> 
             return false;
         }
     };
+    // CPython compiles every file of the corpus: the compile check must find nothing in them.
+    for err in pysplice::engine::compiler_errors(&parsed) {
+        report
+            .failures
+            .push(format!("compile check, on a file CPython compiles: {err}"));
+    }
     let all = hooks_for(&parsed);
     report.hooks += all.len();
     let mut keep: Vec<&GenHook> = all.iter().collect();
