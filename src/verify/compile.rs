@@ -85,7 +85,9 @@ fn nonlocal_bindings(scopes: &[Scope], found: &mut Vec<Problem>) {
                     .events
                     .iter()
                     .filter(|(_, n, u)| {
-                        matches!(u, Use::Store | Use::Param) && !globals.contains(&**n) && !nonlocals.contains(&**n)
+                        matches!(u, Use::Store | Use::Import | Use::Param)
+                            && !globals.contains(&**n)
+                            && !nonlocals.contains(&**n)
                     })
                     .map(|(_, n, _)| &**n),
             );

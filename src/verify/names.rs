@@ -25,7 +25,7 @@ pub(crate) fn early_use(scopes: &[Scope], inserted: &[Range<usize>]) -> Option<E
     let mut first_star = usize::MAX;
     for (at, name, use_) in &module.events {
         match use_ {
-            Use::Store => {
+            Use::Store | Use::Import => {
                 first_binding.entry(&**name).or_insert(*at);
             }
             Use::StarImport => first_star = first_star.min(*at),
@@ -74,7 +74,11 @@ fn bound_locally(scopes: &[Scope], mut index: usize, name: &str, at: usize) -> b
         match scope.kind {
             Kind::Module => return false,
             Kind::Comprehension { .. } => {
-                if scope.events.iter().any(|(_, n, u)| &**n == name && *u == Use::Store) {
+                if scope
+                    .events
+                    .iter()
+                    .any(|(_, n, u)| &**n == name && matches!(u, Use::Store | Use::Import))
+                {
                     return true;
                 }
             }
@@ -83,7 +87,7 @@ fn bound_locally(scopes: &[Scope], mut index: usize, name: &str, at: usize) -> b
                 return scope
                     .events
                     .iter()
-                    .any(|(offset, n, u)| &**n == name && *u == Use::Store && *offset < at);
+                    .any(|(offset, n, u)| &**n == name && matches!(u, Use::Store | Use::Import) && *offset < at);
             }
             Kind::Function { .. } => return true,
         }

@@ -27,6 +27,8 @@ pub(crate) enum Kind {
 pub(crate) enum Use {
     Load,
     Store,
+    /// Bound by an import (which, unlike other bindings, may precede a `global` declaration).
+    Import,
     Param,
     Annotated,
     Global,
@@ -339,7 +341,7 @@ impl Walker {
                         None if stmt.kind() == "Import" => full.split('.').next().unwrap_or(full),
                         None => full,
                     };
-                    self.event(scope, at, bound, Use::Store);
+                    self.event(scope, at, bound, Use::Import);
                 }
             }
             "Global" | "Nonlocal" => self.declaration(stmt, scope),
@@ -373,7 +375,7 @@ impl Walker {
             let before = self.scopes[scope]
                 .events
                 .iter()
-                .filter(|(_, n, _)| &**n == name)
+                .filter(|(_, n, u)| &**n == name && *u != Use::Import)
                 .map(|(_, _, u)| *u)
                 .fold(None, |worst: Option<Use>, u| match (worst, u) {
                     (_, Use::Param) | (Some(Use::Param), _) => Some(Use::Param),

@@ -139,6 +139,9 @@ fn valid_code_has_no_problems() {
         "async def f():\n    async with a as b, c:\n        async for x in b:\n            await x\n",
         "class A:\n    def f(self):\n        return __class__\n",
         "match p:\n    case Point(x=0, y=yy) as q:\n        pass\n",
+        // An import may precede the `global` declaration of its name (CPython 3.11 accepts it).
+        "def f():\n    import x\n    global x\n",
+        "def f():\n    global x\n    global x\n",
     ] {
         assert_eq!(problems_of(text), Vec::<String>::new(), "{text}");
     }
