@@ -45,7 +45,10 @@ pub(crate) fn early_use(scopes: &[Scope], inserted: &[Range<usize>]) -> Option<E
             continue;
         }
         for (at, name, use_) in &scope.events {
-            if *use_ != Use::Load || !inside(*at) || found.as_ref().is_some_and(|f| f.offset <= *at) {
+            if !matches!(use_, Use::Load | Use::AugLoad)
+                || !inside(*at)
+                || found.as_ref().is_some_and(|f| f.offset <= *at)
+            {
                 continue;
             }
             if bound_locally(scopes, index, name, *at) {

@@ -26,6 +26,9 @@ pub(crate) enum Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Use {
     Load,
+    /// The read of an augmented assignment's target (`x += 1`): a read at run time, but not a
+    /// use for CPython's symbol table.
+    AugLoad,
     Store,
     /// Bound by an import (which, unlike other bindings, may precede a `global` declaration).
     Import,
@@ -231,7 +234,7 @@ impl Walker {
             }
             "AugAssign" => {
                 if c[0].kind() == "Name" {
-                    self.event(scope, at, c[0].label().unwrap_or_default(), Use::Load);
+                    self.event(scope, at, c[0].label().unwrap_or_default(), Use::AugLoad);
                 }
                 self.expr(&c[1], scope);
                 self.target(&c[0], scope);
@@ -246,7 +249,8 @@ impl Walker {
                         .iter()
                         .find(|(_, n, u)| &**n == name && matches!(u, Use::Global | Use::Nonlocal))
                         .map(|(_, _, u)| *u);
-                    if let Some(kind) = declared {
+                    // At module level a `global` declaration changes nothing: no error there.
+                    if let Some(kind) = declared.filter(|_| scope != 0) {
                         let what = if kind == Use::Global { "global" } else { "nonlocal" };
                         self.problem(at, format!("annotated name '{name}' can't be {what}"));
                     }
@@ -372,27 +376,33 @@ impl Walker {
         let word = if global { "global" } else { "nonlocal" };
         for name in stmt.children()[0].children() {
             let name = name.label().unwrap_or_default();
-            let before = self.scopes[scope]
-                .events
-                .iter()
-                .filter(|(_, n, u)| &**n == name && *u != Use::Import)
-                .map(|(_, _, u)| *u)
-                .fold(None, |worst: Option<Use>, u| match (worst, u) {
-                    (_, Use::Param) | (Some(Use::Param), _) => Some(Use::Param),
-                    (Some(Use::Global | Use::Nonlocal), _) => worst,
-                    (_, Use::Global | Use::Nonlocal) => Some(u),
-                    (_, Use::Annotated) | (Some(Use::Annotated), _) => Some(Use::Annotated),
-                    (_, Use::Store) | (Some(Use::Store), _) => Some(Use::Store),
-                    _ => Some(Use::Load),
-                });
-            let message = match before {
-                Some(Use::Param) => Some(format!("name '{name}' is parameter and {word}")),
-                Some(Use::Annotated) => Some(format!("annotated name '{name}' can't be {word}")),
-                Some(Use::Store) => Some(format!("name '{name}' is assigned to before {word} declaration")),
-                Some(Use::Load) => Some(format!("name '{name}' is used prior to {word} declaration")),
-                Some(Use::Global) if !global => Some(format!("name '{name}' is nonlocal and global")),
-                Some(Use::Nonlocal) if global => Some(format!("name '{name}' is nonlocal and global")),
-                _ => None,
+            // CPython's order: a parameter, then a use, then an annotation, then a binding.
+            let (mut param, mut used, mut annotated, mut bound, mut other) = (false, false, false, false, false);
+            for (_, n, u) in &self.scopes[scope].events {
+                if &**n == name {
+                    match u {
+                        Use::Param => param = true,
+                        Use::Load => used = true,
+                        Use::Annotated => annotated = true,
+                        Use::Store => bound = true,
+                        Use::Global if !global => other = true,
+                        Use::Nonlocal if global => other = true,
+                        _ => {}
+                    }
+                }
+            }
+            let message = if param {
+                Some(format!("name '{name}' is parameter and {word}"))
+            } else if used {
+                Some(format!("name '{name}' is used prior to {word} declaration"))
+            } else if annotated {
+                Some(format!("annotated name '{name}' can't be {word}"))
+            } else if bound {
+                Some(format!("name '{name}' is assigned to before {word} declaration"))
+            } else if other {
+                Some(format!("name '{name}' is nonlocal and global"))
+            } else {
+                None
             };
             if let Some(message) = message {
                 self.problem(at, message);
