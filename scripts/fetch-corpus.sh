@@ -103,3 +103,6 @@ for v in "${versions[@]}"; do
   [ "$v" = "$newest" ] && extra=", full package: $(find "$full" -type f ! -name .complete | wc -l) files"
   printf '%-8s %4d model .py files%s [%s]\n' "$v" "$count" "$extra" "$note"
 done
+
+# Projects other than SGLang, for the engine's placement test on code nobody here wrote.
+bash "$repo/scripts/fetch-py-corpus.sh"

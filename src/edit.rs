@@ -22,6 +22,9 @@ pub struct Edit {
     /// Indentation width of an inserted block: at one offset, deeper blocks go first, since they
     /// close the inner block that the shallower ones follow.
     depth: usize,
+    /// Placed before other insertions of the same depth at the same offset (imports, which the
+    /// code inserted there may use).
+    first_at_offset: bool,
 }
 
 impl Edit {
@@ -43,6 +46,7 @@ impl Edit {
             removed: Vec::new(),
             last_at_offset: false,
             depth: 0,
+            first_at_offset: false,
         }
     }
 
@@ -88,6 +92,14 @@ impl Edit {
         self
     }
 
+    /// Keeps this insertion before the other insertions of its depth at the same offset (an
+    /// import block goes above the code that uses it, whatever the hook order).
+    #[must_use]
+    pub fn first_at_offset(mut self) -> Edit {
+        self.first_at_offset = true;
+        self
+    }
+
     /// The original byte range replaced.
     #[must_use]
     pub fn range(&self) -> Range<usize> {
@@ -127,15 +139,24 @@ pub struct EditMap {
 }
 
 /// Applies `edits` to `file`'s text. Edits are ordered by position; insertions at the same
-/// offset go deepest indentation first (an inner block's end before an outer one's), then in the
-/// order given (hook order), with inline markers last, next to the line they describe.
+/// offset go deepest indentation first (an inner block's end before an outer one's), then
+/// imports, then in the order given (hook order), with inline markers last, next to the line
+/// they describe.
 ///
 /// # Errors
 /// [`Error::Conflict`] naming both hooks when two edits overlap.
 pub fn apply_edits(file: &SourceFile, edits: &[Edit]) -> Result<(String, EditMap), Error> {
     let text = file.text();
     let mut order: Vec<&Edit> = edits.iter().collect();
-    order.sort_by_key(|e| (e.range.start, e.range.end, e.last_at_offset, std::cmp::Reverse(e.depth)));
+    order.sort_by_key(|e| {
+        (
+            e.range.start,
+            e.range.end,
+            e.last_at_offset,
+            std::cmp::Reverse(e.depth),
+            !e.first_at_offset,
+        )
+    });
     for pair in order.windows(2) {
         let (a, b) = (pair[0], pair[1]);
         let overlap = b.range.start < a.range.end || (a.range == b.range && !a.range.is_empty());

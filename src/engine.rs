@@ -151,6 +151,17 @@ impl Prepared {
     /// [`Error::Marker`] for damaged or hand-edited frames; [`Error::Syntax`] when the text is not
     /// valid Python.
     pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
+        if let Some((other, line)) = marker::stacked_inside(current.text(), &recipe.id) {
+            // Taking this recipe's expansion out would take the other recipe's changes with it.
+            let offset = current.lines().line_start(line).unwrap_or(0);
+            return Err(Error::Marker {
+                location: current.location(offset),
+                reason: format!(
+                    "recipe `{other}` has changes inside this recipe's expanded one-line suite: revert `{other}` first"
+                ),
+                hook: HookRef(None),
+            });
+        }
         let frames = marker::scan(&current, &recipe.id)?;
         check_replaced(recipe, &current, &frames)?;
         let (original, anchors) = if frames.is_empty() {
@@ -241,7 +252,7 @@ fn displaced_statements(was: &str) -> Option<Vec<Node>> {
 pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
     // Lines inside string literals are never marker lines; read them once for all hooks.
     let string_lines = lines_inside_strings(file.source().text());
-    let hooks = recipe
+    let mut hooks: Vec<(String, String, HookPlan)> = recipe
         .hooks
         .iter()
         .map(|hook| {
@@ -254,6 +265,33 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
             (hook.id.clone(), hook.summary.clone(), planned)
         })
         .collect();
+    // Hooks that each expand the same one-line suite share one expansion.
+    let placed: Vec<bool> = hooks.iter().map(|(_, _, p)| matches!(p, HookPlan::Edits(_))).collect();
+    for (def, indices) in crate::suite::shared_suites(recipe, file, &placed) {
+        match crate::suite::compose(recipe, file, def, &indices, &string_lines) {
+            Ok(edits) => {
+                hooks[indices[0]].2 = HookPlan::Edits(edits);
+                for &i in &indices[1..] {
+                    hooks[i].2 = HookPlan::Edits(Vec::new());
+                }
+            }
+            Err(refusal) => {
+                for &i in &indices {
+                    let hook = &recipe.hooks[i];
+                    let err = Error::Placement {
+                        location: file.source().location(refusal.offset),
+                        reason: refusal.reason.clone(),
+                        hook: HookRef(Some(hook.id.clone())),
+                    };
+                    hooks[i].2 = if hook.optional {
+                        HookPlan::Skipped(skip_reason(&err))
+                    } else {
+                        HookPlan::Failed(err)
+                    };
+                }
+            }
+        }
+    }
     Plan {
         recipe_id: recipe.id.clone(),
         hooks,
@@ -349,11 +387,19 @@ fn plan_hook(
                     },
                 )
             };
-            let (edits, _) = placer.wrap_returns(def, &exclude, &wrap).map_err(placement_error)?;
+            let (edits, left_alone) = placer.wrap_returns(def, &exclude, &wrap).map_err(placement_error)?;
             if edits.is_empty() {
+                let reason = if left_alone == 0 {
+                    format!("`{}` has no return statement to wrap", def.path())
+                } else {
+                    format!(
+                        "`{}` has no return statement to wrap: its {left_alone} return(s) are inside `unless-inside` or are bare returns of a generator, which are left alone",
+                        def.path()
+                    )
+                };
                 return Err(placement_error(Refusal {
                     offset: def.range().start,
-                    reason: format!("`{}` has no return statement to wrap", def.path()),
+                    reason,
                 }));
             }
             edits
@@ -365,12 +411,8 @@ fn plan_hook(
                     reason: format!("`{}` is not a class", def.path()),
                 }));
             }
-            if let Some(existing) = class_method(file, def, method) {
-                return Ok(Err(format!(
-                    "already present: `{}` (line {})",
-                    existing.path(),
-                    existing.line()
-                )));
+            if let Some((path, line)) = class_member(file, def, method) {
+                return Ok(Err(format!("already present: `{path}` (line {line})")));
             }
             if !assigns_self_attribute(file.node(def), via) {
                 return Err(placement_error(Refusal {
@@ -409,7 +451,7 @@ fn target_text(target: &Target) -> String {
 }
 
 /// Parameter names of a function node in order: positional-only, regular, `*args`, keyword-only, `**kwargs`.
-fn parameter_names(def: &Node) -> Vec<String> {
+pub(crate) fn parameter_names(def: &Node) -> Vec<String> {
     let Some(args) = def.children().iter().find(|c| c.kind() == "arguments") else {
         return Vec::new();
     };
@@ -426,8 +468,10 @@ fn parameter_names(def: &Node) -> Vec<String> {
     names
 }
 
-/// A method named `name` of `class` or of a base class defined in the same file.
-fn class_method<'f>(file: &'f ParsedFile, class: &Definition, name: &str) -> Option<&'f Definition> {
+/// Where `class`, or a base class defined in the same file, binds `name` at class level: a
+/// method (decorated or not), an assignment (`get = helper`), an import, a nested class. As
+/// `(path, line)`.
+fn class_member(file: &ParsedFile, class: &Definition, name: &str) -> Option<(String, usize)> {
     let mut seen = Vec::new();
     let mut queue = vec![class.path().to_string()];
     while let Some(path) = queue.pop() {
@@ -436,10 +480,22 @@ fn class_method<'f>(file: &'f ParsedFile, class: &Definition, name: &str) -> Opt
         }
         let method = format!("{path}.{name}");
         if let Some(found) = file.find_all(&method).into_iter().next() {
-            return Some(found);
+            return Some((found.path().to_string(), found.line()));
         }
         if let Some(def) = file.find_all(&path).into_iter().next() {
-            if let Some(bases) = file.node(def).field("bases") {
+            let node = file.node(def);
+            if let Some(body) = node.field("body") {
+                let mut binding = None;
+                crate::pattern::visit_statements(body, Depth::Nested, &mut |stmt| {
+                    if binding.is_none() && crate::place::binds_name(stmt, name) {
+                        binding = Some(stmt.range().start);
+                    }
+                });
+                if let Some(at) = binding {
+                    return Some((method, file.source().lines().line_of(at)));
+                }
+            }
+            if let Some(bases) = node.field("bases") {
                 queue.extend(
                     bases
                         .children()
@@ -513,6 +569,27 @@ impl Patched {
     pub fn outcomes(&self) -> &[HookOutcome] {
         &self.outcomes
     }
+}
+
+/// What CPython's compiler (not only its parser) would refuse in `file`, each as an
+/// [`Error::Syntax`] with its location, in source order: `return` outside a function or with a
+/// value in an async generator, `yield` outside a function, `await` / `async for` /
+/// `async with` outside `async def`, misplaced `break` / `continue`, `nonlocal` / `global`
+/// misuse, `from __future__` after other code, nesting deeper than CPython accepts. The checks
+/// are conservative: what CPython compiles is never reported. The verification of every apply
+/// runs them on the output.
+#[must_use]
+pub fn compiler_errors(file: &ParsedFile) -> Vec<Error> {
+    let source = file.source();
+    crate::verify::check(file.root(), source.text())
+        .problems
+        .into_iter()
+        .map(|problem| Error::Syntax {
+            location: source.location(problem.offset),
+            message: problem.message,
+            hook: HookRef(None),
+        })
+        .collect()
 }
 
 /// Applies `recipe` to `source` in memory and verifies the result.
@@ -731,19 +808,27 @@ pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     })
 }
 
-/// Checks the output of an apply: it parses; bytes outside the edits are unchanged; its frames
-/// strip back to the original exactly; without the inserted statements it has the original's
-/// syntax tree. Returns the output's frames and where each sits in the original.
+/// Checks the output of an apply: it parses; CPython's compiler would accept it (or refuses the
+/// original as well); inserted import-time code uses no module-level name before its binding;
+/// bytes outside the edits are unchanged; its frames strip back to the original exactly;
+/// without the inserted statements it has the original's syntax tree. Returns the output's frames and where each sits in the original.
 fn verify(
     recipe: &Recipe,
     original: &ParsedFile,
     output: &SourceFile,
     map: &EditMap,
 ) -> Result<(Vec<Frame>, Vec<usize>), Error> {
+    // The hook whose edit holds `offset`, else the one whose edit is nearest (a `yield` inserted
+    // into a function makes its original `return value` an error there, outside the edit).
     let hook_at = |offset: usize| {
         map.spans
             .iter()
             .find(|(_, new, _)| new.start <= offset && offset <= new.end)
+            .or_else(|| {
+                map.spans
+                    .iter()
+                    .min_by_key(|(_, new, _)| new.start.abs_diff(offset).min(new.end.abs_diff(offset)))
+            })
             .map(|(_, _, hook)| hook.clone())
     };
     let fail = |offset: usize, reason: String| Error::Verify {
@@ -756,6 +841,21 @@ fn verify(
         fail(offset, format!("the patched text does not parse: {err}"))
     })?;
     let (old, new) = (original.source().text(), output.text());
+    // What CPython's compiler (not only its parser) would refuse, unless the original has it too.
+    let checked = crate::verify::check(parsed.root(), new);
+    if !checked.problems.is_empty() {
+        let before = crate::verify::check(original.root(), old).problems;
+        if let Some(problem) = crate::verify::new_problems(&before, &checked.problems).first() {
+            return Err(fail(
+                problem.offset,
+                format!("CPython would refuse the patched file: {}", problem.message),
+            ));
+        }
+    }
+    let line_of = |offset: usize| output.lines().line_of(offset);
+    if let Some(problem) = checked.early_name_use(&map.inserted, &line_of) {
+        return Err(fail(problem.offset, problem.message));
+    }
     let (mut at_old, mut at_new) = (0, 0);
     for (old_range, new_range, _) in &map.spans {
         if old.get(at_old..old_range.start) != new.get(at_new..new_range.start) {
@@ -774,9 +874,19 @@ fn verify(
             "removing the markers does not give back the original text".into(),
         ));
     }
-    let before = strip_statements(&original.root().children()[0], &map.removed);
-    let after = strip_statements(&parsed.root().children()[0], &map.inserted);
-    if !equivalent(&before, &after, map) {
+    let sorted = |ranges: &[Range<usize>]| {
+        let mut ranges = ranges.to_vec();
+        ranges.sort_by_key(|r| r.start);
+        ranges
+    };
+    let before = strip_statements(&original.root().children()[0], &sorted(&map.removed));
+    let after = strip_statements(&parsed.root().children()[0], &sorted(&map.inserted));
+    let rewritten: std::collections::HashSet<(usize, usize, usize, usize)> = map
+        .rewritten
+        .iter()
+        .map(|(old, new)| (old.start, old.end, new.start, new.end))
+        .collect();
+    if !equivalent(&before, &after, &rewritten) {
         return Err(fail(
             0,
             "without the inserted statements the syntax tree differs from the original".into(),
@@ -785,12 +895,12 @@ fn verify(
     Ok((frames, anchors))
 }
 
-/// A copy of `node` without the statements lying inside `ranges`.
+/// A copy of `node` without the statements lying inside `ranges` (disjoint, sorted by start).
 fn strip_statements(node: &Node, ranges: &[Range<usize>]) -> Node {
     let inside = |n: &Node| {
-        ranges
-            .iter()
-            .any(|r| r.start <= n.range().start && n.range().end <= r.end)
+        let r = n.range();
+        let before = ranges.partition_point(|x| x.start <= r.start);
+        before > 0 && r.end <= ranges[before - 1].end
     };
     let children = node
         .children()
@@ -807,13 +917,13 @@ fn is_statement(node: &Node) -> bool {
 
 /// Same shape, where a rewritten statement counts as equal when it keeps the original's kind
 /// and contains the original's value.
-fn equivalent(before: &Node, after: &Node, map: &EditMap) -> bool {
-    let rewritten = is_statement(before)
-        && map
-            .rewritten
-            .iter()
-            .any(|(old, new)| *old == before.range() && *new == after.range());
-    if rewritten {
+fn equivalent(
+    before: &Node,
+    after: &Node,
+    rewritten: &std::collections::HashSet<(usize, usize, usize, usize)>,
+) -> bool {
+    let (old, new) = (before.range(), after.range());
+    if is_statement(before) && rewritten.contains(&(old.start, old.end, new.start, new.end)) {
         let value = before.children().first();
         // A bare `return` has no value to find again.
         let mut contains = value.is_none_or(|v| v.kind() == ABSENT);
@@ -832,7 +942,7 @@ fn equivalent(before: &Node, after: &Node, map: &EditMap) -> bool {
             .children()
             .iter()
             .zip(after.children())
-            .all(|(a, b)| equivalent(a, b, map))
+            .all(|(a, b)| equivalent(a, b, rewritten))
 }
 
 #[cfg(test)]

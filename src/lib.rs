@@ -65,8 +65,10 @@ pub mod recipes;
 pub mod report;
 pub mod source;
 pub mod spec;
+mod suite;
 pub mod syntax;
 pub mod template;
+mod verify;
 
 pub use document::{Document, DocumentPlan, TextEdit, Utf16Position, Utf16Range};
 pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Status};

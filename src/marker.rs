@@ -13,7 +13,9 @@
 //! the place of whole lines (a replaced statement; the frame runs from the opening marker's line
 //! to the end of the closing marker), ` joined=JSON` when it split a line (a one-line suite
 //! `def f(): return x` expanded into a block; the frame runs from the line break before the
-//! opening marker, which took the place of the text after the colon).
+//! opening marker, which took the place of the text after the colon). A joined frame may hold
+//! the frames of the recipe's other hooks on that suite (their code at its start or end, the
+//! suite's wrapped return).
 //!
 //! A change inside a statement (a wrapped return value) gets one marker line before the line
 //! holding the change:
@@ -471,7 +473,9 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
     let lines = file.lines();
     let found = marker_lines(file);
     let mut frames = Vec::new();
-    let mut open: Option<OpenFrame> = None;
+    // Open frames, innermost last: only a joined frame (an expanded one-line suite) holds others,
+    // the blocks of the recipe's other hooks on that suite.
+    let mut open: Vec<OpenFrame> = Vec::new();
     let stacked = |at: usize, hook: &str, top: &Found<'_>| Error::Stacked {
         location: file.location(at),
         top: top.marker.recipe.into(),
@@ -491,7 +495,10 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
         };
         match kind {
             MarkerKind::Begin => {
-                if let Some(open) = &open {
+                if let Some(open) = open
+                    .last()
+                    .filter(|o| !o.displaced.as_ref().is_some_and(|(_, joined)| *joined))
+                {
                     return Err(damaged(
                         format!("the block of hook `{}` is not closed before this marker", open.hook),
                         &open.hook,
@@ -515,7 +522,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                 };
                 let seal =
                     Seal::read(token).ok_or_else(|| damaged("the seal of this marker is damaged".into(), hook))?;
-                open = Some(OpenFrame {
+                open.push(OpenFrame {
                     hook: hook.to_string(),
                     seal,
                     displaced,
@@ -525,7 +532,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                 });
             }
             MarkerKind::End => {
-                let Some(frame) = open.take() else {
+                let Some(frame) = open.pop() else {
                     return Err(damaged("closing marker without an opening marker".into(), hook));
                 };
                 if frame.hook != hook {
@@ -544,12 +551,19 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                     Some((was, false)) => ("lines", was.as_str()),
                     Some((joined, true)) => ("joined", joined.as_str()),
                 };
+                // Another recipe stacked on an expanded one-line suite places its changes inside
+                // this frame: the seal covers this recipe's text without them.
+                let sealed = if kind == "joined" {
+                    without_other_recipes(&text[content.clone()], recipe)?
+                } else {
+                    text[content.clone()].to_string()
+                };
                 let claim = Claim {
                     kind,
                     recipe,
                     hook,
                     displaced: was,
-                    content: &text[content.clone()],
+                    content: &sealed,
                     column: 0,
                 };
                 if let Err(broken) = claim.check(&frame.seal) {
@@ -665,7 +679,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
             }
         }
     }
-    if let Some(frame) = open {
+    if let Some(frame) = open.pop() {
         return Err(Error::Marker {
             location: file.location(frame.begin_start),
             reason: format!("the opening marker of hook `{}` has no closing marker", frame.hook),
@@ -684,21 +698,93 @@ fn check_overlaps(file: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
         .iter()
         .flat_map(|frame| frame.removal.iter().map(move |range| (range, frame)))
         .collect();
-    pieces.sort_by_key(|(range, _)| (range.start, range.end));
-    for pair in pieces.windows(2) {
-        let [(first, a), (second, b)] = pair else { continue };
-        if second.start < first.end {
+    // Outer pieces first where two start together, so that a joined frame precedes what it holds.
+    pieces.sort_by_key(|(range, _)| (range.start, std::cmp::Reverse(range.end)));
+    // The only nesting allowed: a joined frame (an expanded one-line suite) holding the frames of
+    // the recipe's other hooks on that suite, wholly inside it.
+    let mut containers: Vec<&Range<usize>> = Vec::new();
+    let mut previous: Option<(&Range<usize>, &Frame)> = None;
+    for &(range, frame) in &pieces {
+        while containers.last().is_some_and(|outer| outer.end <= range.start) {
+            containers.pop();
+        }
+        let outer = containers.last().copied();
+        // Crossing the end of the joined frame it starts in.
+        let crosses = outer.is_some_and(|outer| range.end > outer.end);
+        // Starting inside the piece before it, unless that piece is the joined frame holding it.
+        let inside_previous = previous.is_some_and(|(before, _)| before.end > range.start && outer != Some(before));
+        if crosses || inside_previous {
+            let other = previous.map_or(frame, |(_, other)| other);
             return Err(Error::Marker {
-                location: file.location(second.start),
+                location: file.location(range.start),
                 reason: format!(
                     "the frames of hooks `{}` (line {}) and `{}` (line {}) overlap",
-                    a.hook, a.line, b.hook, b.line
+                    other.hook, other.line, frame.hook, frame.line
                 ),
-                hook: HookRef(Some(b.hook.clone())),
+                hook: HookRef(Some(frame.hook.clone())),
             });
         }
+        if frame.kind == FrameKind::Joined {
+            containers.push(range);
+        }
+        previous = Some((range, frame));
     }
     Ok(())
+}
+
+/// `content` (whole lines of a frame of `recipe`) without the frames of other recipes in it.
+fn without_other_recipes(content: &str, recipe: &str) -> Result<String, Error> {
+    let mut others: Vec<&str> = Vec::new();
+    for line in content.lines() {
+        let trimmed = line.trim_start();
+        let rest = [BEGIN, INLINE].iter().find_map(|prefix| trimmed.strip_prefix(prefix));
+        let Some(id) = rest.and_then(|r| r.split(['/', ' ']).next()) else {
+            continue;
+        };
+        if id != recipe && !others.contains(&id) {
+            others.push(id);
+        }
+    }
+    let mut text = content.to_string();
+    for other in others {
+        let file = SourceFile::new("<block>", text.as_str());
+        let frames = scan(&file, other)?;
+        text = strip(&text, &frames);
+    }
+    Ok(text)
+}
+
+/// The id of another recipe whose changes sit inside a joined frame of `recipe` in `text`
+/// (stacked on the one-line suite this recipe expanded), with the line of that frame's opening
+/// marker. Read from the marker lines alone, before the frames are checked: the other recipe's
+/// changes are what make this recipe's inline hashes differ.
+#[must_use]
+pub fn stacked_inside(text: &str, recipe: &str) -> Option<(String, usize)> {
+    if !text.contains(" joined=\"") {
+        return None;
+    }
+    let in_strings = lines_inside_strings(text);
+    let mut open: Option<(String, usize)> = None;
+    for (i, line) in text.split_inclusive(['\n']).enumerate() {
+        let number = i + 1;
+        if in_strings.binary_search(&number).is_ok() {
+            continue;
+        }
+        let trimmed = line.trim_start_matches('\u{feff}').trim_start();
+        let marker = [BEGIN, END, INLINE]
+            .iter()
+            .find_map(|prefix| trimmed.strip_prefix(prefix).map(|rest| (*prefix, rest)));
+        let Some((prefix, rest)) = marker else { continue };
+        let id = rest.split(' ').next().unwrap_or_default();
+        let mine = id.split('/').next() == Some(recipe);
+        match &open {
+            None if mine && prefix == BEGIN && rest.contains(" joined=") => open = Some((id.to_string(), number)),
+            Some((open_id, _)) if mine && prefix == END && id == open_id => open = None,
+            Some((_, at)) if !mine => return Some((id.split('/').next().unwrap_or_default().to_string(), *at)),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Frames inserted one after another at the end of a text without a final line break each

@@ -133,6 +133,8 @@ impl<'a> Placer<'a> {
         while at > 0 {
             let previous = self.line_start(at - 1);
             match self.marker_line(previous) {
+                // Never out of another recipe's expanded one-line suite: the body is inside it.
+                Some(("# >>> pysplice ", _)) if self.is_joined_opener(previous) => break,
                 Some(("# >>> pysplice " | "# ~~~ pysplice ", _)) if previous < at => at = previous,
                 _ => break,
             }
@@ -140,11 +142,36 @@ impl<'a> Placer<'a> {
         at
     }
 
+    /// Whether the marker line at `at` opens a joined frame (an expanded one-line suite).
+    fn is_joined_opener(&self, at: usize) -> bool {
+        let line = self.source().line_range(self.line_of(at));
+        self.text()[line].contains(" joined=\"")
+    }
+
+    /// Whether the closing marker of block `id` at `at` closes a joined frame: its opening
+    /// marker, the nearest one of `id` above, says `joined=`.
+    fn is_joined_closer(&self, at: usize, id: &str) -> bool {
+        let mut line = self.line_of(at);
+        while line > 1 {
+            line -= 1;
+            let start = self.source().code_start(line);
+            if let Some(("# >>> pysplice ", found)) = self.marker_line(start) {
+                if found == id {
+                    return self.is_joined_opener(start);
+                }
+            }
+        }
+        false
+    }
+
     /// `at` (a line start after a statement) moved down over the closing markers of other
     /// recipes' blocks that end there.
     fn after_markers(&self, mut at: usize) -> usize {
-        while at < self.text().len() && matches!(self.marker_line(at), Some(("# <<< pysplice ", _))) {
-            at = self.next_line_start(at);
+        while at < self.text().len() {
+            match self.marker_line(at) {
+                Some(("# <<< pysplice ", id)) if !self.is_joined_closer(at, id) => at = self.next_line_start(at),
+                _ => break,
+            }
         }
         at
     }
@@ -231,7 +258,13 @@ impl<'a> Placer<'a> {
             });
         }
         let unit = snippet.style().indent_unit().to_string();
-        let file_unit = self.style().indent_unit();
+        // Nested levels follow the block's own indentation: a block indented with spaces in a
+        // file whose unit is a tab (or the other way round) must not mix the two.
+        let file_unit = match (self.style().indent_unit(), indent) {
+            (file, block) if !block.is_empty() && !block.contains('\t') && file.contains('\t') => "    ",
+            (file, block) if block.contains('\t') && !file.contains('\t') => "\t",
+            (file, _) => file,
+        };
         let mut out = String::with_capacity(code.len() * 2);
         for (i, line) in code.split('\n').enumerate() {
             let line = line.strip_suffix('\r').unwrap_or(line);
@@ -529,7 +562,9 @@ impl<'a> Placer<'a> {
         let body = self.file.module_body();
         let mut last: Option<&Node> = None;
         for (i, stmt) in body.iter().enumerate() {
-            let docstring = i == 0 && is_docstring(stmt);
+            // Past the imports, a string statement after the docstring (a licence, a second
+            // docstring) is part of the header too: code never goes above imports below it.
+            let docstring = (i == 0 || after_imports) && is_docstring(stmt);
             let future = stmt.kind() == "ImportFrom" && stmt.label() == Some("__future__");
             let import = after_imports && matches!(stmt.kind(), "Import" | "ImportFrom");
             if docstring || future || import {
@@ -568,10 +603,16 @@ impl<'a> Placer<'a> {
             .copied()
             .filter(|stmt| !marker::covers(&foreign, &stmt.range()))
             .collect();
+        // Only the module's own top-level statements can bind a name unconditionally.
+        let own_top_level: Vec<&Node> = body
+            .children()
+            .iter()
+            .filter(|stmt| !marker::covers(&foreign, &stmt.range()))
+            .collect();
         let mut missing = Vec::new();
         let mut present = Vec::new();
         for import in wanted {
-            if has_import(&own, import) {
+            if has_import(&own_top_level, import) {
                 present.push(import.statement.clone());
                 continue;
             }
@@ -603,7 +644,11 @@ impl<'a> Placer<'a> {
         }
         let code = missing.join("\n");
         let at = self.module_start(true)?;
-        Ok((vec![self.block_at_line(at, "", &self.indent_code(&code, "")?)], present))
+        // Before other blocks at the same place (after-imports code that uses these names).
+        let block = self
+            .block_at_line(at, "", &self.indent_code(&code, "")?)
+            .first_at_offset();
+        Ok((vec![block], present))
     }
 
     /// Wraps the value of each return of `def` (not in nested defs) in `render(value)`, except
@@ -621,12 +666,16 @@ impl<'a> Placer<'a> {
                 returns.push(stmt);
             }
         });
+        let generator = is_generator(body);
         let mut edits = Vec::new();
         let mut left_alone = 0;
         let mut lines_used = Vec::new();
         for ret in returns {
             let r = ret.range();
-            if exclude.iter().any(|x| x.start <= r.start && r.end <= x.end) {
+            // A bare `return` ends a generator: it returns no value to wrap (and an async
+            // generator may not return one), so it is left alone.
+            let bare_in_generator = generator && ret.children()[0].kind() == "absent";
+            if bare_in_generator || exclude.iter().any(|x| x.start <= r.start && r.end <= x.end) {
                 left_alone += 1;
                 continue;
             }
@@ -638,18 +687,7 @@ impl<'a> Placer<'a> {
                 ));
             }
             lines_used.push(line);
-            let value = &ret.children()[0];
-            let value_text = if value.kind() == "absent" {
-                "None".to_string()
-            } else {
-                let text = self.source().slice(value.range());
-                if is_atom(value, text) {
-                    text.to_string()
-                } else {
-                    format!("({text})")
-                }
-            };
-            let new_stmt = format!("return {}", render(&value_text));
+            let new_stmt = self.wrapped_return(ret, render);
             let line_start = self.line_start(r.start);
             let indent: String = self.text()[line_start..r.start]
                 .chars()
@@ -673,11 +711,137 @@ impl<'a> Placer<'a> {
         Ok((edits, left_alone))
     }
 
+    /// The statement that takes the place of `ret`: `return TEMPLATE` with its value.
+    fn wrapped_return(&self, ret: &Node, render: &dyn Fn(&str) -> String) -> String {
+        let value = &ret.children()[0];
+        let value_text = if value.kind() == "absent" {
+            "None".to_string()
+        } else {
+            // Everything after `return`, brackets included: a parenthesised value may span
+            // lines or be an implicit concatenation that needs them.
+            let text = return_value_text(self.source().slice(ret.range()));
+            if is_atom(value, text) {
+                text.to_string()
+            } else {
+                format!("({text})")
+            }
+        };
+        format!("return {}", render(&value_text))
+    }
+
+    /// Several hooks of this recipe on one one-line suite (`def f(x): return x` with code at its
+    /// start and end and its return wrapped): one expansion of the suite into a block, framed by
+    /// the first hook, holding the other hooks' blocks and inline changes as frames of their
+    /// own, in recipe order. `parts` are (hook, what it does), in recipe order.
+    pub(crate) fn compose_suite(&self, def: &Definition, parts: &[(&str, SuitePart<'_>)]) -> Placed {
+        let node = self.file.node(def);
+        let body = node.field("body").expect("definitions have a body");
+        let first = &body.children()[0];
+        let last = body.children().last().expect("a body has statements");
+        let text = self.text();
+        let colon_end = text[..first.range().start].trim_end_matches([' ', '\t']).len();
+        if !text[..colon_end].ends_with(':') {
+            return Err(refuse(
+                first.range().start,
+                "cannot find the colon of this one-line suite",
+            ));
+        }
+        if def.docstring().is_some() {
+            return Err(refuse(
+                first.range().start,
+                "a docstring shares its line with other statements",
+            ));
+        }
+        let end = self.source().line_range(self.line_of(last.range().end)).end;
+        let suite = text[first.range().start..end].trim_end();
+        let indent = def.body_indent();
+        let newline = self.newline();
+        let owner = parts[0].0;
+        let mut lines = String::new();
+        let mut inserted: Vec<Range<usize>> = Vec::new();
+        let mut rewritten = None;
+        let push_code =
+            |lines: &mut String, inserted: &mut Vec<Range<usize>>, hook: &str, code: &str| -> Result<(), Refusal> {
+                let code = self.indent_code(code, indent)?;
+                if hook == owner {
+                    inserted.push(lines.len()..lines.len() + code.len());
+                    lines.push_str(&code);
+                } else {
+                    let frame = marker::block(self.recipe, hook, indent, newline, &code, Displaced::Nothing);
+                    let start = lines.len() + frame.content_offset;
+                    inserted.push(start..start + frame.content_len);
+                    lines.push_str(&frame.text);
+                    lines.push_str(newline);
+                }
+                Ok(())
+            };
+        for (hook, part) in parts {
+            if let SuitePart::Start(code) = part {
+                push_code(&mut lines, &mut inserted, hook, code)?;
+            }
+        }
+        let mut suite_line = suite.to_string();
+        let mut wraps = parts.iter().filter_map(|(hook, part)| match part {
+            SuitePart::Wrap(ret, render) => Some((*hook, *ret, render)),
+            _ => None,
+        });
+        if let Some((hook, ret, render)) = wraps.next() {
+            if let Some((other, _, _)) = wraps.next() {
+                return Err(refuse(
+                    ret.range().start,
+                    format!("hooks `{hook}` and `{other}` both wrap this return"),
+                ));
+            }
+            let new_stmt = self.wrapped_return(ret, render);
+            let at = ret.range().start - first.range().start;
+            let was = &suite[at..ret.range().end - first.range().start];
+            let marker = marker::inline(self.recipe, hook, indent, newline, &new_stmt, indent.len() + at, was);
+            lines.push_str(&marker);
+            let stmt_start = lines.len() + indent.len() + at;
+            rewritten = Some((ret.range(), stmt_start..stmt_start + new_stmt.len()));
+            suite_line = format!(
+                "{}{new_stmt}{}",
+                &suite[..at],
+                &suite[ret.range().end - first.range().start..]
+            );
+        }
+        lines.push_str(indent);
+        lines.push_str(&suite_line);
+        lines.push_str(newline);
+        for (hook, part) in parts {
+            if let SuitePart::End(code) = part {
+                push_code(&mut lines, &mut inserted, hook, code)?;
+            }
+        }
+        let was = &text[colon_end..end];
+        let frame = marker::block(self.recipe, owner, indent, newline, &lines, Displaced::Joined(was));
+        let base = newline.len() + frame.content_offset;
+        let mut edit = Edit::replacement(self.hook, colon_end..end, format!("{newline}{}", frame.text));
+        for range in inserted {
+            edit = edit.with_inserted(base + range.start..base + range.end);
+        }
+        if let Some((original, new)) = rewritten {
+            edit = edit.with_rewritten(original, base + new.start..base + new.end);
+        }
+        Ok(vec![edit])
+    }
+
     /// Adds `def method(self, *args, **kwargs): return self.via.method(...)` at the end of `class`.
     pub(crate) fn add_forwarder(&self, class: &Definition, method: &str, via: &str) -> Placed {
         let code = format!("def {method}(self, *args, **kwargs):\n    return self.{via}.{method}(*args, **kwargs)");
         self.insert_in_definition(class, &Anchor::End, &code)
     }
+}
+
+/// What one hook does to a one-line suite that several hooks change (see
+/// [`Placer::compose_suite`]).
+pub(crate) enum SuitePart<'a> {
+    /// Code at the start of the body.
+    Start(String),
+    /// Code at the end of the body.
+    End(String),
+    /// The suite's return, wrapped by a template.
+    Wrap(&'a Node, Box<dyn Fn(&str) -> String + 'a>),
 }
 
 /// Whether `stmt` is a string expression statement.
@@ -687,54 +851,155 @@ pub(crate) fn is_docstring(stmt: &Node) -> bool {
         && stmt.children()[0].label().is_some_and(|l| l.starts_with("str:"))
 }
 
-/// Expressions that need no parentheses inside a larger expression.
+/// The value of a `return` statement's text: what follows the keyword, from its first bracket
+/// or token to the statement's end (backslash continuations after the keyword skipped).
+fn return_value_text(statement: &str) -> &str {
+    let mut rest = statement.strip_prefix("return").unwrap_or(statement);
+    loop {
+        let trimmed = rest.trim_start_matches([' ', '\t', '\x0c']);
+        match trimmed.strip_prefix('\\') {
+            Some(after) => rest = after.trim_start_matches(['\r', '\n']),
+            None => return trimmed,
+        }
+    }
+}
+
+/// Whether the value's text (`text`, the whole value with its brackets) needs no parentheses
+/// inside a larger expression: one bracketed expression (`(a, b)`, not `(a), b`), or a
+/// primary (a name, attribute, call, subscript or literal).
 fn is_atom(value: &Node, text: &str) -> bool {
-    match value.kind() {
-        "Name" | "Attribute" | "Call" | "Subscript" | "Constant" | "List" | "Dict" | "Set" | "ListComp" | "SetComp"
-        | "DictComp" | "JoinedStr" => true,
-        // Their ranges include their own parentheses when they have them: then the first
-        // element starts after the node (`(a, b)`), unlike `(a, b), c` whose first element
-        // starts with it.
-        "Tuple" | "GeneratorExp" => {
-            let first = value.children().first().and_then(|c| match c.kind() {
-                "list" => c.children().first(),
-                _ => Some(c),
+    crate::verify::brackets::is_enclosed(text)
+        || matches!(
+            value.kind(),
+            "Name" | "Attribute" | "Call" | "Subscript" | "Constant" | "JoinedStr"
+        )
+}
+
+/// Whether the function body `body` yields (not counting nested defs, classes and lambdas).
+fn is_generator(body: &Node) -> bool {
+    let mut found = false;
+    body.walk(&mut |n| {
+        found |= matches!(n.kind(), "Yield" | "YieldFrom");
+        !found && !matches!(n.kind(), "FunctionDef" | "AsyncFunctionDef" | "ClassDef" | "Lambda")
+    });
+    found
+}
+
+/// Whether the module has this import and binds its name unconditionally: a top-level import,
+/// or a statement holding the import that binds the name on every path (`try: import x` with
+/// an `except` fallback that binds `x` too). An import under `if TYPE_CHECKING:`, in one arm of
+/// an `if` or in a function does not count: code placed after the imports would not find it.
+fn has_import(statements: &[&Node], import: &ImportLine) -> bool {
+    let name = import.bound_name();
+    statements
+        .iter()
+        .any(|stmt| holds_import(stmt, import) && always_binds(stmt, name))
+}
+
+/// Whether `stmt` is, or holds in its blocks (not in nested defs or classes), this import.
+fn holds_import(stmt: &Node, import: &ImportLine) -> bool {
+    if is_same_import(stmt, import) {
+        return true;
+    }
+    let mut holds = false;
+    if !stmt.is_definition() {
+        for block in stmt.blocks() {
+            visit_statements(block, Depth::Nested, &mut |inner| {
+                holds |= is_same_import(inner, import)
             });
-            text.starts_with('(') && first.is_none_or(|f| f.range().start > value.range().start)
+        }
+    }
+    holds
+}
+
+/// Whether running `stmt` binds `name` on every path that goes on after it (a path that raises
+/// does not go on).
+fn always_binds(stmt: &Node, name: &str) -> bool {
+    let block = |field: &str| stmt.field(field).is_some_and(|b| block_binds(b, name));
+    match stmt.kind() {
+        "Raise" => true,
+        "Import" | "ImportFrom" => stmt.field("names").is_some_and(|names| {
+            names.children().iter().any(|alias| {
+                let full = alias.label().unwrap_or_default();
+                let bound = match alias.children().first().and_then(Node::label) {
+                    Some(asname) => asname,
+                    None if stmt.kind() == "Import" => full.split('.').next().unwrap_or(full),
+                    None => full,
+                };
+                bound == name
+            })
+        }),
+        "FunctionDef" | "AsyncFunctionDef" | "ClassDef" => stmt.label() == Some(name),
+        "Assign" => stmt.children()[0].children().iter().any(|t| target_binds(t, name)),
+        "AnnAssign" => stmt.children()[2].kind() != "absent" && target_binds(&stmt.children()[0], name),
+        "If" => block("body") && block("orelse"),
+        "With" | "AsyncWith" => block("body"),
+        "Try" | "TryStar" => {
+            let handlers = stmt.field("handlers").map(Node::children).unwrap_or_default();
+            block("finalbody")
+                || ((block("body") || block("orelse"))
+                    && handlers
+                        .iter()
+                        .all(|h| h.field("body").is_some_and(|b| block_binds(b, name))))
         }
         _ => false,
     }
 }
 
-/// Whether the module level already has this import (also inside `try`/`if` blocks: an import
-/// guarded there must not be added again unguarded).
-fn has_import(module_level: &[&Node], import: &ImportLine) -> bool {
-    module_level.iter().any(|stmt| {
-        let names = stmt.field("names").map(Node::children).unwrap_or_default();
-        let alias_of = |a: &Node| a.children().first().and_then(Node::label).map(str::to_string);
-        match (stmt.kind(), &import.from) {
-            ("Import", None) => names.iter().any(|a| {
-                let name = a.label().unwrap_or_default();
-                let alias = alias_of(a);
-                match &import.alias {
-                    Some(want) => name == import.name && alias.as_deref() == Some(want),
-                    // `import os.path` binds `os` to the same package as `import os`.
-                    None => {
-                        alias.is_none()
-                            && (name == import.name
-                                || (!import.name.contains('.') && name.starts_with(&format!("{}.", import.name))))
-                    }
+/// Whether `stmt` itself binds `name` in its scope (an assignment, import, `def`, `class`,
+/// `for` or `with` target), whether or not it always runs.
+pub(crate) fn binds_name(stmt: &Node, name: &str) -> bool {
+    match stmt.kind() {
+        "AugAssign" | "For" | "AsyncFor" => target_binds(&stmt.children()[0], name),
+        "AnnAssign" => target_binds(&stmt.children()[0], name),
+        "With" | "AsyncWith" => stmt.children()[0]
+            .children()
+            .iter()
+            .any(|item| target_binds(&item.children()[1], name)),
+        "If" | "Try" | "TryStar" | "Raise" => false,
+        _ => always_binds(stmt, name),
+    }
+}
+
+fn block_binds(block: &Node, name: &str) -> bool {
+    block.children().iter().any(|stmt| always_binds(stmt, name))
+}
+
+fn target_binds(target: &Node, name: &str) -> bool {
+    match target.kind() {
+        "Name" => target.label() == Some(name),
+        "Tuple" | "List" | "list" => target.children().iter().any(|t| target_binds(t, name)),
+        "Starred" => target_binds(&target.children()[0], name),
+        _ => false,
+    }
+}
+
+/// Whether `stmt` is an import statement holding exactly `import` (`import os.path` counts for
+/// `import os`: it binds `os` to the same package).
+fn is_same_import(stmt: &Node, import: &ImportLine) -> bool {
+    let names = stmt.field("names").map(Node::children).unwrap_or_default();
+    let alias_of = |a: &Node| a.children().first().and_then(Node::label).map(str::to_string);
+    match (stmt.kind(), &import.from) {
+        ("Import", None) => names.iter().any(|a| {
+            let name = a.label().unwrap_or_default();
+            let alias = alias_of(a);
+            match &import.alias {
+                Some(want) => name == import.name && alias.as_deref() == Some(want),
+                None => {
+                    alias.is_none()
+                        && (name == import.name
+                            || (!import.name.contains('.') && name.starts_with(&format!("{}.", import.name))))
                 }
-            }),
-            ("ImportFrom", Some(from)) => {
-                stmt.label() == Some(from.as_str())
-                    && names
-                        .iter()
-                        .any(|a| a.label() == Some(import.name.as_str()) && alias_of(a) == import.alias)
             }
-            _ => false,
+        }),
+        ("ImportFrom", Some(from)) => {
+            stmt.label() == Some(from.as_str())
+                && names
+                    .iter()
+                    .any(|a| a.label() == Some(import.name.as_str()) && alias_of(a) == import.alias)
         }
-    })
+        _ => false,
+    }
 }
 
 /// A module-level statement that binds the name `import` would bind to something else.
@@ -744,6 +1009,8 @@ fn binding_of<'n>(module_level: &[&'n Node], import: &ImportLine) -> Option<&'n 
     let same_package = import.from.is_none() && import.alias.is_none();
     module_level.iter().copied().find(|stmt| match stmt.kind() {
         "FunctionDef" | "AsyncFunctionDef" | "ClassDef" => stmt.label() == Some(name),
+        // The same import, only conditional (`if TYPE_CHECKING:`), binds the same thing.
+        "Import" | "ImportFrom" if is_same_import(stmt, import) => false,
         "Import" | "ImportFrom" => stmt.field("names").is_some_and(|names| {
             names.children().iter().any(|a| {
                 let alias = a.children().first().and_then(Node::label);

@@ -655,3 +655,42 @@ fn regression_the_same_file_twice_is_written_once() {
         stderr(&output)
     );
 }
+
+#[test]
+fn an_output_cpython_would_refuse_is_never_written() {
+    // The parser accepts each patched text; CPython's compiler, or the module on import, would
+    // not. Exit 1, the reason on stderr with file:line and hook, the file's bytes unchanged.
+    let t = Temp::new();
+    let file = t.write("m.py", b"import os\n\n\nasync def fetch():\n    yield 1\n");
+    let cases = [
+        (
+            "at = \"start\"\ncode = \"_sep = os.sep\"",
+            "module",
+            "m.py:2:8: verification failed: the inserted code uses `os` before line 4 binds it",
+        ),
+        (
+            "at = \"end\"\ncode = \"return 2\"",
+            "fetch",
+            "'return' with value in async generator",
+        ),
+        (
+            "at = \"end\"\ncode = \"await os\"",
+            "module",
+            "'await' outside function",
+        ),
+    ];
+    for (i, (placement, target, message)) in cases.into_iter().enumerate() {
+        let target_line = if target == "module" {
+            String::new()
+        } else {
+            format!("in = \"{target}\"\n")
+        };
+        let spec = t.write(
+            &format!("s{i}.toml"),
+            format!("[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"h\"\nsummary = \"h\"\n{target_line}{placement}\n")
+                .as_bytes(),
+        );
+        assert_fails(&[p("apply"), p("--spec"), &spec, &file], 1, &file, message);
+        assert_fails(&[p("apply"), p("--spec"), &spec, &file], 1, &file, "[hook h]");
+    }
+}

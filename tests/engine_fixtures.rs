@@ -285,6 +285,12 @@ fixture!(
     multiline_strings,
     non_ascii,
     two_space_indent,
+    after_imports_strings,
+    generators,
+    return_brackets,
+    conditional_imports,
+    forwarder_bindings,
+    one_line_hooks,
 );
 
 // ---- targeted expectations on the fixtures ----------------------------------------------------
@@ -818,4 +824,250 @@ fn regression_stacked_recipes_keep_each_other_intact() {
     let without_a = revert(&a, SourceFile::new("t.py", with_ab.output())).unwrap();
     let without_both = revert(&b, SourceFile::new("t.py", without_a.output())).unwrap();
     assert_eq!(without_both.output(), input);
+}
+
+// ---- placement on real code: each class with exact expectations -----------------------------
+
+#[test]
+fn after_imports_goes_below_a_second_string_literal_and_its_imports_first() {
+    // Actual before: the block went between the two string literals, above `import os`, and
+    // above the import block of the later `imports` hook: NameError on import.
+    let (patched, _) = run_fixture("after_imports_strings");
+    let out = patched.output();
+    let imports = out.find("\nimport sys\n").expect("sys imported");
+    let setup = out.find("\n_SEP = os.sep + sys.platform\n").expect("setup placed");
+    let last_import = out.find("\nfrom typing import Any\n").expect("original import");
+    assert!(last_import < imports && imports < setup, "{out}");
+}
+
+#[test]
+fn generators_keep_their_bare_returns() {
+    let (patched, _) = run_fixture("generators");
+    let out = patched.output();
+    assert!(out.contains("    if n < 0:\n        return\n"), "{out}");
+    assert!(out.contains("    return _w(n)\n"), "{out}");
+    assert!(!out.contains("_w(None)\n        yield"), "{out}");
+    assert!(out.contains("        return _w(None)\n"), "{out}");
+    assert!(out.contains("\n    return _w((await get(url)))\n"), "{out}");
+    let Status::Skipped { reason } = &patched.outcomes()[1].status else {
+        panic!("{:?}", patched.outcomes())
+    };
+    assert!(reason.contains("bare returns of a generator"), "{reason}");
+    assert!(!out.contains("return None"), "{out}");
+}
+
+#[test]
+fn returned_values_keep_their_brackets() {
+    let (patched, _) = run_fixture("return_brackets");
+    let out = patched.output();
+    for expected in [
+        "    return _w(((a), b))\n",
+        "    return _w((\"hello \"\n            \"world, \" + name))\n",
+        "    return (\n        x.strip()\n        .lower()\n    )\n",
+        "    return (\"a\"\n            \"b\") if _on else None\n",
+        "    return _w([\n        x,\n        x,\n    ])\n",
+    ] {
+        assert!(out.contains(expected), "{expected:?} in\n{out}");
+    }
+}
+
+#[test]
+fn conditional_imports_are_not_present() {
+    let (patched, _) = run_fixture("conditional_imports");
+    let out = patched.output();
+    let expected = "from typing import TYPE_CHECKING\n\
+                    # >>> pysplice fx/imports ";
+    assert!(out.contains(expected), "{out}");
+    let block = out.split("# >>> pysplice fx/imports").nth(1).unwrap();
+    let block = block.split("# <<< pysplice").next().unwrap();
+    assert!(block.ends_with("\nimport os\nimport yaml\nimport json\n"), "{block:?}");
+    assert!(!block.contains("numpy"), "{block:?}");
+}
+
+#[test]
+fn class_level_bindings_count_as_present_for_forwarders() {
+    // Actual before: `get_embed_and_head = helper` was overridden by an added forwarder.
+    let (patched, _) = run_fixture("forwarder_bindings");
+    let statuses: Vec<String> = patched.outcomes().iter().map(|o| status_text(&o.status)).collect();
+    assert_eq!(
+        statuses,
+        [
+            "skipped: already present: `Assigned.get_embed_and_head` (line 6)",
+            "skipped: already present: `Imported.get_embed_and_head` (line 13)",
+            "skipped: already present: `Decorated.get_embed_and_head` (line 21)",
+            "skipped: already present: `Annotated.get_embed_and_head` (line 29)",
+            "applied",
+        ]
+    );
+}
+
+#[test]
+fn verification_refuses_what_cpython_would_refuse_and_writes_nothing() {
+    // The parser accepts each output; CPython's compiler (or the module on import) would not.
+    let deep = format!("x = {}1{}", "(".repeat(201), ")".repeat(201));
+    let cases: [(&str, &str, &str, &str); 9] = [
+        ("x = 1\n", "module", "\"await y\"", "'await' outside function"),
+        (
+            "def f():\n    pass\n",
+            "f",
+            "\"nonlocal z\"",
+            "no binding for nonlocal 'z' found",
+        ),
+        (
+            "async def g():\n    yield 1\n",
+            "g",
+            "\"return 5\"",
+            "'return' with value in async generator",
+        ),
+        ("x = 1\n", "module", "\"return 1\"", "'return' outside function"),
+        ("x = 1\n", "module", "\"yield 1\"", "'yield' outside function"),
+        (
+            "def f():\n    y = 1\n",
+            "f",
+            "\"global y\"",
+            "name 'y' is assigned to before global declaration",
+        ),
+        (
+            "def f():\n    pass\n",
+            "f",
+            "\"async with a:\\n    pass\"",
+            "'async with' outside async function",
+        ),
+        (
+            "x = 1\n",
+            "module",
+            &format!("\"{deep}\""),
+            "too many nested parentheses",
+        ),
+        ("import os\n", "module", "\"_sep = os.sep\"", "uses `os` before line"),
+    ];
+    for (input, target, code, message) in cases {
+        let at = if target == "module" && message.contains("before line") {
+            "start"
+        } else {
+            "end"
+        };
+        let recipe = inline_recipe(&format!(
+            "[[hook]]\nid = \"h\"\nsummary = \"h\"\nin = \"{target}\"\nat = \"{at}\"\ncode = {code}\n"
+        ));
+        let err = match apply(&recipe, SourceFile::new("t.py", input)) {
+            Ok(patched) => panic!("{message}: applied\n{}", patched.output()),
+            Err(err) => err,
+        };
+        assert!(matches!(err, Error::Verify { .. }), "{message}: {err:?}");
+        assert_eq!(err.hook(), Some("h"), "{err}");
+        assert!(err.to_string().contains(message), "{message}: {err}");
+    }
+}
+
+#[test]
+fn a_file_that_cpython_refuses_already_is_still_patched() {
+    // The self-check compares with the original: an error the input already has is not new.
+    let out = apply_ok(
+        "def f():\n    nonlocal q\n    return 1\n",
+        "[[hook]]\nid = \"h\"\nsummary = \"h\"\nin = \"f\"\nat = \"end\"\ncode = \"pass\"\n",
+    );
+    assert!(out.contains("    pass\n"), "{out}");
+}
+
+#[test]
+fn several_hooks_on_a_one_line_def_compose() {
+    // Actual before: "hooks `start` and `end` edit overlapping text".
+    let (patched, _) = run_fixture("one_line_hooks");
+    let out = patched.output();
+    let f = "def f(x):\n\
+             \x20   # >>> pysplice fx/start ";
+    assert!(out.starts_with(f), "{out}");
+    let body: Vec<&str> = out.lines().skip(2).take(7).map(str::trim).collect();
+    assert_eq!(
+        body,
+        [
+            "x = x + 1",
+            "# ~~~ pysplice fx/wrap d68d01f6 at=4 len=12 was=\"return x\"",
+            "return _w(x)",
+            "# >>> pysplice fx/end bbaf0fc8",
+            "unreachable = True",
+            "# <<< pysplice fx/end",
+            "# <<< pysplice fx/start",
+        ]
+    );
+    assert!(out.contains("    return _w((await get(url)))  # fetch\n"), "{out}");
+    assert!(
+        patched.outcomes().iter().all(|o| o.status == Status::Applied),
+        "{:?}",
+        patched.outcomes()
+    );
+}
+
+#[test]
+fn hooks_of_stacked_recipes_compose_on_a_one_line_def() {
+    let spec = |id: &str| {
+        Recipe::from_toml(
+            "s.toml",
+            &format!(
+                "[recipe]\nid = \"{id}\"\nsummary = \"s\"\n\
+                 [[hook]]\nid = \"s\"\nsummary = \"s\"\nin = \"f\"\nat = \"start\"\ncode = \"x = x + 1\"\n\
+                 [[hook]]\nid = \"e\"\nsummary = \"e\"\nin = \"f\"\nat = \"end\"\ncode = \"done = True\"\n\
+                 [[hook]]\nid = \"w\"\nsummary = \"w\"\nin = \"f\"\nwrap-returns = \"_{id}({{value}})\"\n"
+            ),
+        )
+        .unwrap()
+    };
+    let (a, b) = (spec("a"), spec("b"));
+    let input = "def f(x): return x\n";
+    let with_a = apply(&a, SourceFile::new("t.py", input)).unwrap();
+    let with_ab =
+        apply(&b, SourceFile::new("t.py", with_a.output())).unwrap_or_else(|err| panic!("{err}\n{}", with_a.output()));
+    let out = with_ab.output();
+    assert!(out.contains("    return _b(_a(x))\n"), "{out}");
+    // b's code is inside the def: its start before the return, its end before a's closing marker.
+    let start_b = out.find("# >>> pysplice b/s").unwrap();
+    let ret = out.find("return _b(").unwrap();
+    let end_b = out.find("# >>> pysplice b/e").unwrap();
+    let close_a = out.find("# <<< pysplice a/s").unwrap();
+    assert!(start_b < ret && ret < end_b && end_b < close_a, "{out}");
+    assert!(!apply(&b, SourceFile::new("t.py", out)).unwrap().changed());
+    // Taking `a` out from under `b` would drop b's changes: refused, naming `b`.
+    let err = revert(&a, SourceFile::new("t.py", out)).unwrap_err();
+    assert!(err.to_string().contains("recipe `b` has changes inside"), "{err}");
+    let err = apply(&a, SourceFile::new("t.py", out)).unwrap_err();
+    assert!(err.to_string().contains("revert `b` first"), "{err}");
+    // In order, both come out exactly.
+    let without_b = revert(&b, SourceFile::new("t.py", out)).unwrap();
+    assert_eq!(without_b.output(), with_a.output());
+    assert_eq!(
+        revert(&a, SourceFile::new("t.py", without_b.output()))
+            .unwrap()
+            .output(),
+        input
+    );
+}
+
+#[test]
+fn regression_nested_code_follows_the_block_indentation_not_the_file_unit() {
+    // Actual: "Tabs not allowed as part of indentation after spaces": the file's first block
+    // is indented with a tab (so its unit is a tab), the class with spaces, and the forwarder's
+    // `return` line got the spaces of the class body plus a tab (seen in SymPy's ANTLR parsers).
+    let out = apply_ok(
+        "if x:\n\timport y\n\n\nclass A:\n    def __init__(self, m):\n        self.m = m\n",
+        "[[hook]]\nid = \"f\"\nsummary = \"f\"\nin = \"A\"\nadd-forwarder = \"g\"\nvia = \"m\"\n",
+    );
+    assert!(
+        out.contains("    def g(self, *args, **kwargs):\n        return self.m.g(*args, **kwargs)\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_error_the_inserted_code_causes_in_original_code_names_the_hook() {
+    // `yield` at the start of an async def makes it an async generator: its original
+    // `return 1` is then refused by CPython, outside the inserted block.
+    let recipe = inline_recipe("[[hook]]\nid = \"y\"\nsummary = \"y\"\nin = \"f\"\nat = \"start\"\ncode = \"yield\"\n");
+    let err = apply(&recipe, SourceFile::new("t.py", "async def f():\n    return 1\n")).unwrap_err();
+    assert!(
+        err.to_string().contains("'return' with value in async generator"),
+        "{err}"
+    );
+    assert_eq!(err.hook(), Some("y"), "{err}");
+    assert_eq!(err.location().line, 5, "{err}");
 }

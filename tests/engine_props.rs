@@ -443,6 +443,9 @@ fn check(input: &str, seeds: &[HookSeed]) -> Result<(), TestCaseError> {
     let recipe = recipe_for(&parsed, seeds);
     let patched = match apply(&recipe, SourceFile::new("m.py", input)) {
         Ok(patched) => patched,
+        // The random code uses `probe`, which another random hook may bind only further down:
+        // refusing that is right (the module would raise NameError on import).
+        Err(Error::Verify { ref reason, .. }) if reason.contains("before line") => return Ok(()),
         Err(err @ (Error::Verify { .. } | Error::Marker { .. })) => {
             return Err(TestCaseError::fail(format!(
                 "apply produced text it rejects: {err}\n--- input\n{input}"

@@ -1,0 +1,120 @@
+//! Several hooks of one recipe on one one-line suite (`def f(x): return x` with code at its
+//! start and end and its return wrapped). Each alone expands the suite into a block; together
+//! they would edit the same text, so the plan gives them one expansion, framed by the first
+//! hook, with the others' changes framed inside it (see `Placer::compose_suite`).
+
+use std::collections::BTreeMap;
+
+use crate::edit::Edit;
+use crate::locate::Target;
+use crate::outline::{Definition, ParsedFile};
+use crate::pattern::{visit_statements, Depth};
+use crate::place::{Placer, Refusal, SuitePart};
+use crate::spec::{Action, Anchor, Hook, Recipe};
+use crate::syntax::Node;
+use crate::template::Bindings;
+
+/// For each one-line suite that two or more placed hooks change: the definition and the indices
+/// (in recipe order) of those hooks. `placed` says which hooks have edits.
+pub(crate) fn shared_suites<'f>(
+    recipe: &Recipe,
+    file: &'f ParsedFile,
+    placed: &[bool],
+) -> Vec<(&'f Definition, Vec<usize>)> {
+    let mut by_def: BTreeMap<usize, (&Definition, Vec<usize>)> = BTreeMap::new();
+    for (i, hook) in recipe.hooks.iter().enumerate() {
+        if !placed[i] || !changes_the_suite(hook) {
+            continue;
+        }
+        let Some(def) = target(file, hook) else { continue };
+        if def.is_one_line_suite() {
+            by_def.entry(def.range().start).or_insert((def, Vec::new())).1.push(i);
+        }
+    }
+    by_def.into_values().filter(|(_, hooks)| hooks.len() > 1).collect()
+}
+
+fn changes_the_suite(hook: &Hook) -> bool {
+    matches!(
+        &hook.action,
+        Action::Insert {
+            at: Anchor::Start | Anchor::End,
+            ..
+        } | Action::WrapReturns { .. }
+            | Action::AddForwarder { .. }
+    )
+}
+
+fn target<'f>(file: &'f ParsedFile, hook: &Hook) -> Option<&'f Definition> {
+    let text = match &hook.target {
+        Target::Module => return None,
+        Target::Definition { path, ordinal: Some(n) } => format!("{path}#{n}"),
+        Target::Definition { path, ordinal: None } => path.clone(),
+    };
+    file.locate(&text).ok()
+}
+
+/// The edits of the hooks `indices` on the one-line suite of `def`, all held by the first one.
+pub(crate) fn compose(
+    recipe: &Recipe,
+    file: &ParsedFile,
+    def: &Definition,
+    indices: &[usize],
+    string_lines: &[usize],
+) -> Result<Vec<Edit>, Refusal> {
+    let params = crate::engine::parameter_names(file.node(def));
+    let body = file.node(def).field("body").expect("definitions have a body");
+    let mut parts: Vec<(&str, SuitePart<'_>)> = Vec::new();
+    for &i in indices {
+        let hook = &recipe.hooks[i];
+        let render = |code: &crate::template::Template| {
+            code.render(
+                &recipe.vars,
+                &Bindings {
+                    value: None,
+                    params: &params,
+                },
+            )
+        };
+        let part = match &hook.action {
+            Action::Insert {
+                at: Anchor::Start,
+                code,
+            } => SuitePart::Start(render(code)),
+            Action::Insert { at: Anchor::End, code } => SuitePart::End(render(code)),
+            Action::AddForwarder { method, via } => SuitePart::End(format!(
+                "def {method}(self, *args, **kwargs):\n    return self.{via}.{method}(*args, **kwargs)"
+            )),
+            Action::WrapReturns { template, .. } => {
+                let mut returns: Vec<&Node> = Vec::new();
+                visit_statements(body, Depth::Nested, &mut |stmt| {
+                    if stmt.kind() == "Return" {
+                        returns.push(stmt);
+                    }
+                });
+                // The hook was placed alone, so the suite has exactly one return it wraps.
+                let Some(ret) = returns.into_iter().next() else {
+                    continue;
+                };
+                let params = &params;
+                let vars = &recipe.vars;
+                SuitePart::Wrap(
+                    ret,
+                    Box::new(move |value: &str| {
+                        template.render(
+                            vars,
+                            &Bindings {
+                                value: Some(value),
+                                params,
+                            },
+                        )
+                    }),
+                )
+            }
+            _ => continue,
+        };
+        parts.push((hook.id.as_str(), part));
+    }
+    let owner = parts.first().map_or("", |(hook, _)| *hook);
+    Placer::new(file, &recipe.id, owner, string_lines).compose_suite(def, &parts)
+}
