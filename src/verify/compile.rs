@@ -16,7 +16,7 @@ const MAX_INDENT: usize = 100;
 
 /// Everything CPython's compiler would refuse in the module `root` (the tree of `text`) whose
 /// scopes are `scopes`, added to `found` (the walk's own findings), in source order.
-pub(crate) fn problems(root: &Node, text: &str, scopes: &[Scope], mut found: Vec<Problem>) -> Vec<Problem> {
+pub(crate) fn problems(root: &Node, text: &str, scopes: &[Scope<'_>], mut found: Vec<Problem>) -> Vec<Problem> {
     for scope in scopes {
         if scope.kind
             == (Kind::Function {
@@ -53,7 +53,13 @@ pub(crate) fn problems(root: &Node, text: &str, scopes: &[Scope], mut found: Vec
 /// Every `nonlocal` name must be bound in an enclosing function (CPython's rule: a function
 /// passes down its own bindings and what it was passed, minus its `global` names; a class
 /// passes down only what it was passed).
-fn nonlocal_bindings(scopes: &[Scope], found: &mut Vec<Problem>) {
+fn nonlocal_bindings(scopes: &[Scope<'_>], found: &mut Vec<Problem>) {
+    if !scopes
+        .iter()
+        .any(|s| s.events.iter().any(|(_, _, u)| *u == Use::Nonlocal))
+    {
+        return;
+    }
     // Scopes are created parents first, so one forward pass computes what each one is passed.
     let mut passed: Vec<HashSet<&str>> = Vec::with_capacity(scopes.len());
     let mut gives: Vec<HashSet<&str>> = Vec::with_capacity(scopes.len());

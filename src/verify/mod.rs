@@ -15,20 +15,20 @@ use crate::syntax::Node;
 pub(crate) use scopes::Problem;
 
 /// A module's scopes and what CPython's compiler would refuse in it.
-pub(crate) struct Checked {
-    scopes: Vec<scopes::Scope>,
+pub(crate) struct Checked<'t> {
+    scopes: Vec<scopes::Scope<'t>>,
     /// What CPython's compiler would refuse, in source order.
     pub problems: Vec<Problem>,
 }
 
 /// Checks the module `root` parsed from `text`.
-pub(crate) fn check(root: &Node, text: &str) -> Checked {
+pub(crate) fn check<'t>(root: &'t Node, text: &str) -> Checked<'t> {
     let (scopes, found) = scopes::analyze(root);
     let problems = compile::problems(root, text, &scopes, found);
     Checked { scopes, problems }
 }
 
-impl Checked {
+impl Checked<'_> {
     /// The first import-time use, inside `inserted`, of a module-level name before the
     /// statement that binds it, as a problem at the use; `line_of` gives an offset's line.
     pub(crate) fn early_name_use(

@@ -42,10 +42,10 @@ pub(crate) enum Use {
 
 /// One scope: its kind, its parent, and its name events in source order.
 #[derive(Debug)]
-pub(crate) struct Scope {
+pub(crate) struct Scope<'t> {
     pub kind: Kind,
     pub parent: Option<usize>,
-    pub events: Vec<(usize, Box<str>, Use)>,
+    pub events: Vec<(usize, &'t str, Use)>,
     /// Offsets of `yield` / `yield from` in this scope.
     pub yields: Vec<usize>,
     /// Offsets of `return` statements with a value.
@@ -70,7 +70,7 @@ struct Ctx {
 const MAX_BLOCKS: usize = 20;
 
 /// The scopes of a module node (`Module` with its `body` list), with the problems found.
-pub(crate) fn analyze(root: &Node) -> (Vec<Scope>, Vec<Problem>) {
+pub(crate) fn analyze(root: &Node) -> (Vec<Scope<'_>>, Vec<Problem>) {
     let mut walker = Walker {
         scopes: vec![Scope::new(Kind::Module, None)],
         problems: Vec::new(),
@@ -83,8 +83,8 @@ pub(crate) fn analyze(root: &Node) -> (Vec<Scope>, Vec<Problem>) {
     (walker.scopes, walker.problems)
 }
 
-impl Scope {
-    fn new(kind: Kind, parent: Option<usize>) -> Scope {
+impl Scope<'_> {
+    fn new<'t>(kind: Kind, parent: Option<usize>) -> Scope<'t> {
         Scope {
             kind,
             parent,
@@ -95,14 +95,14 @@ impl Scope {
     }
 }
 
-struct Walker {
-    scopes: Vec<Scope>,
+struct Walker<'t> {
+    scopes: Vec<Scope<'t>>,
     problems: Vec<Problem>,
     /// `from __future__ import annotations`: annotations are never evaluated.
     lazy_annotations: bool,
 }
 
-impl Walker {
+impl<'t> Walker<'t> {
     fn problem(&mut self, offset: usize, message: impl Into<String>) {
         self.problems.push(Problem {
             offset,
@@ -110,11 +110,11 @@ impl Walker {
         });
     }
 
-    fn event(&mut self, scope: usize, offset: usize, name: &str, kind: Use) {
+    fn event(&mut self, scope: usize, offset: usize, name: &'t str, kind: Use) {
         if matches!(kind, Use::Store | Use::Param) && name == "__debug__" {
             self.problem(offset, "cannot assign to __debug__");
         }
-        self.scopes[scope].events.push((offset, name.into(), kind));
+        self.scopes[scope].events.push((offset, name, kind));
     }
 
     fn new_scope(&mut self, kind: Kind, parent: usize) -> usize {
@@ -137,7 +137,7 @@ impl Walker {
 
     /// `from __future__` imports: only after the docstring and other future imports, and only
     /// features CPython knows.
-    fn future_imports(&mut self, body: &Node) {
+    fn future_imports(&mut self, body: &'t Node) {
         let mut leading = true;
         for (i, stmt) in body.children().iter().enumerate() {
             let is_future = stmt.kind() == "ImportFrom" && stmt.label() == Some("__future__");
@@ -166,13 +166,13 @@ impl Walker {
         }
     }
 
-    fn block(&mut self, list: &Node, scope: usize, ctx: Ctx) {
+    fn block(&mut self, list: &'t Node, scope: usize, ctx: Ctx) {
         for stmt in list.children() {
             stacker::maybe_grow(64 * 1024, 1 << 20, || self.stmt(stmt, scope, ctx));
         }
     }
 
-    fn nested(&mut self, list: &Node, scope: usize, ctx: Ctx, is_loop: bool) {
+    fn nested(&mut self, list: &'t Node, scope: usize, ctx: Ctx, is_loop: bool) {
         let inner = Ctx {
             in_loop: ctx.in_loop || is_loop,
             blocks: ctx.blocks + 1,
@@ -186,7 +186,7 @@ impl Walker {
     }
 
     #[allow(clippy::too_many_lines)]
-    fn stmt(&mut self, stmt: &Node, scope: usize, ctx: Ctx) {
+    fn stmt(&mut self, stmt: &'t Node, scope: usize, ctx: Ctx) {
         let at = stmt.range().start;
         let c = stmt.children();
         match stmt.kind() {
@@ -365,7 +365,7 @@ impl Walker {
         }
     }
 
-    fn declaration(&mut self, stmt: &Node, scope: usize) {
+    fn declaration(&mut self, stmt: &'t Node, scope: usize) {
         let at = stmt.range().start;
         let global = stmt.kind() == "Global";
         let kind = self.scopes[scope].kind;
@@ -444,10 +444,10 @@ impl Walker {
         }
     }
 
-    fn arguments(&mut self, args: &Node, outer: usize, inner: usize) {
-        let mut seen: Vec<&str> = Vec::new();
+    fn arguments(&mut self, args: &'t Node, outer: usize, inner: usize) {
+        let mut seen: Vec<&'t str> = Vec::new();
         for child in args.children() {
-            let items: Vec<(&Node, Option<&Node>)> = match child.kind() {
+            let items: Vec<(&'t Node, Option<&'t Node>)> = match child.kind() {
                 LIST => child
                     .children()
                     .iter()
@@ -475,20 +475,20 @@ impl Walker {
     }
 
     /// An annotation: evaluated where it stands, unless annotations are lazy.
-    fn annotation(&mut self, node: &Node, scope: usize) {
+    fn annotation(&mut self, node: &'t Node, scope: usize) {
         if !self.lazy_annotations {
             self.expr(node, scope);
         }
     }
 
-    fn exprs(&mut self, list: &Node, scope: usize) {
+    fn exprs(&mut self, list: &'t Node, scope: usize) {
         for child in list.children() {
             self.expr(child, scope);
         }
     }
 
     /// An assignment target: names in it are stored, the rest (`a.b`, `a[i]`) is loaded.
-    fn target(&mut self, node: &Node, scope: usize) {
+    fn target(&mut self, node: &'t Node, scope: usize) {
         match node.kind() {
             "Name" => self.event(scope, node.range().start, node.label().unwrap_or_default(), Use::Store),
             "Tuple" | "List" | LIST => {
@@ -501,13 +501,13 @@ impl Walker {
         }
     }
 
-    fn targets(&mut self, list: &Node, scope: usize) {
+    fn targets(&mut self, list: &'t Node, scope: usize) {
         for child in list.children() {
             self.target(child, scope);
         }
     }
 
-    fn pattern(&mut self, node: &Node, scope: usize) {
+    fn pattern(&mut self, node: &'t Node, scope: usize) {
         match node.kind() {
             "identifier" => self.event(scope, node.range().start, node.label().unwrap_or_default(), Use::Store),
             "MatchValue" => self.expr(&node.children()[0], scope),
@@ -531,7 +531,7 @@ impl Walker {
         }
     }
 
-    fn comprehension(&mut self, node: &Node, scope: usize, kind: Kind) {
+    fn comprehension(&mut self, node: &'t Node, scope: usize, kind: Kind) {
         let c = node.children();
         let generators = c.last().expect("comprehensions have generators");
         let inner = self.new_scope(kind, scope);
@@ -554,11 +554,11 @@ impl Walker {
         }
     }
 
-    fn expr(&mut self, node: &Node, scope: usize) {
+    fn expr(&mut self, node: &'t Node, scope: usize) {
         stacker::maybe_grow(64 * 1024, 1 << 20, || self.expr_inner(node, scope));
     }
 
-    fn expr_inner(&mut self, node: &Node, scope: usize) {
+    fn expr_inner(&mut self, node: &'t Node, scope: usize) {
         let at = node.range().start;
         match node.kind() {
             "Name" => self.event(scope, at, node.label().unwrap_or_default(), Use::Load),
