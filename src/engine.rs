@@ -683,6 +683,7 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -
     let file = prepared.original();
     let text = file.source().text();
     let current = prepared.current();
+    let foreign = marker::block_ranges(file.source());
     for (id, _, planned) in &plan.hooks {
         let (HookPlan::Edits(edits), Some(hook)) = (planned, recipe.hooks.iter().find(|h| &h.id == id)) else {
             continue;
@@ -705,13 +706,16 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -
                 }
                 _ if range.is_empty() => edit.inserted().first().and_then(|inserted| {
                     let code = &edit.text()[inserted.clone()];
-                    if code.trim().is_empty() {
+                    let at = if code.trim().is_empty() {
                         None
                     } else if text[..range.start].ends_with(code) {
                         Some(range.start - code.len())
                     } else {
                         text[range.start..].starts_with(code).then_some(range.start)
-                    }
+                    };
+                    // The same code inside another recipe's block is that recipe's (stacked
+                    // recipes may add the same lines): marked, not orphaned.
+                    at.filter(|&at| !marker::covers(&foreign, &(at..at + code.len())))
                 }),
                 _ => None,
             };

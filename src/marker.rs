@@ -207,6 +207,9 @@ struct Claim<'a> {
     hook: &'a str,
     displaced: &'a str,
     content: &'a str,
+    /// The code a reader sees in place of the displaced text: `content`, or for an expanded
+    /// one-line suite, its content without the recipe's other hooks framed inside it.
+    shown: &'a str,
     column: usize,
 }
 
@@ -240,7 +243,7 @@ impl Claim<'_> {
         if !sealed {
             return Err(Broken::Edited);
         }
-        if displaced_fits(self.kind, self.displaced, self.content) {
+        if displaced_fits(self.kind, self.displaced, self.shown) {
             Ok(())
         } else {
             Err(Broken::Unchecked(
@@ -558,12 +561,21 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                 } else {
                     text[content.clone()].to_string()
                 };
+                // The recipe's other hooks on an expanded suite sit inside it (a wrapped return,
+                // code at its start): the suite shows once they are taken out.
+                let shown = if kind == "joined" {
+                    let block = SourceFile::new("<block>", sealed.as_str());
+                    strip(&sealed, &scan(&block, recipe)?)
+                } else {
+                    String::new()
+                };
                 let claim = Claim {
                     kind,
                     recipe,
                     hook,
                     displaced: was,
                     content: &sealed,
+                    shown: if kind == "joined" { &shown } else { &sealed },
                     column: 0,
                 };
                 if let Err(broken) = claim.check(&frame.seal) {
@@ -653,6 +665,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                     hook,
                     displaced: &was,
                     content: changed,
+                    shown: changed,
                     column,
                 };
                 if let Err(broken) = claim.check(&seal) {

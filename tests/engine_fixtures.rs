@@ -983,9 +983,9 @@ fn several_hooks_on_a_one_line_def_compose() {
         body,
         [
             "x = x + 1",
-            "# ~~~ pysplice fx/wrap d68d01f6 at=4 len=12 was=\"return x\"",
+            "# ~~~ pysplice fx/wrap sha256:1158eb69dd1b3900933f5996610df33615007e568790099a2568c0c78a1dc055 at=4 len=12 was=\"return x\"",
             "return _w(x)",
-            "# >>> pysplice fx/end bbaf0fc8",
+            "# >>> pysplice fx/end sha256:82dfcf139bc9ccb8db5a9138fd66dadcb0cbebcc2573b3b7aa026a0ea2b21e89",
             "unreachable = True",
             "# <<< pysplice fx/end",
             "# <<< pysplice fx/start",
