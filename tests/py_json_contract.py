@@ -153,6 +153,9 @@ def main(pysplice, dump):
         assert not v["ok"] and v["status"] == "failed" and v["hooks"], v
 
         # The hook spec schema accepts every bundled recipe and refuses an unknown key.
+        for path in sorted((ROOT / "recipes").glob("*.toml")):
+            first = path.read_text().splitlines()[0]
+            assert first == "#:schema ../schemas/hook-spec.schema.json", f"{path}: no #:schema line"
         for path in sorted((ROOT / "recipes").glob("*.toml")) + sorted((FIXTURES / "engine").glob("*.toml")):
             errors = list(SPEC.iter_errors(tomllib.loads(path.read_text())))
             assert not errors, f"{path}: {errors[0].message}"
