@@ -187,6 +187,23 @@ pub struct DocumentHook {
     pub message: String,
 }
 
+/// The parse and plan behind a [`DocumentPlan`], kept for [`Document::apply_edits_from`].
+#[derive(Debug)]
+pub struct KeptPlan {
+    recipe: String,
+    version: i32,
+    prepared: Prepared,
+    plan: engine::Plan,
+}
+
+impl KeptPlan {
+    /// The document version it was made for.
+    #[must_use]
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+}
+
 /// The text of one open file, as an editor holds it.
 ///
 /// `Send + Sync`, no global state: one per open file, re-planned whenever the embedder wants.
@@ -329,6 +346,16 @@ impl Document {
     /// typing), [`Error::Marker`] when a block of this recipe was edited by hand. Hooks that cannot
     /// be placed are not errors: they show as [`Status::Failed`].
     pub fn plan(&self, recipe: &Recipe) -> Result<DocumentPlan, Error> {
+        self.plan_keeping(recipe).map(|(plan, _)| plan)
+    }
+
+    /// As [`Document::plan`], also giving the parse and plan it made, so that
+    /// [`Document::apply_edits_from`] can apply the recipe at this version without parsing and
+    /// planning again (an editor plans for diagnostics, then is asked for the code action).
+    ///
+    /// # Errors
+    /// As [`Document::plan`].
+    pub fn plan_keeping(&self, recipe: &Recipe) -> Result<(DocumentPlan, KeptPlan), Error> {
         let prepared = Prepared::new(recipe, SourceFile::new(self.name.clone(), self.text()))?;
         let current = prepared.current();
         let original = prepared.original();
@@ -409,14 +436,35 @@ impl Document {
         }
         let pending =
             conflict.is_none() && plan.is_complete() && planned.as_ref().is_some_and(|p| p.text() != current.text());
-        Ok(DocumentPlan {
+        let document_plan = DocumentPlan {
             recipe: recipe.id.clone(),
             version: self.version,
             patched: prepared.is_patched(),
             pending,
             relevant,
             hooks,
-        })
+        };
+        let kept = KeptPlan {
+            recipe: recipe.id.clone(),
+            version: self.version,
+            plan,
+            prepared,
+        };
+        Ok((document_plan, kept))
+    }
+
+    /// [`Document::apply_edits`] from a plan [`Document::plan_keeping`] made: only the edits are
+    /// applied and verified. A plan of another version or recipe is not used; the recipe is then
+    /// planned afresh.
+    ///
+    /// # Errors
+    /// As [`Document::apply_edits`].
+    pub fn apply_edits_from(&self, recipe: &Recipe, kept: KeptPlan) -> Result<Vec<TextEdit>, Error> {
+        if kept.version != self.version || kept.recipe != recipe.id {
+            return self.apply_edits(recipe);
+        }
+        let patched = engine::apply_plan(recipe, &kept.prepared, kept.plan)?;
+        Ok(self.diff(kept.prepared.current().text(), patched.output()))
     }
 
     /// The edits that turn the current text into the text with `recipe` applied and verified

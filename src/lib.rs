@@ -71,7 +71,7 @@ pub mod spec;
 pub mod syntax;
 pub mod template;
 
-pub use document::{Document, DocumentPlan, TextEdit, Utf16Position, Utf16Range};
+pub use document::{Document, DocumentPlan, KeptPlan, TextEdit, Utf16Position, Utf16Range};
 pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Status};
 pub use error::{Error, Location};
 pub use files::DiskFile;
