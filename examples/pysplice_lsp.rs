@@ -11,9 +11,21 @@
 //! On every open Python file that a recipe concerns (it carries the recipe's markers, or defines
 //! one of the definitions its hooks target), each hook gets a diagnostic: information where it
 //! applies or is applied, a hint where it is skipped, a warning (with the nearest candidates)
-//! where a required target or anchor is missing. Code actions "Apply recipe ID" and "Revert
-//! recipe ID" return the verified change as a `WorkspaceEdit`; hovering over a marker line (or a
-//! block) shows the hook's summary. Text sync is incremental; positions are UTF-16.
+//! where a required target or anchor is missing; the apply is offered as a quick fix of those
+//! that it places or updates. Code actions "Apply recipe ID" and "Revert recipe ID" give the
+//! verified change as a `WorkspaceEdit`: computed when the action is chosen (`codeAction/resolve`,
+//! or the command `pysplice.applyCodeAction` and `workspace/applyEdit`), so that the answer to a
+//! code action request after a keystroke only needs the plan the diagnostics made; eagerly for
+//! clients that can do neither. `workspace/executeCommand` `pysplice.applyRecipeToWorkspace`
+//! `[recipe id]` applies a recipe to every Python file of the workspace it concerns, in one
+//! `workspace/applyEdit`. Hovering over a marker line (or a block) shows the hook's summary.
+//! Text sync is incremental; positions are UTF-16.
+//!
+//! Without any configuration the server stays quiet (a log line). Recipe files and
+//! `pysplice.toml` are reloaded on `workspace/didChangeWatchedFiles` (the watcher is registered
+//! dynamically where the client can); a recipe that does not compile gets its error as a
+//! diagnostic in the recipe file itself, also while it is open and being typed. While a Python
+//! file does not parse, its last good diagnostics stay.
 //!
 //! Logs go to stderr. The server never panics on bad input: malformed messages get an error
 //! response (requests) or are logged and dropped (notifications).
@@ -98,7 +110,7 @@ fn serve(connection: &Connection) -> Result<ExitCode, Box<dyn std::error::Error>
             ..CodeActionOptions::default()
         })),
         execute_command_provider: Some(ExecuteCommandOptions {
-            commands: vec![APPLY_TO_WORKSPACE.to_string()],
+            commands: vec![APPLY_TO_WORKSPACE.to_string(), APPLY_ACTION.to_string()],
             ..ExecuteCommandOptions::default()
         }),
         ..ServerCapabilities::default()
@@ -142,6 +154,9 @@ type Edits = Result<Vec<TextEdit>, String>;
 
 /// The command that applies a recipe to every matching file of the workspace.
 const APPLY_TO_WORKSPACE: &str = "pysplice.applyRecipeToWorkspace";
+/// The command behind a code action for clients that do not resolve code actions: the edit is
+/// made when the action is chosen and sent with `workspace/applyEdit`.
+const APPLY_ACTION: &str = "pysplice.applyCodeAction";
 
 /// An open Python file.
 struct Open {
@@ -195,6 +210,8 @@ struct Client {
     resolve_edit: bool,
     /// Dynamic registration of `workspace/didChangeWatchedFiles`.
     watch_dynamic: bool,
+    /// `workspace/applyEdit`.
+    apply_edit: bool,
 }
 
 struct Server<'c> {
@@ -236,6 +253,7 @@ impl<'c> Server<'c> {
                 .and_then(|w| w.did_change_watched_files.as_ref())
                 .and_then(|d| d.dynamic_registration)
                 .unwrap_or(false),
+            apply_edit: caps.workspace.as_ref().and_then(|w| w.apply_edit).unwrap_or(false),
         };
         Server {
             connection,
@@ -414,14 +432,25 @@ impl<'c> Server<'c> {
             }
             ExecuteCommand::METHOD => {
                 let params: ExecuteCommandParams = serde_json::from_value(request.params).map_err(bad)?;
-                if params.command != APPLY_TO_WORKSPACE {
-                    return Err((
-                        ErrorCode::InvalidParams,
-                        format!("unknown command `{}`", params.command),
-                    ));
+                match params.command.as_str() {
+                    APPLY_TO_WORKSPACE => {
+                        let recipe = params.arguments.first().and_then(serde_json::Value::as_str);
+                        self.apply_to_workspace(recipe)
+                    }
+                    APPLY_ACTION => {
+                        let data = params.arguments.into_iter().next().unwrap_or_default();
+                        let action = CodeAction {
+                            title: "pysplice".into(),
+                            data: Some(data),
+                            ..CodeAction::default()
+                        };
+                        if let Some(edit) = self.resolve(action)?.edit {
+                            self.request_client("workspace/applyEdit", serde_json::json!({ "edit": edit }));
+                        }
+                        Ok(serde_json::Value::Null)
+                    }
+                    other => Err((ErrorCode::InvalidParams, format!("unknown command `{other}`"))),
                 }
-                let recipe = params.arguments.first().and_then(serde_json::Value::as_str);
-                self.apply_to_workspace(recipe)
             }
             other => Err((
                 ErrorCode::MethodNotFound,
@@ -600,7 +629,7 @@ impl<'c> Server<'c> {
             wanted(&CodeActionKind::REFACTOR_REWRITE),
             wanted(&CodeActionKind::QUICKFIX),
         );
-        let resolve = self.client.resolve_edit;
+        let (resolve, command) = (self.client.resolve_edit, self.client.apply_edit);
         let document_changes = self.client.document_changes;
         let Some(open) = self.open.get_mut(params.text_document.uri.as_str()) else {
             return Vec::new();
@@ -665,13 +694,23 @@ impl<'c> Server<'c> {
                         .find(|h| matches!(h.status, Status::Failed { .. }))
                         .map_or_else(|| "a hook cannot be placed".to_string(), |h| h.message.clone());
                     action.disabled = Some(CodeActionDisabled { reason });
-                } else if resolve {
-                    action.data = Some(serde_json::json!({
+                } else if resolve || command {
+                    // The edit is made when the action is chosen: through `codeAction/resolve`,
+                    // or the command and `workspace/applyEdit`.
+                    let data = serde_json::json!({
                         "uri": open.uri.as_str(),
                         "version": open.doc.version(),
                         "recipe": recipe.id,
                         "revert": revert,
-                    }));
+                    });
+                    if !resolve {
+                        action.command = Some(lsp_types::Command {
+                            title: action.title.clone(),
+                            command: APPLY_ACTION.into(),
+                            arguments: Some(vec![data.clone()]),
+                        });
+                    }
+                    action.data = Some(data);
                 } else {
                     match edits_of(open, recipe, revert) {
                         Ok(edits) => {
