@@ -8,6 +8,7 @@ the command that applies a recipe to the whole workspace in one edit.
 Usage: python tests/py_lsp_pygls.py PYSPLICE_LSP   (needs `pygls` from PyPI)
 """
 
+import ast
 import asyncio
 import pathlib
 import shutil
@@ -103,12 +104,12 @@ CAPABILITIES = t.ClientCapabilities(
 )
 
 
-async def start(server, root):
+async def start(server, root, capabilities=CAPABILITIES):
     client = Client()
     await client.start_io(server)
     await client.initialize_async(
         t.InitializeParams(
-            capabilities=CAPABILITIES,
+            capabilities=capabilities,
             root_uri=uri(root),
             workspace_folders=[t.WorkspaceFolder(uri=uri(root), name="ws")],
         )
@@ -257,11 +258,57 @@ async def workspace(server, tmp):
     await stop(client)
 
 
+async def command_instead_of_resolve(server, tmp):
+    """A client that cannot resolve code actions gets a command; running it sends the edit."""
+    root = tmp / "cmd"
+    root.mkdir()
+    (root / "recipe.toml").write_text(RECIPE)
+    (root / "pysplice.toml").write_text('recipes = ["recipe.toml"]\n')
+    model = root / "m.py"
+    model.write_text(MODEL)
+    capabilities = t.ClientCapabilities(
+        workspace=t.WorkspaceClientCapabilities(apply_edit=True, execute_command=t.ExecuteCommandClientCapabilities()),
+        text_document=t.TextDocumentClientCapabilities(
+            code_action=t.CodeActionClientCapabilities(
+                code_action_literal_support=t.ClientCodeActionLiteralOptions(
+                    code_action_kind=t.ClientCodeActionKindOptions(value_set=["quickfix", "refactor.rewrite"])
+                )
+            )
+        ),
+    )
+    client = await start(server, root, capabilities)
+    open_file(client, model, MODEL)
+    await wait_for("diagnostics", lambda: client.diagnostics.get(uri(model)))
+    actions = await client.text_document_code_action_async(
+        t.CodeActionParams(
+            text_document=t.TextDocumentIdentifier(uri=uri(model)),
+            range=t.Range(start=t.Position(line=0, character=0), end=t.Position(line=0, character=0)),
+            context=t.CodeActionContext(diagnostics=[]),
+        )
+    )
+    [action] = [a for a in actions if a.title == "Apply recipe trace"]
+    # lsprotocol reads any answer with a "command" key as a Command, and the CodeAction's command
+    # object ends up as the repr of a dict in `command`: read it back from there.
+    command = action.command if isinstance(action, t.CodeAction) else ast.literal_eval(action.command)
+    if isinstance(action, t.CodeAction):
+        assert action.edit is None, action
+        command = {"command": command.command, "arguments": command.arguments}
+    assert command["command"] == "pysplice.applyCodeAction", command
+    await client.workspace_execute_command_async(
+        t.ExecuteCommandParams(command=command["command"], arguments=command["arguments"])
+    )
+    [request] = await wait_for("workspace/applyEdit", lambda: client.applied)
+    patched = apply_edits(MODEL, request.edit.changes[uri(model)])
+    assert "        logging.debug('forward')\n" in patched, patched
+    await stop(client)
+
+
 async def main(server):
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="pysplice-pygls-"))
     try:
         await asyncio.wait_for(quiet_without_configuration(server, tmp), 30)
         await asyncio.wait_for(workspace(server, tmp), 30)
+        await asyncio.wait_for(command_instead_of_resolve(server, tmp), 30)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("LSP through pygls: all checks passed")
