@@ -364,15 +364,18 @@ impl Document {
         let frames_now = marker::scan(current, &recipe.id)?;
         let pieces = displaced_pieces(&frames_now);
         let to_current = |offset: usize| map_to_current(&pieces, offset).min(current.text().len());
-        // The planned result: its frames tell "already applied" from "updated". A conflict
-        // between hooks is reported on both of them.
+        // The planned result: its frames tell "already applied" from "updated", which only
+        // matters for hooks whose frames are there now (a file without them skips the scan). A
+        // conflict between hooks is reported on both of them.
         let (planned, conflict) = match apply_edits(original.source(), &edits) {
-            Ok((text, _)) => (Some(SourceFile::new(self.name.clone(), text)), None),
+            Ok((text, _)) => (Some(text), None),
             Err(err) => (None, Some(err)),
         };
         let frames_then = match &planned {
-            Some(file) => marker::scan(file, &recipe.id).unwrap_or_default(),
-            None => Vec::new(),
+            Some(text) if !frames_now.is_empty() => {
+                marker::scan(&SourceFile::new(self.name.clone(), text.as_str()), &recipe.id).unwrap_or_default()
+            }
+            _ => Vec::new(),
         };
         let now = group(&frames_now);
         let then = group(&frames_then);
@@ -435,7 +438,7 @@ impl Document {
             });
         }
         let pending =
-            conflict.is_none() && plan.is_complete() && planned.as_ref().is_some_and(|p| p.text() != current.text());
+            conflict.is_none() && plan.is_complete() && planned.as_ref().is_some_and(|p| p.as_str() != current.text());
         let document_plan = DocumentPlan {
             recipe: recipe.id.clone(),
             version: self.version,
