@@ -2,7 +2,8 @@
 //! pinned SGLang release's `deepseek_v2.py` (about 150 KB) in a `Document`, one character of a
 //! comment changed through `apply_change`, then `plan` of the bundled `sglang-hs-dump` recipe.
 //! Measured on the file as released (nothing applied yet) and with the recipe applied (markers
-//! present, every hook "already applied"). Goal: under 50 ms.
+//! present, every hook "already applied"). Goal: under 50 ms. Also the code action's edits of
+//! the same version, planned afresh or from the plan the diagnostics kept.
 //!
 //! `bash scripts/fetch-corpus.sh && cargo bench --bench replan`
 
@@ -53,6 +54,25 @@ fn main() {
                 flip = !flip;
                 doc.apply_change(Some(range), if flip { "x" } else { "y" });
                 black_box(doc.plan(&recipe).expect("plans"))
+            });
+        });
+        // The code action of the same version: planned afresh (two parses, as before), or from
+        // the parse and plan the diagnostics kept.
+        group.bench_function(format!("edit_plan_then_apply_edits_fresh/{label}"), |b| {
+            b.iter(|| {
+                flip = !flip;
+                doc.apply_change(Some(range), if flip { "x" } else { "y" });
+                black_box(doc.plan(&recipe).expect("plans"));
+                black_box(doc.apply_edits(&recipe).expect("applies"))
+            });
+        });
+        group.bench_function(format!("edit_plan_then_apply_edits_from_kept/{label}"), |b| {
+            b.iter(|| {
+                flip = !flip;
+                doc.apply_change(Some(range), if flip { "x" } else { "y" });
+                let (plan, kept) = doc.plan_keeping(&recipe).expect("plans");
+                black_box(plan);
+                black_box(doc.apply_edits_from(&recipe, kept).expect("applies"))
             });
         });
         group.bench_function(format!("one_char_edit_only/{label}"), |b| {

@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
+use pysplice::contract::{self, Body, Dump, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
 use pysplice::recipes::sglang::{self, Launch, ReleaseVersion as Version};
-use pysplice::{report, DiskFile, Error, Patched, Prepared, Recipe, Status};
+use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe, Status};
 
 /// The demo model: a stand-in written for pysplice in the shape of SGLang's `deepseek_v2.py`.
 const DEMO_MODEL: &str = include_str!("data/demo_model.py");
@@ -339,40 +340,74 @@ fn exit_code(err: &Error) -> u8 {
     }
 }
 
-/// Prints an error as text or JSON and gives its exit code.
-fn fail(json: bool, file: &Path, message: &str, code: u8) -> u8 {
-    if json {
-        outln!(
-            "{}",
-            serde_json::json!({"file": file.display().to_string(), "error": message})
-        );
-    } else {
-        errln!("{message}");
-    }
-    code
+/// How failures are reported: as text, or as the JSON object of a success with `error` set.
+struct Failures<'a> {
+    json: bool,
+    recipe: &'a Recipe,
+    mode: Mode,
+    dry_run: bool,
+    demo: bool,
 }
 
-/// Applies the recipe, reporting every hook when one cannot be placed.
-fn apply(recipe: &Recipe, file: &DiskFile, json: bool) -> Result<Patched, u8> {
-    let prepared = Prepared::new(recipe, file.source().clone())
-        .map_err(|err| fail(json, file.path(), &err.to_string(), exit_code(&err)))?;
-    let plan = pysplice::plan(recipe, prepared.original());
-    if !plan.is_complete() {
-        let outcomes = plan.outcomes();
-        if json {
-            let value = serde_json::json!({"file": file.path().display().to_string(), "error": "a hook could not be placed; nothing was written", "hooks": outcomes});
-            outln!("{value}");
-        } else {
-            errln!("Cannot patch {}", file.path().display());
-            for outcome in &outcomes {
-                errln!("  - {}", report::outcome_line(outcome));
-            }
-            errln!("nothing was written");
+impl Failures<'_> {
+    /// The words hook statuses are given in for this mode.
+    fn words(&self) -> Words {
+        match self.mode {
+            Mode::Apply => Words::Apply,
+            Mode::Check => Words::Check,
+            Mode::Revert => Words::Revert,
         }
-        return Err(1);
     }
-    pysplice::apply_plan(recipe, &prepared, plan)
-        .map_err(|err| fail(json, file.path(), &err.to_string(), exit_code(&err)))
+
+    /// Prints an error as text or JSON (with what became of every hook) and gives `code`.
+    fn fail(&self, file: &Path, error: ErrorInfo, outcomes: &[HookOutcome], code: u8) -> u8 {
+        if self.json {
+            let hooks = if outcomes.is_empty() {
+                HookResult::not_run(self.recipe)
+            } else {
+                outcomes.iter().map(|o| HookResult::new(o, self.words())).collect()
+            };
+            let body = Body::SglangHsDump(Dump {
+                splice: Splice {
+                    status: FileStatus::Failed,
+                    changed: false,
+                    written: false,
+                    hooks,
+                    diff: None,
+                },
+                mode: self.mode.name(self.dry_run).to_string(),
+                demo: self.demo,
+                release: None,
+                launch: None,
+            });
+            outln!("{}", Output::failed(file.display().to_string(), body, error).to_line());
+        } else {
+            errln!("{}", error.message);
+        }
+        code
+    }
+
+    /// [`Failures::fail`] for a library error.
+    fn error(&self, file: &Path, err: &Error) -> u8 {
+        self.fail(file, ErrorInfo::from(err), &[], exit_code(err))
+    }
+
+    /// Applies the recipe, reporting every hook when one cannot be placed.
+    fn apply(&self, file: &DiskFile) -> Result<Patched, u8> {
+        let attempt = pysplice::engine::apply_reporting(self.recipe, file.source().clone());
+        let (planned, outcomes) = (attempt.planned, attempt.outcomes);
+        attempt.result.map_err(|err| {
+            if !self.json && !outcomes.is_empty() && !planned {
+                errln!("Cannot patch {}", file.path().display());
+                for outcome in &outcomes {
+                    errln!("  - {}", report::outcome_line(outcome));
+                }
+                errln!("nothing was written");
+                return 1;
+            }
+            self.fail(file.path(), ErrorInfo::from(&err), &outcomes, exit_code(&err))
+        })
+    }
 }
 
 fn run(args: &Args) -> u8 {
@@ -391,6 +426,13 @@ fn run(args: &Args) -> u8 {
         Mode::Apply
     };
     let demo = args.path.is_none() && !args.installed;
+    let failures = Failures {
+        json: args.json,
+        recipe: &recipe,
+        mode,
+        dry_run: args.dry_run,
+        demo,
+    };
     let path = if args.installed {
         installed(&args.python)
     } else if let Some(path) = &args.path {
@@ -400,7 +442,10 @@ fn run(args: &Args) -> u8 {
     };
     let path = match path {
         Ok(path) => path,
-        Err(message) => return fail(args.json, args.path.as_deref().unwrap_or(Path::new("")), &message, 2),
+        Err(message) => {
+            let file = args.path.as_deref().unwrap_or(Path::new(""));
+            return failures.fail(file, ErrorInfo::message(message), &[], 2);
+        }
     };
     let release = match &args.sglang_version {
         Some(text) => match Version::parse(text) {
@@ -411,7 +456,7 @@ fn run(args: &Args) -> u8 {
             }),
             None => {
                 let message = format!("--sglang-version {text}: not a release number such as 0.5.9");
-                return fail(args.json, &path, &message, 2);
+                return failures.fail(&path, ErrorInfo::message(message), &[], 2);
             }
         },
         None if demo => None,
@@ -420,13 +465,12 @@ fn run(args: &Args) -> u8 {
 
     let file = match DiskFile::read(&path) {
         Ok(file) => file,
-        Err(err) => return fail(args.json, &path, &err.to_string(), exit_code(&err)),
+        Err(err) => return failures.error(&path, &err),
     };
     let patched = if mode == Mode::Revert {
-        pysplice::revert(&recipe, file.source().clone())
-            .map_err(|err| fail(args.json, &path, &err.to_string(), exit_code(&err)))
+        pysplice::revert(&recipe, file.source().clone()).map_err(|err| failures.error(&path, &err))
     } else {
-        apply(&recipe, &file, args.json)
+        failures.apply(&file)
     };
     let patched = match patched {
         Ok(patched) => patched,
@@ -437,7 +481,7 @@ fn run(args: &Args) -> u8 {
     let write = mode != Mode::Check && !args.dry_run && patched.changed();
     if write {
         if let Err(err) = file.write(patched.output()) {
-            return fail(args.json, &path, &err.to_string(), exit_code(&err));
+            return failures.fail(&path, ErrorInfo::from(&err), patched.outcomes(), exit_code(&err));
         }
         if file.hard_links() > 1 {
             errln!(
@@ -472,26 +516,35 @@ fn run(args: &Args) -> u8 {
     let code = u8::from(mode == Mode::Check && (pending || patched.changed()));
 
     if args.json {
-        let mut value = report::json(&patched);
-        value["mode"] = mode.name(args.dry_run).into();
-        value["written"] = write.into();
-        value["demo"] = demo.into();
-        value["release"] = release
-            .as_ref()
-            .map(|r| serde_json::json!({"version": r.text, "source": r.source}))
-            .into();
-        value["launch"] = serde_json::json!({
-            "env": {env: DUMP_DIR},
-            "flags": launch.flags,
-            "notes": launch.notes,
+        let status = match (mode, args.dry_run) {
+            (Mode::Check, _) if code == 0 => FileStatus::UpToDate,
+            (Mode::Check, _) => FileStatus::NeedsApply,
+            (Mode::Apply, _) if !pending => FileStatus::UpToDate,
+            (Mode::Apply, true) => FileStatus::WouldPatch,
+            (Mode::Apply, false) => FileStatus::Patched,
+            (Mode::Revert, _) if !patched.changed() => FileStatus::NothingToRevert,
+            (Mode::Revert, true) => FileStatus::WouldRevert,
+            (Mode::Revert, false) => FileStatus::Reverted,
+        };
+        let mut splice = Splice::new(status, patched.outcomes(), failures.words());
+        splice.changed = patched.changed();
+        splice.written = write;
+        splice.diff = (args.dry_run || demo).then_some(diff);
+        let body = Body::SglangHsDump(Dump {
+            splice,
+            mode: mode.name(args.dry_run).to_string(),
+            demo,
+            release: release.as_ref().map(|r| contract::Release {
+                version: r.text.clone(),
+                source: r.source.clone(),
+            }),
+            launch: Some(contract::Launch {
+                env: [(env.to_string(), DUMP_DIR.to_string())].into(),
+                flags: launch.flags.iter().map(|f| f.to_string()).collect(),
+                notes: launch.notes.clone(),
+            }),
         });
-        if mode == Mode::Check {
-            value["up_to_date"] = (code == 0).into();
-        }
-        if args.dry_run || demo {
-            value["diff"] = diff.into();
-        }
-        outln!("{value}");
+        outln!("{}", Output::new(patched.name(), body).to_line());
         return code;
     }
 

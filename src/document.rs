@@ -187,6 +187,23 @@ pub struct DocumentHook {
     pub message: String,
 }
 
+/// The parse and plan behind a [`DocumentPlan`], kept for [`Document::apply_edits_from`].
+#[derive(Debug)]
+pub struct KeptPlan {
+    recipe: String,
+    version: i32,
+    prepared: Prepared,
+    plan: engine::Plan,
+}
+
+impl KeptPlan {
+    /// The document version it was made for.
+    #[must_use]
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+}
+
 /// The text of one open file, as an editor holds it.
 ///
 /// `Send + Sync`, no global state: one per open file, re-planned whenever the embedder wants.
@@ -330,6 +347,16 @@ impl Document {
     /// is missing, [`Error::Stacked`] when another recipe sits on top of one. Hooks that cannot
     /// be placed are not errors: they show as [`Status::Failed`].
     pub fn plan(&self, recipe: &Recipe) -> Result<DocumentPlan, Error> {
+        self.plan_keeping(recipe).map(|(plan, _)| plan)
+    }
+
+    /// As [`Document::plan`], also giving the parse and plan it made, so that
+    /// [`Document::apply_edits_from`] can apply the recipe at this version without parsing and
+    /// planning again (an editor plans for diagnostics, then is asked for the code action).
+    ///
+    /// # Errors
+    /// As [`Document::plan`].
+    pub fn plan_keeping(&self, recipe: &Recipe) -> Result<(DocumentPlan, KeptPlan), Error> {
         let prepared = Prepared::new(recipe, SourceFile::new(self.name.clone(), self.text()))?;
         let current = prepared.current();
         let original = prepared.original();
@@ -340,15 +367,18 @@ impl Document {
         let frames_now = marker::scan(current, &recipe.id)?;
         let pieces = displaced_pieces(&frames_now);
         let to_current = |offset: usize| map_to_current(&pieces, offset).min(current.text().len());
-        // The planned result: its frames tell "already applied" from "updated". A conflict
-        // between hooks is reported on both of them.
+        // The planned result: its frames tell "already applied" from "updated", which only
+        // matters for hooks whose frames are there now (a file without them skips the scan). A
+        // conflict between hooks is reported on both of them.
         let (planned, conflict) = match apply_edits(original.source(), &edits) {
-            Ok((text, _)) => (Some(SourceFile::new(self.name.clone(), text)), None),
+            Ok((text, _)) => (Some(text), None),
             Err(err) => (None, Some(err)),
         };
         let frames_then = match &planned {
-            Some(file) => marker::scan(file, &recipe.id).unwrap_or_default(),
-            None => Vec::new(),
+            Some(text) if !frames_now.is_empty() => {
+                marker::scan(&SourceFile::new(self.name.clone(), text.as_str()), &recipe.id).unwrap_or_default()
+            }
+            _ => Vec::new(),
         };
         let now = group(&frames_now);
         let then = group(&frames_then);
@@ -411,15 +441,36 @@ impl Document {
             });
         }
         let pending =
-            conflict.is_none() && plan.is_complete() && planned.as_ref().is_some_and(|p| p.text() != current.text());
-        Ok(DocumentPlan {
+            conflict.is_none() && plan.is_complete() && planned.as_ref().is_some_and(|p| p.as_str() != current.text());
+        let document_plan = DocumentPlan {
             recipe: recipe.id.clone(),
             version: self.version,
             patched: prepared.is_patched(),
             pending,
             relevant,
             hooks,
-        })
+        };
+        let kept = KeptPlan {
+            recipe: recipe.id.clone(),
+            version: self.version,
+            plan,
+            prepared,
+        };
+        Ok((document_plan, kept))
+    }
+
+    /// [`Document::apply_edits`] from a plan [`Document::plan_keeping`] made: only the edits are
+    /// applied and verified. A plan of another version or recipe is not used; the recipe is then
+    /// planned afresh.
+    ///
+    /// # Errors
+    /// As [`Document::apply_edits`].
+    pub fn apply_edits_from(&self, recipe: &Recipe, kept: KeptPlan) -> Result<Vec<TextEdit>, Error> {
+        if kept.version != self.version || kept.recipe != recipe.id {
+            return self.apply_edits(recipe);
+        }
+        let patched = engine::apply_plan(recipe, &kept.prepared, kept.plan)?;
+        Ok(self.diff(kept.prepared.current().text(), patched.output()))
     }
 
     /// The edits that turn the current text into the text with `recipe` applied and verified

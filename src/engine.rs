@@ -23,7 +23,7 @@ use crate::template::Bindings;
 
 /// What happened (or would happen) to one hook in one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(tag = "status", rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Status {
@@ -51,7 +51,7 @@ pub enum Status {
 
 /// The outcome for one hook.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct HookOutcome {
     /// Hook id.
     pub hook: String,
@@ -625,6 +625,63 @@ pub fn apply(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;
     let plan = plan(recipe, prepared.original());
     apply_plan(recipe, &prepared, plan)
+}
+
+/// What [`apply_reporting`] found: the result, and what became of every hook.
+#[derive(Debug)]
+pub struct Attempt {
+    /// The patched file, or why there is none.
+    pub result: Result<Patched, Error>,
+    /// Every hook's outcome, also on failure: the plan's outcomes when a hook cannot be placed;
+    /// every hook that would have been placed marked failed when the edits conflict or do not
+    /// verify. Empty only when the file cannot be prepared (damaged markers).
+    pub outcomes: Vec<HookOutcome>,
+    /// Whether every hook could be placed (a failure then came later: conflict, verification).
+    pub planned: bool,
+}
+
+/// Applies like [`apply`], and says what became of every hook even when it fails.
+#[must_use]
+pub fn apply_reporting(recipe: &Recipe, source: SourceFile) -> Attempt {
+    let prepared = match Prepared::new(recipe, source) {
+        Ok(prepared) => prepared,
+        Err(err) => {
+            return Attempt {
+                result: Err(err),
+                outcomes: Vec::new(),
+                planned: false,
+            }
+        }
+    };
+    let plan = plan(recipe, prepared.original());
+    let outcomes = plan.outcomes();
+    let planned = plan.is_complete();
+    let (result, outcomes) = match apply_plan(recipe, &prepared, plan) {
+        Ok(patched) => {
+            let outcomes = patched.outcomes().to_vec();
+            (Ok(patched), outcomes)
+        }
+        Err(err) if planned => {
+            let failed = outcomes
+                .into_iter()
+                .map(|mut o| {
+                    if o.status == Status::Applied {
+                        o.status = Status::Failed {
+                            reason: err.to_string(),
+                        };
+                    }
+                    o
+                })
+                .collect();
+            (Err(err), failed)
+        }
+        Err(err) => (Err(err), outcomes),
+    };
+    Attempt {
+        result,
+        outcomes,
+        planned,
+    }
 }
 
 /// Applies an already computed plan of `prepared`'s original text.

@@ -5,7 +5,7 @@ use std::fmt;
 
 /// A place in a file, for messages: `file:line:column`, 1-based, columns in UTF-8 bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Location {
     /// The file's name as given to the library.
     pub file: String,
@@ -35,7 +35,7 @@ impl fmt::Display for Location {
 
 /// ` (hook X)` when a hook is known, for messages.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct HookRef(pub Option<String>);
 
 impl fmt::Display for HookRef {

@@ -44,11 +44,14 @@
 //! | [`edit`], [`marker`] | text edits; the marker comments that frame inserted code |
 //! | [`engine`] | plan, apply, verify, revert |
 //! | [`report`], [`files`] | text, diff and JSON reports; safe file reads and writes |
+//! | `contract` | the versioned JSON output of the programs and its schema (feature `serde`) |
 //! | [`document`] | an editor-facing document with LSP positions |
 //! | [`project`] | many files: class graph, delegation chains, hook reach |
 //! | [`error`] | typed errors with file, line, column and hook |
 #![deny(missing_docs)]
 
+#[cfg(feature = "serde")]
+pub mod contract;
 pub mod document;
 pub mod edit;
 pub mod engine;
@@ -70,7 +73,7 @@ pub mod syntax;
 pub mod template;
 mod verify;
 
-pub use document::{Document, DocumentPlan, TextEdit, Utf16Position, Utf16Range};
+pub use document::{Document, DocumentPlan, KeptPlan, TextEdit, Utf16Position, Utf16Range};
 pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Status};
 pub use error::{Error, Location};
 pub use files::DiskFile;

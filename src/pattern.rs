@@ -22,7 +22,7 @@ const VAR_PREFIX: &str = "__pysplice_mv_";
 
 /// How deep in a block to look for matching statements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Depth {
     /// Only the statements directly in the block.

@@ -9,7 +9,7 @@ use crate::error::{Error, Location};
 
 /// The line ending a file uses. Python breaks lines on `\n`, `\r\n` and `\r` only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub enum Newline {
     /// `\n`
     Lf,
@@ -104,7 +104,7 @@ fn detect_indent_unit(text: &str) -> String {
 
 /// A 1-based line and column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct LineColumn {
     /// 1-based line number.
     pub line: usize,

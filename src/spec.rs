@@ -37,7 +37,7 @@ use crate::template::{Bindings, Template};
 
 /// Which of the matching statements an anchor or replacement uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Nth {
     /// The first match in source order.
@@ -176,16 +176,19 @@ pub struct Recipe {
 // ---- serde mirror types -------------------------------------------------------------------
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Spec"))]
 #[serde(deny_unknown_fields)]
 struct RawSpec {
     recipe: RawRecipe,
     #[serde(default)]
     vars: BTreeMap<String, String>,
     #[serde(default, rename = "hook")]
+    #[cfg_attr(feature = "serde", schemars(with = "Vec<RawHook>"))]
     hooks: Vec<Spanned<RawHook>>,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "RecipeTable"))]
 #[serde(deny_unknown_fields)]
 struct RawRecipe {
     /// Recipe id: letters, digits, `-`, `_`, `.`.
@@ -197,6 +200,7 @@ struct RawRecipe {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Hook"))]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct RawHook {
     /// Unique id within the recipe.
@@ -237,6 +241,7 @@ struct RawHook {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "At"))]
 #[serde(untagged)]
 enum RawAt {
     Named(String),
@@ -244,6 +249,7 @@ enum RawAt {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Anchor"))]
 #[serde(deny_unknown_fields)]
 struct RawAnchor {
     before: Option<String>,
@@ -689,6 +695,18 @@ pub(crate) fn dedent(text: &str) -> String {
         })
         .collect();
     out.join("\n")
+}
+
+/// The JSON Schema (draft 7) of the TOML hook spec, for editors (taplo, Even Better TOML): checked
+/// in as `schemas/hook-spec.schema.json`.
+#[cfg(feature = "serde")]
+#[must_use]
+pub fn spec_schema() -> schemars::schema::RootSchema {
+    let mut schema = schemars::schema_for!(RawSpec);
+    let metadata = schema.schema.metadata();
+    metadata.title = Some("pysplice hook spec".to_string());
+    metadata.description = Some("A recipe: `[recipe]`, optional `[vars]`, and `[[hook]]` tables.".to_string());
+    schema
 }
 
 #[cfg(test)]

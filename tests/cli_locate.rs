@@ -92,7 +92,7 @@ fn json_outline_exact() {
     let file_json = serde_json::to_string(&file).unwrap();
     let expected = format!(
         concat!(
-            r#"{{"file":{},"definitions":["#,
+            r#"{{"schema_version":1,"path":{},"ok":true,"error":null,"command":"locate","definitions":["#,
             r#"{{"path":"f","kind":"function","line":1,"end_line":1,"decorator_line":null,"async":false}},"#,
             r#"{{"path":"A","kind":"class","line":4,"end_line":4,"decorator_line":null,"async":false}},"#,
             r#"{{"path":"B","kind":"class","line":7,"end_line":9,"decorator_line":null,"async":false}},"#,
@@ -113,8 +113,14 @@ fn json_shape_and_key_order() {
     assert_exit(&output, 0);
     let value: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     let object = value.as_object().unwrap();
-    assert_eq!(object.keys().collect::<Vec<_>>(), ["definitions", "file"]); // serde_json sorts keys
-    assert_eq!(value["file"], file.as_str());
+    // serde_json sorts keys
+    assert_eq!(
+        object.keys().collect::<Vec<_>>(),
+        ["command", "definitions", "error", "ok", "path", "schema_version"]
+    );
+    assert_eq!(value["path"], file.as_str());
+    assert_eq!(value["command"], "locate");
+    assert_eq!(value["ok"], true);
     let definitions = value["definitions"].as_array().unwrap();
     assert_eq!(definitions.len(), 7);
     for d in definitions {
@@ -134,7 +140,10 @@ fn json_shape_and_key_order() {
     let first =
         text.find(r#"{"path":"plain","kind":"function","line":4,"end_line":5,"decorator_line":null,"async":false}"#);
     assert!(first.is_some(), "{text}");
-    assert!(text.starts_with(r#"{"file":"#) && text.ends_with("]}\n"), "{text}");
+    assert!(
+        text.starts_with(r#"{"schema_version":1,"path":"#) && text.ends_with("]}\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -181,10 +190,16 @@ fn not_found_exits_1_with_candidates() {
              The class defines: static, prop\n"
         )
     );
-    // Also with --json: nothing on stdout.
+    // With --json: the same message as a JSON error object on stdout, nothing on stderr.
     let output = locate(&[&file, "Nope", "--json"]);
     assert_exit(&output, 1);
-    assert_eq!(stdout(&output), "");
+    assert_eq!(stderr(&output), "");
+    let value: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["command"], "locate");
+    assert_eq!(value["definitions"], serde_json::json!([]));
+    let message = value["error"]["message"].as_str().unwrap();
+    assert!(message.contains("`Nope` is not defined in this file"), "{message}");
 }
 
 #[test]
@@ -223,13 +238,22 @@ fn syntax_error_exits_2_with_line_and_column() {
 #[test]
 fn non_utf8_exits_2_naming_the_byte() {
     let file = fixture("non_utf8.py");
-    let output = locate(&[&file, "--json"]);
+    let output = locate(&[&file]);
     assert_exit(&output, 2);
     assert_eq!(stdout(&output), "");
     assert_eq!(
         stderr(&output),
         format!("error: {file}:4:12: the file is not valid UTF-8 (byte 0xe9); Python source must be UTF-8 encoded\n")
     );
+    // With --json: a JSON error object naming the place.
+    let output = locate(&[&file, "--json"]);
+    assert_exit(&output, 2);
+    assert_eq!(stderr(&output), "");
+    let value: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error"]["line"], 4);
+    assert_eq!(value["error"]["column"], 12);
+    assert!(value["error"]["message"].as_str().unwrap().contains("not valid UTF-8"));
 }
 
 #[test]
@@ -239,6 +263,18 @@ fn missing_file_exits_2() {
     assert_exit(&output, 2);
     let err = stderr(&output);
     assert!(err.starts_with(&format!("error: {file}:1:1: cannot read: ")), "{err}");
+    // With --json: a JSON error object on stdout (regression: nothing but stderr before).
+    let output = locate(&[&file, "--json"]);
+    assert_exit(&output, 2);
+    assert_eq!(stderr(&output), "");
+    let value: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(value["schema_version"], 1);
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["path"], file.as_str());
+    assert!(
+        value["error"]["message"].as_str().unwrap().contains("cannot read"),
+        "{value}"
+    );
 }
 
 #[test]
@@ -284,7 +320,7 @@ fn empty_file_prints_nothing() {
     assert_eq!(
         stdout(&output),
         format!(
-            r#"{{"file":{},"definitions":[]}}"#,
+            r#"{{"schema_version":1,"path":{},"ok":true,"error":null,"command":"locate","definitions":[]}}"#,
             serde_json::to_string(&fixture("empty.py")).unwrap()
         ) + "\n"
     );

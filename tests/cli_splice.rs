@@ -228,7 +228,10 @@ fn dry_run_prints_the_diff_and_writes_nothing() {
     assert_eq!(bytes(&file), before);
     let values = json_lines(&output);
     assert_eq!(values.len(), 1);
-    assert_eq!(values[0]["file"], name.as_str());
+    assert_eq!(values[0]["path"], name.as_str());
+    assert_eq!(values[0]["command"], "apply");
+    assert_eq!(values[0]["status"], "would-patch");
+    assert_eq!(values[0]["written"], false);
     assert_eq!(values[0]["changed"], true);
     assert_eq!(
         values[0]["diff"].as_str(),
@@ -313,19 +316,50 @@ fn check_says_what_is_missing_applied_or_outdated() {
     );
     assert_eq!(bytes(&file), patched);
 
-    // JSON: one object per file, with `up_to_date`.
+    // JSON: one object per file, in the words of the text output.
     let output = run(&[p("check"), p("--json"), p("--spec"), &spec, &file]);
     assert_exit(&output, 0);
     let values = json_lines(&output);
-    assert_eq!(values[0]["up_to_date"], true);
+    assert_eq!(values[0]["status"], "up-to-date");
     assert!(values[0]["hooks"]
         .as_array()
         .unwrap()
         .iter()
-        .all(|h| h["status"] == "already-applied"));
+        .all(|h| h["status"] == "applied"));
     let output = run(&[p("check"), p("--json"), p("--spec"), &changed, &file]);
     assert_exit(&output, 1);
-    assert_eq!(json_lines(&output)[0]["up_to_date"], false);
+    let values = json_lines(&output);
+    assert_eq!(values[0]["status"], "needs-apply");
+    assert!(values[0]["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|h| h["status"] == "outdated"));
+}
+
+/// Regression: `check --json` on an unpatched file said `"status": "applied"` for every hook
+/// while the text said `missing`.
+#[test]
+fn regression_check_json_agrees_with_the_text() {
+    let t = Temp::new();
+    let spec = t.copy("conditions.toml");
+    let file = t.copy("conditions.py");
+    let text_out = stdout(&run(&[p("check"), p("--spec"), &spec, &file]));
+    let output = run(&[p("check"), p("--json"), p("--spec"), &spec, &file]);
+    assert_exit(&output, 1);
+    let values = json_lines(&output);
+    assert_eq!(values[0]["status"], "needs-apply");
+    assert!(text_out.contains(": needs apply\n"), "{text_out}");
+    for hook in values[0]["hooks"].as_array().unwrap() {
+        let id = hook["hook"].as_str().unwrap();
+        let status = hook["status"].as_str().unwrap();
+        assert_ne!(status, "applied", "{hook}");
+        // The text line starts with the same word.
+        assert!(
+            text_out.contains(&format!("  - {id}: {status}")),
+            "{id} {status} in {text_out}"
+        );
+    }
 }
 
 #[test]
@@ -482,13 +516,26 @@ fn several_files_in_json() {
     assert_exit(&output, 1);
     assert_eq!(bytes(&good), good_before);
     let values = json_lines(&output);
-    let errors: Vec<&serde_json::Value> = values.iter().filter(|v| v.get("error").is_some()).collect();
-    assert_eq!(errors.len(), 1, "{values:?}");
-    assert_eq!(errors[0]["file"], bad.display().to_string().as_str());
-    assert!(errors[0]["error"].as_str().unwrap().contains("[hook norm]"));
+    // Every file gets its object; every one says it failed, since nothing was written.
+    assert_eq!(values.len(), 2, "{values:?}");
+    assert!(values.iter().all(|v| v["ok"] == false && v["status"] == "failed"));
+    assert_eq!(values[0]["path"], good.display().to_string().as_str());
+    assert!(values[0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("nothing was written"));
+    assert_eq!(values[1]["path"], bad.display().to_string().as_str());
+    assert_eq!(values[1]["error"]["hook"], "norm");
+    assert!(values[1]["error"]["message"].as_str().unwrap().contains("[hook norm]"));
+    // A failure carries the per-hook results, as a success does.
+    assert_eq!(values[1]["hooks"][0]["hook"], "norm");
+    assert_eq!(values[1]["hooks"][0]["status"], "failed");
+    assert_eq!(values[0]["hooks"][0]["status"], "applied");
     let output = run(&[p("check"), p("--json"), p("--spec"), &spec, &bad]);
     assert_exit(&output, 1);
-    assert!(json_lines(&output)[0]["error"].is_string());
+    let values = json_lines(&output);
+    assert!(values[0]["error"]["message"].is_string());
+    assert_eq!(values[0]["hooks"][0]["status"], "failed");
 }
 
 // ---- failures: exit codes, and the file untouched --------------------------------------------

@@ -251,11 +251,15 @@ fn a_locked_file_is_not_written_and_nothing_is_reported() {
     assert_eq!(fs::read_to_string(&file).unwrap(), MODEL);
     assert_exit(&dump, 1);
     let value: serde_json::Value = serde_json::from_slice(&dump.stdout).unwrap();
-    assert!(value.get("changed").is_none(), "{value}");
-    assert!(value["error"]
+    assert_eq!(value["ok"], false, "{value}");
+    assert_eq!(value["status"], "failed", "{value}");
+    assert_eq!(value["written"], false, "{value}");
+    assert!(value["error"]["message"]
         .as_str()
         .unwrap()
         .contains("another process keeps the file locked"));
+    // The hooks as planned, as a success lists them.
+    assert_eq!(value["hooks"].as_array().map(Vec::len), Some(5), "{value}");
     assert_eq!(fs::read_to_string(&model).unwrap(), demo);
     assert_eq!(dir.names(), ["a.toml", "deepseek_v2.py", "m.py"]);
 }
@@ -528,9 +532,16 @@ fn a_failed_write_reports_no_success_and_puts_back_what_was_written() {
         assert!(stderr.ends_with("nothing was written\n"), "{stderr}");
     }
     assert_exit(&json, 2);
-    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(value["file"], second.display().to_string());
-    assert!(value.get("changed").is_none(), "{value}");
+    let values: Vec<serde_json::Value> = text(&json.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(values.len(), 2, "{values:?}");
+    for value in &values {
+        assert_eq!(value["ok"], false, "{value}");
+        assert_eq!(value["written"], false, "{value}");
+        assert_eq!(value["error"]["file"], second.display().to_string());
+    }
     assert_eq!(
         fs::read_to_string(&first).unwrap(),
         MODEL,

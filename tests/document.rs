@@ -19,6 +19,7 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<Error>();
     assert_send_sync::<Document>();
     assert_send_sync::<DocumentPlan>();
+    assert_send_sync::<pysplice::KeptPlan>();
     assert_send_sync::<TextEdit>();
     assert_send_sync::<pysplice::Project>();
     assert_send_sync::<pysplice::ClassGraph>();
@@ -309,6 +310,39 @@ fn edits_reproduce_apply_and_revert_in_every_style() {
         assert!(plan.patched && !plan.pending, "{text:?}: {plan:?}");
         let back = live.revert_edits(&recipe).unwrap();
         assert_eq!(apply_lsp_edits(&output, &back), text, "{text:?}");
+    }
+}
+
+/// The plan kept from diagnostics gives the same edits as planning afresh, in every style; a kept
+/// plan of an older version is not used.
+#[test]
+fn edits_from_a_kept_plan_equal_fresh_edits() {
+    let recipe = recipe();
+    for text in [
+        MODEL.to_string(),
+        MODEL.replace('\n', "\r\n"),
+        MODEL.replace("    ", "\t"),
+    ] {
+        let mut doc = Document::new("m.py", &text);
+        doc.set_version(3);
+        let (plan, kept) = doc.plan_keeping(&recipe).unwrap();
+        assert_eq!(plan, doc.plan(&recipe).unwrap());
+        assert_eq!(kept.version(), 3);
+        let fresh = doc.apply_edits(&recipe).unwrap();
+        assert!(!fresh.is_empty());
+        assert_eq!(doc.apply_edits_from(&recipe, kept).unwrap(), fresh, "{text:?}");
+        // Typing after planning: the kept plan is stale and must not be applied to the new text.
+        let (_, stale) = doc.plan_keeping(&recipe).unwrap();
+        doc.apply_change(Some(Utf16Range::new(pos(0, 0), pos(0, 0))), "import os\n");
+        doc.set_version(4);
+        let edits = doc.apply_edits_from(&recipe, stale).unwrap();
+        assert_eq!(edits, doc.apply_edits(&recipe).unwrap());
+        assert_eq!(
+            apply_lsp_edits(&doc.text(), &edits),
+            pysplice::apply(&recipe, SourceFile::new("m.py", doc.text()))
+                .unwrap()
+                .output()
+        );
     }
 }
 

@@ -110,3 +110,51 @@ fn a_fifo_or_device_as_a_recipe_is_reported() {
         ],
     );
 }
+
+/// Regression: without `pysplice.toml` or options the server warned in a popup in every Python
+/// project. It now logs one line and shows nothing.
+#[test]
+fn no_configuration_is_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = session(dir.path());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout.contains(r#""id":2,"result":null"#), "{stdout}");
+    assert!(!stdout.contains("window/showMessage"), "{stdout}");
+    assert!(stdout.contains("window/logMessage"), "{stdout}");
+}
+
+/// A recipe that does not compile is shown in the recipe file itself: a diagnostic at the line of
+/// the error, not a popup.
+#[test]
+fn a_spec_error_is_a_diagnostic_in_the_recipe_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pysplice.toml"), "recipes = [\"bad.toml\"]\n").unwrap();
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        "[recipe]\nid = \"r\"\nsummary = \"s\"\n\n[[hook]]\nid = \"h\"\nsummary = \"t\"\nplace = 1\n",
+    )
+    .unwrap();
+    let output = session(dir.path());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(!stdout.contains("window/showMessage"), "{stdout}");
+    let diagnostics = stdout
+        .split("Content-Length")
+        .filter_map(|part| part.find('{').map(|i| &part[i..]))
+        .filter_map(|body| serde_json::from_str::<serde_json::Value>(body).ok())
+        .find(|m| m["method"] == "textDocument/publishDiagnostics")
+        .expect("diagnostics for the recipe file");
+    let uri = diagnostics["params"]["uri"].as_str().unwrap();
+    assert!(uri.starts_with("file://") && uri.ends_with("/bad.toml"), "{uri}");
+    let diagnostic = &diagnostics["params"]["diagnostics"][0];
+    assert_eq!(diagnostic["severity"], 1, "{diagnostic}");
+    assert!(
+        diagnostic["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `place`"),
+        "{diagnostic}"
+    );
+    assert_eq!(diagnostic["range"]["start"]["line"], 7, "{diagnostic}");
+}

@@ -587,7 +587,13 @@ fn cli_apply_check_revert_on_a_tree_with_its_release() {
 
     let json = run(&["--check", "--json", root_arg]);
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(value["up_to_date"], true);
+    assert_eq!(value["status"], "up-to-date");
+    assert_eq!(value["command"], "sglang-hs-dump");
+    assert!(value["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["status"] == "applied" || h["status"] == "skipped"));
     assert_eq!(value["release"]["version"], "0.5.10");
     assert_eq!(value["launch"]["env"]["SGLANG_HS_DUMP_DIR"], "/dev/shm/sglang_hs");
 

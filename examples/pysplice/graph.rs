@@ -1,11 +1,13 @@
 //! `graph`, `reach` and `forwards`: class-graph queries over a package directory.
 //!
 //! Exit codes: 0 success, 1 class / method / chain not found (with close candidates),
-//! 2 bad usage or an unreadable directory.
+//! 2 bad usage or an unreadable directory. With `--json`, one object of `pysplice::contract` per
+//! query, on one line, also on failure.
 
 use std::path::PathBuf;
 
-use pysplice::project::{ClassGraph, Project, QueryError, Scope};
+use pysplice::contract::{Body, ErrorInfo, Forwards, Graph, GraphClass, Output, ReachBody};
+use pysplice::project::{Project, QueryError, Scope};
 
 /// Arguments of `graph`.
 #[derive(clap::Args)]
@@ -54,15 +56,27 @@ const TREE_DEPTH: usize = 8;
 
 use crate::output::emit;
 
-fn scan(dir: &std::path::Path) -> Result<Project, u8> {
+/// Scans `dir`; on failure reports the error (as JSON with `--json`) and gives exit code 2.
+fn scan(dir: &std::path::Path, json: bool, empty: fn() -> Body) -> Result<Project, u8> {
     Project::scan(dir).map_err(|err| {
-        errln!("error: {err}");
+        if json {
+            let output = Output::failed(dir.display().to_string(), empty(), ErrorInfo::from(&err));
+            emit(&format!("{}\n", output.to_line()));
+        } else {
+            errln!("error: {err}");
+        }
         2
     })
 }
 
-fn query_failed(err: &QueryError) -> u8 {
-    errln!("error: {err}");
+/// Reports a query error (as JSON with `--json`) and gives its exit code.
+fn query_failed(dir: &std::path::Path, err: &QueryError, json: bool, body: Body) -> u8 {
+    if json {
+        let output = Output::failed(dir.display().to_string(), body, ErrorInfo::message(err.to_string()));
+        emit(&format!("{}\n", output.to_line()));
+    } else {
+        errln!("error: {err}");
+    }
     match err {
         QueryError::BadPath { .. } => 2,
         _ => 1,
@@ -83,48 +97,63 @@ fn warn_problems(project: &Project) {
     }
 }
 
-fn print_json(value: &impl serde::Serialize) -> u8 {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => {
-            emit(&format!("{text}\n"));
-            0
-        }
-        Err(err) => {
-            errln!("error: cannot write JSON: {err}");
-            2
-        }
-    }
+/// Prints one successful object about `dir`.
+fn print_json(dir: &std::path::Path, body: Body) -> u8 {
+    emit(&format!("{}\n", Output::new(dir.display().to_string(), body).to_line()));
+    0
+}
+
+fn empty_graph() -> Body {
+    Body::Graph(Graph {
+        package: String::new(),
+        classes: Vec::new(),
+        chains: Vec::new(),
+        diagnostics: Vec::new(),
+    })
 }
 
 /// Runs `graph`.
 pub fn graph(args: &GraphArgs) -> u8 {
-    let project = match scan(&args.dir) {
+    let project = match scan(&args.dir, args.json, empty_graph) {
         Ok(p) => p,
         Err(code) => return code,
     };
+    let package = project.package().to_string();
+    let body = |classes, chains, diagnostics| {
+        Body::Graph(Graph {
+            package: package.clone(),
+            classes,
+            chains,
+            diagnostics,
+        })
+    };
     let code = match (&args.entry, &args.target) {
         (entry, Some(target)) => match project.chains(entry.as_deref(), target, CHAIN_LIMIT) {
-            Ok(chains) if args.json => print_json(&chains),
+            Ok(chains) if args.json => print_json(&args.dir, body(Vec::new(), chains, Vec::new())),
             Ok(chains) => {
                 for chain in &chains {
                     emit(&format!("{chain}\n{}", chain.evidence(3)));
                 }
                 0
             }
-            Err(err) => query_failed(&err),
+            Err(err) => query_failed(&args.dir, &err, args.json, body(Vec::new(), Vec::new(), Vec::new())),
         },
         (Some(entry), None) => {
             let graph = project.graph(&Scope::Classes);
             let found = graph.find(entry);
             if found.is_empty() {
-                return query_failed(&QueryError::UnknownClass {
+                let err = QueryError::UnknownClass {
                     root: args.dir.display().to_string(),
                     name: entry.clone(),
                     candidates: project.closest_classes(entry, 5),
-                });
+                };
+                return query_failed(&args.dir, &err, args.json, body(Vec::new(), Vec::new(), Vec::new()));
             }
             if args.json {
-                print_json(&subgraph(&graph, &found))
+                print_json(
+                    &args.dir,
+                    body(GraphClass::reachable(&graph, &found), Vec::new(), Vec::new()),
+                )
             } else {
                 for id in found {
                     emit(&graph.tree(id, TREE_DEPTH));
@@ -136,11 +165,8 @@ pub fn graph(args: &GraphArgs) -> u8 {
             let graph = project.graph(&Scope::Classes);
             let entries: Vec<usize> = graph.entries().into_iter().map(|(id, _, _)| id).collect();
             if args.json {
-                print_json(&serde_json::json!({
-                    "package": project.package(),
-                    "entries": subgraph(&graph, &entries),
-                    "diagnostics": graph.diagnostics(),
-                }))
+                let classes = GraphClass::reachable(&graph, &entries);
+                print_json(&args.dir, body(classes, Vec::new(), graph.diagnostics().to_vec()))
             } else {
                 for id in &entries {
                     emit(&graph.tree(*id, TREE_DEPTH));
@@ -164,87 +190,20 @@ pub fn graph(args: &GraphArgs) -> u8 {
     code
 }
 
-/// The classes reachable from `starts` through compositions and bases, as JSON.
-fn subgraph(graph: &ClassGraph<'_>, starts: &[usize]) -> serde_json::Value {
-    let mut order: Vec<usize> = starts.to_vec();
-    let mut i = 0;
-    while i < order.len() {
-        let id = order[i];
-        let mut next: Vec<usize> = graph.mro(id).to_vec();
-        next.extend(graph.compositions_of(id).iter().map(|(_, e)| e.target));
-        for n in next {
-            if !order.contains(&n) {
-                order.push(n);
-            }
-        }
-        i += 1;
-    }
-    let nodes: Vec<serde_json::Value> = order
-        .iter()
-        .map(|&id| {
-            let c = graph.class(id);
-            let comps: Vec<serde_json::Value> = graph
-                .compositions_of(id)
-                .iter()
-                .map(|(via, e)| {
-                    serde_json::json!({
-                        "attr": e.attr,
-                        "class": graph.class(e.target).name,
-                        "module": graph.class(e.target).module,
-                        "file": graph.class(*via).file,
-                        "line": e.line,
-                        "method": e.method,
-                        "conditional": e.conditional,
-                        "optional": e.optional,
-                    })
-                })
-                .collect();
-            let bases: Vec<serde_json::Value> = c
-                .bases
-                .iter()
-                .map(|b| {
-                    let targets: Vec<serde_json::Value> = b
-                        .targets
-                        .iter()
-                        .map(|t| match t {
-                            pysplice::project::BaseTarget::Class(id) => {
-                                serde_json::json!({"class": graph.class(*id).name, "module": graph.class(*id).module})
-                            }
-                            pysplice::project::BaseTarget::External(e) => serde_json::json!({"external": e}),
-                            pysplice::project::BaseTarget::Unresolved(r) => serde_json::json!({"unresolved": r}),
-                        })
-                        .collect();
-                    serde_json::json!({"text": b.text, "line": b.line, "targets": targets})
-                })
-                .collect();
-            serde_json::json!({
-                "class": c.name,
-                "module": c.module,
-                "file": c.file,
-                "line": c.line,
-                "entry": graph.is_entry(id),
-                "draft": c.draft,
-                "bases": bases,
-                "compositions": comps,
-            })
-        })
-        .collect();
-    serde_json::Value::Array(nodes)
-}
-
 /// Runs `reach`.
 pub fn reach(args: &ReachArgs) -> u8 {
-    let project = match scan(&args.dir) {
+    let empty = || Body::Reach(ReachBody { reach: None });
+    let project = match scan(&args.dir, args.json, empty) {
         Ok(p) => p,
         Err(code) => return code,
     };
     let code = match project.reach(&args.path) {
-        Ok(reach) if args.json => print_json(&reach),
+        Ok(reach) if args.json => print_json(&args.dir, Body::Reach(ReachBody { reach: Some(reach) })),
         Ok(reach) => {
             emit(&reach.to_string());
             0
         }
-        Err(err) => query_failed(&err),
+        Err(err) => query_failed(&args.dir, &err, args.json, empty()),
     };
     warn_problems(&project);
     code
@@ -252,12 +211,27 @@ pub fn reach(args: &ReachArgs) -> u8 {
 
 /// Runs `forwards`.
 pub fn forwards(args: &ForwardsArgs) -> u8 {
-    let project = match scan(&args.dir) {
+    let wrapper = args.wrapper.clone();
+    let body = move |forwards| {
+        Body::Forwards(Forwards {
+            wrapper: wrapper.clone(),
+            forwards,
+        })
+    };
+    let project = match Project::scan(&args.dir) {
         Ok(p) => p,
-        Err(code) => return code,
+        Err(err) => {
+            if args.json {
+                let output = Output::failed(args.dir.display().to_string(), body(Vec::new()), ErrorInfo::from(&err));
+                emit(&format!("{}\n", output.to_line()));
+            } else {
+                errln!("error: {err}");
+            }
+            return 2;
+        }
     };
     let code = match project.forwards(&args.wrapper) {
-        Ok(list) if args.json => print_json(&list),
+        Ok(list) if args.json => print_json(&args.dir, body(list)),
         Ok(list) => {
             if list.is_empty() {
                 emit(&format!("{} holds no class of the scanned directory\n", args.wrapper));
@@ -267,7 +241,7 @@ pub fn forwards(args: &ForwardsArgs) -> u8 {
             }
             0
         }
-        Err(err) => query_failed(&err),
+        Err(err) => query_failed(&args.dir, &err, args.json, body(Vec::new())),
     };
     warn_problems(&project);
     code

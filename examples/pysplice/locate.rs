@@ -9,15 +9,16 @@
 //! ```
 //!
 //! With PATH (`Class.method`, `f.<locals>.g`, `A.f#2`): the definition at that path, as
-//! `FILE:LINE:COLUMN: kind path  Lline-end_line`. With `--json`, either form prints
-//! `{"file": ..., "definitions": [{"path", "kind", "line", "end_line", "decorator_line", "async"}]}`
-//! on one line, in source order (only the matching definition when PATH is given).
+//! `FILE:LINE:COLUMN: kind path  Lline-end_line`. With `--json`, either form prints one object of
+//! `pysplice::contract` (`"command": "locate"`) whose `definitions` are in source order (only the
+//! matching definition when PATH is given); a failure prints the same object with `error` set.
 //!
 //! Exit codes: 0 found; 1 PATH not found, ambiguous or its ordinal out of range; 2 bad usage (a
 //! malformed PATH), or FILE cannot be read, is not UTF-8 or is not valid Python.
 
 use std::collections::HashMap;
 
+use pysplice::contract::{Body, DefinitionInfo, ErrorInfo, Locate, Output};
 use pysplice::{Definition, Error, ParsedFile, SourceFile, Target};
 
 /// Arguments of `locate`.
@@ -32,99 +33,69 @@ pub struct Args {
     pub json: bool,
 }
 
-/// One definition in `--json` output; field order is the key order printed.
-#[derive(serde::Serialize)]
-struct JsonDefinition<'a> {
-    path: &'a str,
-    kind: &'static str,
-    line: usize,
-    end_line: usize,
-    decorator_line: Option<usize>,
-    #[serde(rename = "async")]
-    is_async: bool,
-}
-
-/// The whole `--json` document.
-#[derive(serde::Serialize)]
-struct JsonOutline<'a> {
-    file: &'a str,
-    definitions: Vec<JsonDefinition<'a>>,
-}
-
 /// Runs `locate`; returns the exit code.
 pub fn run(args: &Args) -> u8 {
     let name = args.file.display().to_string();
-    // A malformed path is bad usage whatever the file holds, so it is checked first.
-    if let Some(path) = &args.path {
-        match Target::parse(path, &name) {
-            Ok(Target::Definition { .. }) => {}
-            Ok(Target::Module) => {
-                errln!("error: `module` is the whole file, not a definition; leave PATH out to see the outline");
-                return 2;
+    match find(args, &name) {
+        Ok((parsed, selected)) => {
+            if args.json {
+                let definitions = selected.iter().map(DefinitionInfo::from).collect();
+                outln!("{}", Output::new(name, Body::Locate(Locate { definitions })).to_line());
+            } else if args.path.is_some() {
+                for definition in &selected {
+                    let at = parsed.source().position(definition.range().start);
+                    outln!("{name}:{}:{}: {}", at.line, at.column, summary(definition, None));
+                }
+            } else {
+                out!("{}", tree(&parsed));
             }
-            Err(err) => {
-                errln!("error: {err}");
-                return 2;
+            0
+        }
+        Err((error, code)) => {
+            if args.json {
+                let body = Body::Locate(Locate {
+                    definitions: Vec::new(),
+                });
+                outln!("{}", Output::failed(name, body, error).to_line());
+            } else {
+                errln!("error: {}", error.message);
             }
+            code
         }
     }
-    let bytes = match pysplice::files::read_bytes(&args.file) {
-        Ok(bytes) => bytes,
-        Err(err) => {
-            errln!("error: {err}");
-            return 2;
+}
+
+/// The parsed file and the definitions selected, or the error and its exit code.
+fn find(args: &Args, name: &str) -> Result<(ParsedFile, Vec<Definition>), (ErrorInfo, u8)> {
+    // A malformed path is bad usage whatever the file holds, so it is checked first.
+    if let Some(path) = &args.path {
+        match Target::parse(path, name) {
+            Ok(Target::Definition { .. }) => {}
+            Ok(Target::Module) => {
+                let message = "`module` is the whole file, not a definition; leave PATH out to see the outline";
+                return Err((ErrorInfo::message(message), 2));
+            }
+            Err(err) => return Err((ErrorInfo::from(&err), 2)),
         }
-    };
-    let parsed = match SourceFile::from_bytes(name.clone(), bytes).and_then(ParsedFile::parse) {
-        Ok(parsed) => parsed,
-        Err(err) => {
-            errln!("error: {err}");
-            return 2;
-        }
-    };
-    let selected: Vec<&Definition> = match &args.path {
-        None => parsed.definitions().iter().collect(),
+    }
+    let bytes = pysplice::files::read_bytes(&args.file).map_err(|err| (ErrorInfo::from(&err), 2))?;
+    let parsed = SourceFile::from_bytes(name.to_string(), bytes)
+        .and_then(ParsedFile::parse)
+        .map_err(|err| (ErrorInfo::from(&err), 2))?;
+    let selected = match &args.path {
+        None => parsed.definitions().to_vec(),
         Some(path) => match parsed.locate(path) {
-            Ok(found) => vec![found],
+            Ok(found) => vec![found.clone()],
             Err(err) => {
-                errln!("error: {err}");
-                return match err {
+                let code = match err {
                     Error::NotFound { .. } | Error::Ambiguous { .. } | Error::BadPath { .. } => 1,
                     _ => 2,
                 };
+                return Err((ErrorInfo::from(&err), code));
             }
         },
     };
-    if args.json {
-        outln!("{}", json(&name, &selected));
-    } else if args.path.is_some() {
-        for definition in selected {
-            let at = parsed.source().position(definition.range().start);
-            outln!("{name}:{}:{}: {}", at.line, at.column, summary(definition, None));
-        }
-    } else {
-        out!("{}", tree(&parsed));
-    }
-    0
-}
-
-/// The `--json` document for `definitions` of `file`, on one line.
-fn json(file: &str, definitions: &[&Definition]) -> String {
-    let outline = JsonOutline {
-        file,
-        definitions: definitions
-            .iter()
-            .map(|d| JsonDefinition {
-                path: d.path(),
-                kind: d.kind().as_str(),
-                line: d.line(),
-                end_line: d.end_line(),
-                decorator_line: d.decorator_line(),
-                is_async: d.is_async(),
-            })
-            .collect(),
-    };
-    serde_json::to_string(&outline).expect("the outline serializes")
+    Ok((parsed, selected))
 }
 
 /// The outline as a tree: two spaces of indentation per level of nesting. A path defined more

@@ -1,8 +1,10 @@
-//! `apply`, `check`, `revert` and `matrix`.
+//! `apply`, `check`, `revert` and `matrix`. With `--json`, one object of `pysplice::contract` per
+//! file (per tree for `matrix`), on one line each.
 
 use std::path::{Path, PathBuf};
 
-use pysplice::{report, DiskFile, Error, Patched, Recipe, Status};
+use pysplice::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
+use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe, Status};
 
 /// Arguments shared by `check` and `revert`.
 #[derive(clap::Args)]
@@ -72,12 +74,25 @@ fn exit_code(err: &Error) -> u8 {
     }
 }
 
-/// Runs `operation` on every file; all files are processed before anything is written, and
-/// nothing is written if any of them fails.
-fn run_all(
-    args: &FilesArgs,
-    operation: fn(&Recipe, pysplice::SourceFile) -> Result<Patched, Error>,
-) -> Result<(Vec<(DiskFile, Patched)>, Recipe), u8> {
+/// What the operation made of one file: the file (when it could be read), the result, and what
+/// became of every hook (also on failure).
+struct Done {
+    path: PathBuf,
+    file: Option<DiskFile>,
+    result: Result<Patched, Error>,
+    outcomes: Vec<HookOutcome>,
+}
+
+/// Which operation `run_all` runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Apply,
+    Revert,
+}
+
+/// Runs `op` on every file; all files are processed before anything is written. Gives the
+/// recipe and every file's result, or the exit code of bad usage.
+fn run_all(args: &FilesArgs, op: Op) -> Result<(Recipe, Vec<Done>), u8> {
     let recipe = load_recipe(&args.spec)?;
     let mut seen = Vec::new();
     for path in &args.files {
@@ -88,42 +103,100 @@ fn run_all(
         }
         seen.push(key);
     }
-    let mut done = Vec::new();
-    let mut worst = 0;
-    for path in &args.files {
-        let result = DiskFile::read(path).and_then(|file| {
-            let patched = operation(&recipe, file.source().clone())?;
-            Ok((file, patched))
-        });
-        match result {
-            Ok(pair) => done.push(pair),
-            Err(err) => {
-                if args.json {
-                    let value = serde_json::json!({"file": path.display().to_string(), "error": err.to_string()});
-                    outln!("{value}");
-                } else {
-                    errln!("{err}");
+    let done = args
+        .files
+        .iter()
+        .map(|path| match DiskFile::read(path) {
+            Err(err) => Done {
+                path: path.clone(),
+                file: None,
+                result: Err(err),
+                outcomes: Vec::new(),
+            },
+            Ok(file) => {
+                let (result, outcomes) = match op {
+                    Op::Apply => {
+                        let attempt = pysplice::engine::apply_reporting(&recipe, file.source().clone());
+                        (attempt.result, attempt.outcomes)
+                    }
+                    Op::Revert => {
+                        let result = pysplice::revert(&recipe, file.source().clone());
+                        let outcomes = result.as_ref().map(|p| p.outcomes().to_vec()).unwrap_or_default();
+                        (result, outcomes)
+                    }
+                };
+                Done {
+                    path: path.clone(),
+                    file: Some(file),
+                    result,
+                    outcomes,
                 }
-                worst = worst.max(exit_code(&err));
             }
+        })
+        .collect();
+    Ok((recipe, done))
+}
+
+/// The per-hook results of `done` in `words`; every hook as not run when none are known.
+fn hook_results(recipe: &Recipe, outcomes: &[HookOutcome], words: Words) -> Vec<HookResult> {
+    if outcomes.is_empty() {
+        HookResult::not_run(recipe)
+    } else {
+        outcomes.iter().map(|o| HookResult::new(o, words)).collect()
+    }
+}
+
+/// The JSON object of a file that failed, or was not written because another did.
+fn failure(recipe: &Recipe, done: &Done, words: Words, body: fn(Splice) -> Body, error: ErrorInfo) -> Output {
+    let splice = Splice {
+        status: FileStatus::Failed,
+        changed: false,
+        written: false,
+        hooks: hook_results(recipe, &done.outcomes, words),
+        diff: None,
+    };
+    Output::failed(done.path.display().to_string(), body(splice), error)
+}
+
+/// Reports files that failed and gives the exit code, or nothing when all succeeded. With
+/// `--json` every file gets its object: those that succeeded say that nothing was written.
+fn report_failures(recipe: &Recipe, done: &[Done], json: bool, words: Words, body: fn(Splice) -> Body) -> Option<u8> {
+    let worst = done
+        .iter()
+        .filter_map(|d| d.result.as_ref().err().map(exit_code))
+        .max()?;
+    for d in done {
+        match (&d.result, json) {
+            (Err(err), true) => outln!("{}", failure(recipe, d, words, body, ErrorInfo::from(err)).to_line()),
+            (Err(err), false) => errln!("{err}"),
+            (Ok(_), true) => {
+                let error = ErrorInfo::message("nothing was written: another file failed");
+                outln!("{}", failure(recipe, d, words, body, error).to_line());
+            }
+            (Ok(_), false) => {}
         }
     }
-    if worst > 0 {
-        if !args.json {
-            errln!("nothing was written");
-        }
-        return Err(worst);
+    if !json {
+        errln!("nothing was written");
     }
-    Ok((done, recipe))
+    Some(worst)
+}
+
+/// The successes of `done` (call after `report_failures` found none).
+fn successes(done: &[Done]) -> Vec<(&DiskFile, &Patched)> {
+    done.iter()
+        .filter_map(|d| Some((d.file.as_ref()?, d.result.as_ref().ok()?)))
+        .collect()
 }
 
 /// Writes every changed file, all or none, before anything is reported about them; on failure
 /// prints what happened and gives the exit code.
-fn write_changed(done: &[(DiskFile, Patched)], json: bool) -> Result<(), u8> {
-    let changes: Vec<(&DiskFile, &str)> = done
+fn write_changed(recipe: &Recipe, done: &[Done], json: bool, words: Words, body: fn(Splice) -> Body) -> Result<(), u8> {
+    let ok = successes(done);
+    let changes: Vec<(&DiskFile, &str)> = ok
         .iter()
         .filter(|(_, patched)| patched.changed())
-        .map(|(file, patched)| (file, patched.output()))
+        .map(|(file, patched)| (*file, patched.output()))
         .collect();
     if changes.is_empty() {
         return Ok(());
@@ -131,8 +204,9 @@ fn write_changed(done: &[(DiskFile, Patched)], json: bool) -> Result<(), u8> {
     if let Err(err) = pysplice::files::write_all(&changes) {
         let partial = matches!(err, Error::PartialWrite { .. });
         if json {
-            let value = serde_json::json!({"file": err.location().file, "error": err.to_string()});
-            outln!("{value}");
+            for d in done {
+                outln!("{}", failure(recipe, d, words, body, ErrorInfo::from(&err)).to_line());
+            }
         } else {
             errln!("{err}");
             if !partial {
@@ -153,29 +227,44 @@ fn write_changed(done: &[(DiskFile, Patched)], json: bool) -> Result<(), u8> {
     Ok(())
 }
 
+/// Whether `apply` placed or updated a hook ("Successfully patched" rather than "Already up to date").
+fn placed(patched: &Patched) -> bool {
+    patched
+        .outcomes()
+        .iter()
+        .any(|o| matches!(o.status, Status::Applied | Status::Updated))
+}
+
 /// Runs `apply`.
 pub fn apply(args: &ApplyArgs) -> u8 {
-    let (done, _) = match run_all(&args.files, pysplice::apply) {
+    let json = args.files.json;
+    let (recipe, done) = match run_all(&args.files, Op::Apply) {
         Ok(done) => done,
         Err(code) => return code,
     };
+    if let Some(code) = report_failures(&recipe, &done, json, Words::Apply, Body::Apply) {
+        return code;
+    }
     if !args.dry_run {
-        if let Err(code) = write_changed(&done, args.files.json) {
+        if let Err(code) = write_changed(&recipe, &done, json, Words::Apply, Body::Apply) {
             return code;
         }
     }
-    for (_, patched) in &done {
-        if args.files.json {
-            let mut value = report::json(patched);
-            if args.dry_run {
-                value["diff"] = report::unified_diff(patched.name(), patched.input(), patched.output()).into();
-            }
-            outln!("{value}");
+    for (_, patched) in successes(&done) {
+        let diff = report::unified_diff(patched.name(), patched.input(), patched.output());
+        if json {
+            let status = match (placed(patched), args.dry_run) {
+                (true, true) => FileStatus::WouldPatch,
+                (true, false) => FileStatus::Patched,
+                (false, _) => FileStatus::UpToDate,
+            };
+            let mut splice = Splice::new(status, patched.outcomes(), Words::Apply);
+            splice.changed = patched.changed();
+            splice.written = !args.dry_run && patched.changed();
+            splice.diff = args.dry_run.then_some(diff);
+            outln!("{}", Output::new(patched.name(), Body::Apply(splice)).to_line());
         } else if args.dry_run {
-            out!(
-                "{}",
-                report::unified_diff(patched.name(), patched.input(), patched.output())
-            );
+            out!("{diff}");
         } else {
             out!("{}", report::applied_text(patched));
         }
@@ -185,24 +274,28 @@ pub fn apply(args: &ApplyArgs) -> u8 {
 
 /// Runs `check`: exit 0 when every required hook is applied and up to date.
 pub fn check(args: &FilesArgs) -> u8 {
-    let (done, _) = match run_all(args, pysplice::apply) {
+    let (recipe, done) = match run_all(args, Op::Apply) {
         Ok(done) => done,
         Err(code) => return code,
     };
+    if let Some(code) = report_failures(&recipe, &done, args.json, Words::Check, Body::Check) {
+        return code;
+    }
     let mut code = 0;
-    for (_, patched) in &done {
-        let pending = patched.changed()
-            || patched
-                .outcomes()
-                .iter()
-                .any(|o| matches!(o.status, Status::Applied | Status::Updated));
+    for (_, patched) in successes(&done) {
+        let pending = patched.changed() || placed(patched);
         if pending {
             code = 1;
         }
         if args.json {
-            let mut value = report::json(patched);
-            value["up_to_date"] = (!pending).into();
-            outln!("{value}");
+            let status = if pending {
+                FileStatus::NeedsApply
+            } else {
+                FileStatus::UpToDate
+            };
+            let mut splice = Splice::new(status, patched.outcomes(), Words::Check);
+            splice.changed = patched.changed();
+            outln!("{}", Output::new(patched.name(), Body::Check(splice)).to_line());
         } else {
             let verdict = if pending { "needs apply" } else { "up to date" };
             outln!("{}: {verdict}", patched.name());
@@ -217,16 +310,27 @@ pub fn check(args: &FilesArgs) -> u8 {
 
 /// Runs `revert`.
 pub fn revert(args: &FilesArgs) -> u8 {
-    let (done, _) = match run_all(args, pysplice::revert) {
+    let (recipe, done) = match run_all(args, Op::Revert) {
         Ok(done) => done,
         Err(code) => return code,
     };
-    if let Err(code) = write_changed(&done, args.json) {
+    if let Some(code) = report_failures(&recipe, &done, args.json, Words::Revert, Body::Revert) {
         return code;
     }
-    for (_, patched) in &done {
+    if let Err(code) = write_changed(&recipe, &done, args.json, Words::Revert, Body::Revert) {
+        return code;
+    }
+    for (_, patched) in successes(&done) {
         if args.json {
-            outln!("{}", report::json(patched));
+            let status = if patched.changed() {
+                FileStatus::Reverted
+            } else {
+                FileStatus::NothingToRevert
+            };
+            let mut splice = Splice::new(status, patched.outcomes(), Words::Revert);
+            splice.changed = patched.changed();
+            splice.written = patched.changed();
+            outln!("{}", Output::new(patched.name(), Body::Revert(splice)).to_line());
         } else if patched.changed() {
             outln!("Reverted {}", patched.name());
             for outcome in patched.outcomes() {
@@ -252,51 +356,49 @@ pub fn matrix(args: &MatrixArgs) -> u8 {
         let label = dir
             .file_name()
             .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
-        let outcomes = match DiskFile::read(&path) {
-            Err(err) => Err(err.to_string()),
-            Ok(file) => pysplice::Prepared::new(&recipe, file.source().clone())
-                .map(|prepared| {
-                    let plan = pysplice::plan(&recipe, prepared.original());
-                    let outcomes = plan.outcomes();
-                    match pysplice::apply_plan(&recipe, &prepared, plan) {
-                        Ok(patched) => patched.outcomes().to_vec(),
-                        Err(err) if outcomes.iter().all(|o| !matches!(o.status, Status::Failed { .. })) => {
-                            // Planned, but applying failed (conflict, verification): every placed hook fails.
-                            outcomes
-                                .into_iter()
-                                .map(|mut o| {
-                                    if o.status == Status::Applied {
-                                        o.status = Status::Failed {
-                                            reason: err.to_string(),
-                                        };
-                                    }
-                                    o
-                                })
-                                .collect()
-                        }
-                        Err(_) => outcomes,
-                    }
-                })
-                .map_err(|err| err.to_string()),
+        let (result, outcomes) = match DiskFile::read(&path) {
+            Err(err) => (Err(err), Vec::new()),
+            Ok(file) => {
+                let attempt = pysplice::engine::apply_reporting(&recipe, file.source().clone());
+                (attempt.result, attempt.outcomes)
+            }
         };
-        if outcomes
-            .as_ref()
-            .map_or(true, |o| o.iter().any(|o| matches!(o.status, Status::Failed { .. })))
-        {
-            any_failed = true;
+        let failed = result.is_err() || outcomes.iter().any(|o| matches!(o.status, Status::Failed { .. }));
+        any_failed |= failed;
+        if args.json {
+            let name = path.display().to_string();
+            let output = match &result {
+                Ok(patched) => {
+                    let status = if placed(patched) {
+                        FileStatus::WouldPatch
+                    } else {
+                        FileStatus::UpToDate
+                    };
+                    let mut splice = Splice::new(status, &outcomes, Words::Apply);
+                    splice.changed = patched.changed();
+                    Output::new(name, Body::Matrix(splice))
+                }
+                Err(err) => {
+                    let splice = Splice {
+                        status: FileStatus::Failed,
+                        changed: false,
+                        written: false,
+                        hooks: hook_results(&recipe, &outcomes, Words::Apply),
+                        diff: None,
+                    };
+                    Output::failed(name, Body::Matrix(splice), ErrorInfo::from(err))
+                }
+            };
+            outln!("{}", output.to_line());
         }
-        rows.push((label, outcomes));
+        let row = if outcomes.is_empty() {
+            Err(result.err().map(|e| e.to_string()).unwrap_or_default())
+        } else {
+            Ok(outcomes)
+        };
+        rows.push((label, row));
     }
-    if args.json {
-        let value: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|(label, outcomes)| match outcomes {
-                Ok(o) => serde_json::json!({"tree": label, "hooks": o}),
-                Err(e) => serde_json::json!({"tree": label, "error": e}),
-            })
-            .collect();
-        outln!("{}", serde_json::Value::Array(value));
-    } else {
+    if !args.json {
         out!("{}", matrix_table(&recipe, &rows));
     }
     u8::from(any_failed)

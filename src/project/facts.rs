@@ -7,7 +7,7 @@ use crate::syntax::Node;
 
 /// One import statement's binding, as written and resolved to an absolute module.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct Import {
     /// 1-based line of the statement.
@@ -50,7 +50,7 @@ pub(crate) struct NameBinding {
 
 /// How a method is defined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum MethodKind {
     /// A plain `def`.
@@ -82,7 +82,7 @@ pub struct MethodFacts {
 
 /// Where an attribute name of a class comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum AttributeKind {
     /// Assigned in the class body (`x = ...`).
@@ -132,7 +132,7 @@ pub struct CompositionFacts {
 
 /// How a class uses one of its instance attributes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum UseKind {
     /// `self.attr(...)`.

@@ -12,7 +12,7 @@ pub type ClassId = usize;
 
 /// What a base class expression resolved to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", content = "to", rename_all = "lowercase"))]
 pub enum BaseTarget {
     /// A class of the project.
@@ -25,7 +25,7 @@ pub enum BaseTarget {
 
 /// One base of a class.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct BaseLink {
     /// The base as written (dotted).
     pub text: String,
@@ -37,7 +37,7 @@ pub struct BaseLink {
 
 /// `self.attr = Target(...)` in some method of a class, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct CompositionEdge {
     /// The instance attribute.
     pub attr: String,
@@ -59,7 +59,7 @@ pub struct CompositionEdge {
 
 /// A class of the graph.
 #[derive(Clone, Debug)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct ClassNode {
     /// Its module (dotted).
     pub module: String,
@@ -86,7 +86,7 @@ pub struct ClassNode {
 
 /// Something worth knowing about the graph that is not an edge.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum Diagnostic {
     /// A base class that cannot be found.

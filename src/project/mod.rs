@@ -58,7 +58,7 @@ use facts::{Binding, ModuleContext, NameBinding};
 
 /// A file that could not be read or parsed: reported, never fatal.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct FileProblem {
     /// The file, relative to the scanned directory.
     pub file: String,
@@ -155,7 +155,7 @@ pub enum Scope {
 
 /// Counters of how much work a query did (for benchmarks and `--stats`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct LoadStats {
     /// `.py` files in the project.
     pub files: usize,

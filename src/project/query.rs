@@ -11,7 +11,7 @@ use super::{Project, QueryError, Scope};
 
 /// A place in a file, with a short note on what is there (never a source excerpt).
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Evidence {
     /// File relative to the scanned directory.
     pub file: String,
@@ -32,7 +32,7 @@ pub type UseEvidence = Evidence;
 
 /// One step of a chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum Step {
     /// The previous class is a subclass of `class` (written `⊂`).
@@ -69,7 +69,7 @@ pub enum Step {
 
 /// A path from one class to another through compositions and inheritance.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Chain {
     /// The start class.
     pub start: String,
@@ -140,7 +140,7 @@ impl fmt::Display for Chain {
 
 /// How a class comes to run a method body.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum RunVia {
     /// The class defines the method.
@@ -156,7 +156,7 @@ pub enum RunVia {
 
 /// A class whose instances run the method.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Runner {
     /// The class.
     pub class: String,
@@ -172,7 +172,7 @@ pub struct Runner {
 
 /// An entry class that ends up running the method.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct ReachEntry {
     /// The entry class.
     pub class: String,
@@ -188,7 +188,7 @@ pub struct ReachEntry {
 
 /// What a hook placed in one method reaches.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Reach {
     /// `Class.method` as the body's owner names it.
     pub method: String,
@@ -244,7 +244,7 @@ impl fmt::Display for Reach {
 
 /// A member of a class (method, property, attribute).
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Member {
     /// Its name.
     pub name: String,
@@ -259,7 +259,7 @@ pub struct Member {
 
 /// For one composition of a wrapper: which public methods of the delegate it does not expose.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Forwarding {
     /// The wrapper class.
     pub wrapper: String,
@@ -320,7 +320,7 @@ impl fmt::Display for Forwarding {
 /// Whether a wrapper needs a forwarding method for `method` of the delegate in `attr`
 /// (see [`ClassGraph::forwarding_need`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum ForwardNeed {
     /// The wrapper (or a base) already has a member of that name: nothing to add.
