@@ -215,23 +215,54 @@ fn plan_hook(
     file: &ParsedFile,
     string_lines: &[usize],
 ) -> Result<Result<Vec<Edit>, String>, Error> {
-    let source = file.source();
-    let placement_error = |refusal: Refusal| Error::Placement {
-        location: source.location(refusal.offset),
-        reason: refusal.reason,
-        hook: HookRef(Some(hook.id.clone())),
-    };
     for path in &hook.requires {
         if file.find_all(path.split('#').next().unwrap_or(path)).is_empty() {
             return Ok(Err(format!("requires `{path}`, which this file does not define")));
         }
     }
-    let target = match &hook.target {
-        Target::Module => None,
+    let targets: Vec<Option<&Definition>> = match &hook.target {
+        Target::Module => vec![None],
         Target::Definition { .. } => {
             let text = target_text(&hook.target);
-            Some(file.locate(&text).map_err(|err| err.with_hook(&hook.id))?)
+            vec![Some(file.locate(&text).map_err(|err| err.with_hook(&hook.id))?)]
         }
+        Target::Paths(paths) => paths
+            .iter()
+            .map(|p| file.locate(p).map(Some).map_err(|err| err.with_hook(&hook.id)))
+            .collect::<Result<_, _>>()?,
+        Target::Select { .. } => crate::project::select::in_file(recipe, file, &hook.id)?
+            .iter()
+            .map(|p| file.locate(p).map(Some).map_err(|err| err.with_hook(&hook.id)))
+            .collect::<Result<_, _>>()?,
+    };
+    // Several targets: every edit of those that place, or the reason when none does.
+    let mut edits = Vec::new();
+    let mut skipped = None;
+    for target in targets {
+        match plan_target(recipe, hook, file, string_lines, target)? {
+            Ok(found) => edits.extend(found),
+            Err(reason) => skipped = Some(reason),
+        }
+    }
+    match skipped {
+        Some(reason) if edits.is_empty() => Ok(Err(reason)),
+        _ => Ok(Ok(edits)),
+    }
+}
+
+/// [`plan_hook`] for one target (`None`: the module).
+fn plan_target(
+    recipe: &Recipe,
+    hook: &Hook,
+    file: &ParsedFile,
+    string_lines: &[usize],
+    target: Option<&Definition>,
+) -> Result<Result<Vec<Edit>, String>, Error> {
+    let source = file.source();
+    let placement_error = |refusal: Refusal| Error::Placement {
+        location: source.location(refusal.offset),
+        reason: refusal.reason,
+        hook: HookRef(Some(hook.id.clone())),
     };
     let body = target.map_or(&file.root().children()[0], |def| {
         file.node(def).field("body").expect("definitions have a body")
@@ -353,6 +384,8 @@ fn target_text(target: &Target) -> String {
         Target::Module => "module".into(),
         Target::Definition { path, ordinal: Some(n) } => format!("{path}#{n}"),
         Target::Definition { path, ordinal: None } => path.clone(),
+        Target::Paths(paths) => paths.join(", "),
+        Target::Select { selector, method } => format!("{selector}.{}", method.as_deref().unwrap_or("")),
     }
 }
 

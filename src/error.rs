@@ -177,6 +177,16 @@ pub enum Error {
         location: Location,
     },
 
+    /// A class asked for by name is not among those a recipe's selectors choose, or cannot be
+    /// patched (the reason says why).
+    #[error("{location}: {message}")]
+    Selection {
+        /// The package or file searched (line 1, column 1).
+        location: Location,
+        /// What was asked and why it has no answer.
+        message: String,
+    },
+
     /// Reading or writing a file failed.
     #[error("{location}: {action}: {source}")]
     Io {
@@ -206,6 +216,7 @@ impl Error {
             | Error::Marker { location, .. }
             | Error::Verify { location, .. }
             | Error::Changed { location }
+            | Error::Selection { location, .. }
             | Error::Io { location, .. } => location,
         }
     }
@@ -220,6 +231,7 @@ impl Error {
                 | Error::Syntax { .. }
                 | Error::BadPath { .. }
                 | Error::Spec { .. }
+                | Error::Selection { .. }
                 | Error::Io { .. }
         )
     }

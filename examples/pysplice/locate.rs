@@ -57,11 +57,11 @@ pub fn run(args: &Args) -> u8 {
     // A malformed path is bad usage whatever the file holds, so it is checked first.
     if let Some(path) = &args.path {
         match Target::parse(path, &name) {
-            Ok(Target::Definition { .. }) => {}
             Ok(Target::Module) => {
                 eprintln!("error: `module` is the whole file, not a definition; leave PATH out to see the outline");
                 return 2;
             }
+            Ok(_) => {}
             Err(err) => {
                 eprintln!("error: {err}");
                 return 2;
