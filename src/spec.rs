@@ -198,6 +198,9 @@ pub struct ClassSelector {
     pub entries: bool,
     /// Only classes that define or inherit this method.
     pub has_method: Option<String>,
+    /// Classes left out by name (roots only), e.g. ones that inherit the method but serve
+    /// another purpose.
+    pub exclude: Vec<String>,
     /// The selector whose classes hold these (derived selectors).
     pub held_by: Option<String>,
     /// The attributes followed from a holder (any when empty).
@@ -231,6 +234,8 @@ struct RawSelect {
     entries: bool,
     /// Only classes defining or inheriting this method.
     has_method: Option<String>,
+    /// Classes left out by name.
+    exclude: Option<Vec<String>>,
     /// The holder selector.
     held_by: Option<String>,
     /// Attributes to follow.
@@ -427,6 +432,11 @@ fn compile_selectors(
             None if raw.via.is_some() || raw.assigns.is_some() => {
                 return Err(fail("`via` and `assigns` belong to `held-by`".into()))
             }
+            Some(_) if raw.exclude.is_some() || raw.entries || raw.has_method.is_some() => {
+                return Err(fail(
+                    "`entries`, `has-method` and `exclude` belong to root selectors (without `held-by`)".into(),
+                ))
+            }
             Some(by) if !names.contains(by) => {
                 return Err(fail(format!(
                     "`held-by = \"{by}\"` names no selector; the recipe has {}",
@@ -440,6 +450,7 @@ fn compile_selectors(
             name: name.clone(),
             entries: raw.entries,
             has_method: raw.has_method,
+            exclude: raw.exclude.unwrap_or_default(),
             held_by: raw.held_by,
             via: raw.via.unwrap_or_default(),
             assigns: raw.assigns,

@@ -324,7 +324,9 @@ impl Resolver<'_, '_> {
         ids.sort_unstable();
         ids.dedup();
         ids.retain(|&id| {
+            let name = &self.graph.class(id).name;
             !self.graph.class(id).draft
+                && !selector.exclude.iter().any(|x| x == name)
                 && selector
                     .has_method
                     .as_deref()
@@ -665,7 +667,14 @@ impl Resolver<'_, '_> {
         if func.kind() == "Name" {
             let name = func.label().unwrap_or_default();
             if let Some(local) = local_value(method, name) {
-                return self.class_expr(&[(local, file)], method, notes);
+                let found = self.class_expr(&[(local.clone(), file)], method, notes);
+                if found.is_empty() {
+                    let text = self.project.file(file).text().get(local.range()).unwrap_or("?");
+                    notes.push(format!(
+                        "`{name}` is computed when the model is built (`{name} = {text}`)"
+                    ));
+                }
+                return found;
             }
             if param_names(method).iter().any(|p| p == name) {
                 let exprs = self.parameter_values(c, k, method, name);
