@@ -302,3 +302,126 @@ fn single_file_selection() {
     let err = pysplice::apply(&recipe, SourceFile::new("qwen3_moe.py", text.as_str())).unwrap_err();
     assert!(err.to_string().contains("[hook"), "{err}");
 }
+
+/// Copies a release's models folder and patches it for every architecture through the library,
+/// as the command does; gives (patched folder, original folder, architectures).
+fn patched_folder(recipe: &Recipe, version: &str, dir: &Path) -> (PathBuf, PathBuf, Vec<String>) {
+    use pysplice::recipes::sglang_models::{patch, write_all, Mode};
+    let original = common::models_dir(version);
+    // The package name comes from the folders: sglang/srt/models, as installed.
+    let copy = dir.join(version).join("sglang/srt/models");
+    std::fs::create_dir_all(&copy).unwrap();
+    for file in common::python_files(&original) {
+        let rel = file.strip_prefix(&original).unwrap();
+        let to = copy.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &to).unwrap();
+    }
+    let (selection, patches) = patch(recipe, &copy, None, Mode::Apply).unwrap();
+    for root in &selection.roots {
+        assert!(
+            root.skipped.is_none() || root.class == "MindSporeForCausalLM",
+            "{version}: {} skipped: {:?}",
+            root.class,
+            root.skipped
+        );
+    }
+    write_all(&patches).unwrap();
+    (
+        copy,
+        original,
+        selection.names().iter().map(|s| (*s).to_string()).collect(),
+    )
+}
+
+fn py_check_models(patched: &Path, original: &Path, archs: &[String]) -> (bool, Vec<serde_json::Value>) {
+    let output = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py_check_hs_models.py"))
+        .arg(patched)
+        .arg(original)
+        .args(archs)
+        .output()
+        .expect("python3 runs");
+    let verdicts: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "no JSON from the check ({err}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert_eq!(verdicts.len(), archs.len());
+    assert_eq!(output.status.success(), verdicts.iter().all(|v| v["ok"] == true));
+    (output.status.success(), verdicts)
+}
+
+/// The independent `ast` check: for each architecture, the forward that runs for its model
+/// passes the post-norm hidden states and the aux states to the dump on every non-proxy
+/// return, exactly once; the model's `__init__` sets the dump up; the architecture's
+/// `__init__` enables capture.
+#[test]
+fn python_ast_check_per_release_and_architecture() {
+    let recipe = recipe();
+    let dir = scratch("py_check");
+    let mut checked = 0;
+    for version in common::pinned_versions() {
+        let (patched, original, archs) = patched_folder(&recipe, &version, &dir);
+        if archs.is_empty() {
+            continue;
+        }
+        let (ok, verdicts) = py_check_models(&patched, &original, &archs);
+        for v in &verdicts {
+            assert!(v["ok"] == true, "{version}: {v:#}");
+        }
+        assert!(ok);
+        checked += archs.len();
+    }
+    assert!(checked > 100, "only {checked} architecture checks");
+}
+
+/// The check fails where it must: an unpatched folder; a forward whose return was put back by
+/// hand; a pass-through override that dumps as well as its base (the dump would run twice).
+#[test]
+fn python_ast_check_rejects_wrong_patches() {
+    let recipe = recipe();
+    let dir = scratch("py_check_negative");
+    let (patched, original, _) = patched_folder(&recipe, "0.5.23", &dir);
+    let archs = vec!["Qwen3MoeForCausalLM".to_string(), "TeleFLMForCausalLM".to_string()];
+    let (ok, _) = py_check_models(&original, &original, &archs);
+    assert!(!ok, "the unpatched folder passes");
+    let (ok, verdicts) = py_check_models(&patched, &original, &archs);
+    assert!(ok, "{verdicts:#?}");
+
+    // One wrapped return of Qwen2MoeModel.forward (qwen2_moe.py) put back as it was.
+    let file = patched.join("qwen2_moe.py");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let line = text
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("return (hidden_states, aux_hidden_states) if")
+        })
+        .expect("a wrapped aux return");
+    let indent = &line[..line.len() - line.trim_start().len()];
+    std::fs::write(
+        &file,
+        text.replacen(line, &format!("{indent}return hidden_states, aux_hidden_states"), 1),
+    )
+    .unwrap();
+    let (ok, verdicts) = py_check_models(&patched, &original, &archs[..1]);
+    assert!(!ok);
+    assert!(verdicts[0].to_string().contains("does not go through"), "{verdicts:#?}");
+
+    // TeleFLMModel.forward only returns super().forward(...), whose returns dump: a dump call in
+    // the override as well runs twice per pass.
+    let file = patched.join("teleflm.py");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let doubled = text.replacen(
+        "        return super().forward(",
+        "        _pysplice_hs_dump(self, input_ids, forward_batch, input_embeds)\n        return super().forward(",
+        1,
+    );
+    assert_ne!(doubled, text);
+    std::fs::write(&file, doubled).unwrap();
+    let (ok, verdicts) = py_check_models(&patched, &original, &archs[1..]);
+    assert!(!ok);
+    assert!(verdicts[0].to_string().contains("dumps too"), "{verdicts:#?}");
+}

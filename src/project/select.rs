@@ -27,7 +27,7 @@ use crate::error::{Error, HookRef, Location};
 use crate::locate::Target;
 use crate::outline::{DefKind, ParsedFile};
 use crate::source::SourceFile;
-use crate::spec::{ClassSelector, Recipe};
+use crate::spec::{Action, ClassSelector, Recipe};
 use crate::syntax::{Node, ABSENT, LIST};
 
 /// One definition a hook lands on for a root class.
@@ -391,7 +391,8 @@ impl Resolver<'_, '_> {
                 }
             };
             for (class, via) in found {
-                match self.target_of(*class, method.as_deref()) {
+                let deepest = matches!(hook.action, Action::WrapReturns { .. });
+                match self.target_of(*class, method.as_deref(), deepest) {
                     Ok(targets) => choice
                         .targets
                         .extend(targets.into_iter().map(|(file, path, line)| Selected {
@@ -416,15 +417,34 @@ impl Resolver<'_, '_> {
     }
 
     /// The definitions a hook lands on for one class: the class, or the method that runs for it.
-    fn target_of(&mut self, class: ClassId, method: Option<&str>) -> Result<Vec<(String, String, usize)>, String> {
+    fn target_of(
+        &mut self,
+        class: ClassId,
+        method: Option<&str>,
+        deepest: bool,
+    ) -> Result<Vec<(String, String, usize)>, String> {
         let node = self.graph.class(class);
         let Some(method) = method else {
             return Ok(vec![(node.file.clone(), node.name.clone(), node.line)]);
         };
-        let owner = self
+        let mut owner = self
             .graph
             .owner_of(class, method)
             .ok_or_else(|| format!("`{}` has no method `{method}` (in the class or its bases)", node.name))?;
+        // The returns that produce the value: past overrides that only return
+        // `super().<method>(...)`, to the base method they hand over to.
+        while deepest && self.passes_to_super(owner, method) {
+            let mro = self.graph.mro(class);
+            let at = mro.iter().position(|&c| c == owner).unwrap_or(mro.len());
+            match mro[at + 1..]
+                .iter()
+                .copied()
+                .find(|&c| self.graph.facts(c).defines(method))
+            {
+                Some(next) => owner = next,
+                None => break,
+            }
+        }
         let owner_node = self.graph.class(owner);
         let path = format!("{}.{method}", owner_node.name);
         let file = owner_node.key.file;
@@ -447,6 +467,26 @@ impl Resolver<'_, '_> {
                 .map(|(i, &line)| (rel.clone(), format!("{path}#{}", i + 1), line))
                 .collect(),
         })
+    }
+
+    /// Whether every `return` of `owner.<method>` returns `super().<method>(...)` as it is.
+    fn passes_to_super(&mut self, owner: ClassId, method: &str) -> bool {
+        let file = self.graph.class(owner).key.file;
+        let path = format!("{}.{method}", self.graph.class(owner).name);
+        let Some(parsed) = self.tree(file) else { return false };
+        let defs = parsed.find_all(&path);
+        let [def] = defs.as_slice() else { return false };
+        let values = returned_values(parsed.node(def));
+        !values.is_empty()
+            && values.iter().all(|v| {
+                v.kind() == "Call" && {
+                    let func = &v.children()[0];
+                    func.kind() == "Attribute"
+                        && func.label() == Some(method)
+                        && func.children()[0].kind() == "Call"
+                        && dotted(&func.children()[0].children()[0]).as_deref() == Some("super")
+                }
+            })
     }
 
     fn tree(&mut self, file: usize) -> Option<&ParsedFile> {

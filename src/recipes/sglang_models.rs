@@ -112,7 +112,8 @@ pub struct FilePatch {
 }
 
 /// Selects the architectures in `models_dir` and patches (or reverts) in memory every file that
-/// `wanted` needs (`None`: every architecture). Nothing is written.
+/// `wanted` needs (`None`: every architecture; reverting every architecture also takes in every
+/// other file that carries the recipe's markers). Nothing is written.
 ///
 /// # Errors
 /// [`Error::Io`] when the folder cannot be read; [`Error::Selection`] for an architecture that
@@ -127,7 +128,22 @@ pub fn patch(
     let project = Project::scan(models_dir)?;
     let selection = select::select(&project, recipe);
     let root = models_dir.display().to_string();
-    let files = select::expand(recipe, &selection, wanted, &root)?;
+    let mut files = select::expand(recipe, &selection, wanted, &root)?;
+    if mode == Mode::Revert && wanted.is_none() {
+        // Every file carrying the recipe's markers, also those no architecture selects any
+        // more (patched by an older recipe or for a class since excluded).
+        let marker = format!("pysplice {}/", recipe.id);
+        for f in project.files() {
+            let rel = f.relative_path();
+            let marked = std::fs::read_to_string(f.path()).is_ok_and(|t| t.contains(&marker));
+            if marked && !files.iter().any(|x| x.file == rel) {
+                files.push(select::FileRecipe {
+                    file: rel.to_string(),
+                    recipe: recipe.clone(),
+                });
+            }
+        }
+    }
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let path = models_dir.join(&f.file);
