@@ -45,7 +45,7 @@
 //! | [`engine`] | plan, apply, verify, revert |
 //! | [`report`], [`files`] | text, diff and JSON reports; safe file writes |
 //! | [`document`] | an editor-facing document with LSP positions |
-//! | [`project`] | many files: class graph, delegation chains, hook reach |
+//! | [`project`] | many files: class graph, delegation chains, hook reach, targets by meaning ([`project::select`]) |
 //! | [`error`] | typed errors with file, line, column and hook |
 #![deny(missing_docs)]
 
@@ -77,6 +77,6 @@ pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
 pub use project::{ClassGraph, Project};
 pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
-pub use spec::{Action, Anchor, Hook, ImportLine, Nth, Recipe, Selector};
+pub use spec::{Action, Anchor, ClassSelector, Hook, ImportLine, Nth, Recipe, Selector};
 pub use syntax::Node;
 pub use template::Template;

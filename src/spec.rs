@@ -863,6 +863,50 @@ mod tests {
     }
 
     #[test]
+    fn selectors_are_validated_with_their_table_and_hook() {
+        let sel = "[select.top]\nentries = true\nhas-method = \"capture\"\n";
+        let hook = |target: &str| {
+            format!("[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = {target}\nat = \"end\"\ncode = \"pass\"\n")
+        };
+        let ok = Recipe::from_toml(
+            "s.toml",
+            &format!("{HEAD}{sel}{}", hook("{ class = \"top\", method = \"__init__\" }")),
+        )
+        .unwrap();
+        assert_eq!(ok.selectors[0].has_method.as_deref(), Some("capture"));
+        assert!(ok.selects());
+        let e = err(&format!("{HEAD}{sel}{}", hook("{ class = \"tops\" }")));
+        assert!(
+            e.starts_with("s.toml:10:1: bad spec:")
+                && e.contains("`class = \"tops\"` names no selector; the recipe has `top`")
+                && e.ends_with("[hook h]"),
+            "{e}"
+        );
+        let e = err(&format!("{HEAD}{sel}{}", hook("{ class = \"top\", method = \"a.b\" }")));
+        assert!(e.contains("`method = \"a.b\"` is not a Python name"), "{e}");
+        let e = err(&format!("{HEAD}[select.top]\nvia = [\"model\"]\n"));
+        assert!(
+            e.starts_with("s.toml:4:1: bad spec: [select.top]: a root selector needs"),
+            "{e}"
+        );
+        let e = err(&format!("{HEAD}{sel}[select.inner]\nheld-by = \"nowhere\"\n"));
+        assert!(
+            e.starts_with("s.toml:7:1: bad spec: [select.inner]: `held-by = \"nowhere\"` names no selector"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{HEAD}[select.a]\nheld-by = \"b\"\n[select.b]\nheld-by = \"a\"\n"
+        ));
+        assert!(e.contains("goes round in a circle (a -> b)"), "{e}");
+        let e = err(&format!(
+            "{HEAD}{sel}[select.inner]\nheld-by = \"top\"\nexclude = [\"X\"]\n"
+        ));
+        assert!(e.contains("belong to root selectors"), "{e}");
+        let e = err(&format!("{HEAD}[select.top]\nentries = true\ncolour = 1\n"));
+        assert!(e.starts_with("s.toml:6:1: bad spec: unknown field `colour`"), "{e}");
+    }
+
+    #[test]
     fn imports_parse_in_all_forms() {
         let i = import_line("numpy as np").unwrap();
         assert_eq!((i.statement.as_str(), i.bound_name()), ("import numpy as np", "np"));
