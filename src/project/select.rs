@@ -1075,7 +1075,8 @@ EntryClass = [Direct, ViaMethod, ViaAttr, ViaParam, Sub, Wrapper, Opaque]\n";
         let expected = [
             "Direct: f base.py:Base.forward (Direct -model-> Inner)",
             "Direct: i a.py:Direct.__init__ (Direct)",
-            "Opaque: skipped: `Opaque` holds no class that assigns `self.layers` through `self.model` or `self.language_model`",
+            "Opaque: skipped: `Opaque` holds no class that assigns `self.layers` through `self.model` or `self.language_model` \
+             (`arch` is computed when the model is built (`arch = pick(config)`))",
             "Sub: f base.py:Base.forward (Sub -model-> Base)",
             "Sub: i a.py:Sub.__init__ (Sub)",
             "ViaAttr: f base.py:Base.forward (ViaAttr -model-> Inner)",
