@@ -34,6 +34,21 @@ struct Release {
     files: Vec<(String, String, Patched)>,
 }
 
+/// Every pinned release, selected and patched once for all the tests of this file.
+fn releases() -> &'static [(String, Release)] {
+    static ALL: std::sync::OnceLock<Vec<(String, Release)>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let recipe = recipe();
+        common::pinned_versions()
+            .into_iter()
+            .map(|v| {
+                let r = release(&recipe, &v);
+                (v, r)
+            })
+            .collect()
+    })
+}
+
 fn release(recipe: &Recipe, version: &str) -> Release {
     let dir = common::models_dir(version);
     let project = Project::scan(&dir).unwrap();
@@ -130,8 +145,8 @@ fn every_architecture_with_capture_on_every_pinned_release() {
     let recipe = recipe();
     let out_dir = scratch("compile");
     let mut compiled = Vec::new();
-    for version in common::pinned_versions() {
-        let r = release(&recipe, &version);
+    for (version, r) in releases() {
+        let version = version.clone();
         // Every file defining the capture method is covered, except mindspore.py (another backend).
         let mut covered: Vec<String> = r.files.iter().map(|(f, _, _)| f.clone()).collect();
         covered.sort();
@@ -206,9 +221,7 @@ fn every_architecture_with_capture_on_every_pinned_release() {
 
 #[test]
 fn snapshot_per_release_and_family() {
-    let recipe = recipe();
-    for version in common::pinned_versions() {
-        let r = release(&recipe, &version);
+    for (version, r) in releases() {
         let mut by_file: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         let mut out = format!("SGLang {version}: architectures with aux capture and where their hooks land\n\n");
         for root in &r.selection.roots {
@@ -228,7 +241,7 @@ fn snapshot_per_release_and_family() {
         }
         out.push('\n');
         for (file, _, patched) in &r.files {
-            out.push_str(&file_summary(&version, file, patched, &by_file[file.as_str()]));
+            out.push_str(&file_summary(version, file, patched, &by_file[file.as_str()]));
         }
         insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
             insta::assert_snapshot!(format!("sglang_models@{version}"), out);
@@ -240,15 +253,13 @@ fn snapshot_per_release_and_family() {
 /// bytes, wherever the release has aux capture.
 #[test]
 fn deepseek_v2_is_patched_as_by_the_single_file_recipe() {
-    let models = recipe();
     let single =
         Recipe::from_toml("sglang_hs_dump.toml", pysplice::recipes::SGLANG_HS_DUMP).expect("the recipe compiles");
     let mut compared = 0;
-    for version in common::pinned_versions() {
-        let r = release(&models, &version);
+    for (version, r) in releases() {
         let Some((_, input, patched)) = r.files.iter().find(|(f, _, _)| f == "deepseek_v2.py") else {
             assert!(
-                !files_with_capture(&version).contains(&"deepseek_v2.py".to_string()),
+                !files_with_capture(version).contains(&"deepseek_v2.py".to_string()),
                 "{version}: deepseek_v2.py has capture but is not patched"
             );
             continue;
