@@ -6,7 +6,13 @@
 //! sglang_hs_dump --installed [--python python3] ...
 //! sglang_hs_dump                      # demo: patch a copy of examples/data/demo_model.py
 //! sglang_hs_dump --flag-table         # the server flags of every known SGLang release
+//! sglang_hs_dump PATH --arch Qwen3MoeForCausalLM [--arch ...]   # any architecture with aux capture
+//! sglang_hs_dump PATH --model-path DIR  # the architectures DIR/config.json names
+//! sglang_hs_dump PATH --arch all        # every architecture with aux capture
 //! ```
+//!
+//! With `--arch` or `--model-path`, PATH (or `--installed`) stands for the `sglang/srt/models`
+//! folder, and every file the architectures need is patched (checked, reverted), all or none.
 //!
 //! Exit codes: 0 success (for `--check`: up to date); 1 a hook could not be placed, the markers
 //! were edited by hand, or `--check` found work; 2 bad usage or input that cannot be read or
@@ -72,6 +78,14 @@ struct Args {
     /// table (README's), and exit.
     #[arg(long, exclusive = true)]
     flag_table: bool,
+    /// An architecture to patch for (an `EntryClass` / `config.json` `architectures` name such as
+    /// `Qwen3MoeForCausalLM`; repeat or separate by commas), or `all`: every architecture of the
+    /// install that has EAGLE-3 aux capture. PATH then stands for the models folder.
+    #[arg(long, value_name = "CLASS", value_delimiter = ',')]
+    arch: Vec<String>,
+    /// A Hugging Face model folder (or its `config.json`): patch for the architectures it lists.
+    #[arg(long, value_name = "DIR", conflicts_with = "arch")]
+    model_path: Option<PathBuf>,
 }
 
 /// What to do with the file.
@@ -425,6 +439,9 @@ fn run(args: &Args) -> u8 {
     } else {
         Mode::Apply
     };
+    if !args.arch.is_empty() || args.model_path.is_some() {
+        return run_models(args, mode);
+    }
     let demo = args.path.is_none() && !args.installed;
     let failures = Failures {
         json: args.json,
@@ -607,6 +624,179 @@ fn run(args: &Args) -> u8 {
         launch.flags.join(" ")
     );
     outln!("Undo with: {PROGRAM} --revert {}", patched.name());
+    code
+}
+
+/// `--arch` / `--model-path`: every file the architectures need, all or none.
+fn run_models(args: &Args, mode: Mode) -> u8 {
+    use pysplice::recipes::sglang_models::{self, FilePatch};
+    let given = args.path.clone().unwrap_or_default();
+    // Failures before any file is patched: a JSON error object in the contract's layout, or text.
+    let fail = |file: &Path, message: &str, code: u8| -> u8 {
+        if args.json {
+            let body = Body::SglangHsDump(Dump {
+                splice: Splice {
+                    status: FileStatus::Failed,
+                    changed: false,
+                    written: false,
+                    hooks: Vec::new(),
+                    diff: None,
+                },
+                mode: mode.name(args.dry_run).to_string(),
+                demo: false,
+                release: None,
+                launch: None,
+            });
+            outln!(
+                "{}",
+                Output::failed(file.display().to_string(), body, ErrorInfo::message(message)).to_line()
+            );
+        } else {
+            errln!("{message}");
+        }
+        code
+    };
+    let base = if args.installed {
+        installed(&args.python).map(|f| f.parent().map(Path::to_path_buf).unwrap_or(f))
+    } else if let Some(path) = &args.path {
+        Ok(path.clone())
+    } else {
+        Err(
+            "--arch and --model-path need PATH (a models folder, the sglang package, site-packages, a checkout, \
+             a model file) or --installed"
+                .to_string(),
+        )
+    };
+    let dir = match base.and_then(|b| {
+        sglang_models::models_dir(&b).ok_or_else(|| format!("{}: no sglang/srt/models folder here", b.display()))
+    }) {
+        Ok(dir) => dir,
+        Err(message) => return fail(&given, &message, 2),
+    };
+    let wanted: Option<Vec<String>> = match &args.model_path {
+        Some(model) => match sglang_models::architectures(model) {
+            Ok(names) => Some(names),
+            Err(message) => return fail(model, &message, 2),
+        },
+        None if args.arch.iter().any(|a| a == "all") => None,
+        None => Some(args.arch.clone()),
+    };
+    let recipe = sglang_models::recipe().expect("the bundled recipes are valid");
+    let lib_mode = if mode == Mode::Revert {
+        sglang_models::Mode::Revert
+    } else {
+        sglang_models::Mode::Apply
+    };
+    let (selection, patches) = match sglang_models::patch(&recipe, &dir, wanted.as_deref(), lib_mode) {
+        Ok(found) => found,
+        Err(err) => return fail(&dir, &err.to_string(), exit_code(&err)),
+    };
+    let pending = |p: &FilePatch| {
+        p.patched.changed()
+            || p.patched
+                .outcomes()
+                .iter()
+                .any(|o| matches!(o.status, Status::Applied | Status::Updated))
+    };
+    let code = u8::from(mode == Mode::Check && patches.iter().any(pending));
+    let write = mode != Mode::Check && !args.dry_run;
+    let written = if write {
+        match sglang_models::write_all(&patches) {
+            Ok(n) => n,
+            Err(err) => return fail(&dir, &err.to_string(), exit_code(&err)),
+        }
+    } else {
+        0
+    };
+    let roots: Vec<_> = selection
+        .roots
+        .iter()
+        .filter(|r| wanted.as_ref().is_none_or(|w| w.contains(&r.class)))
+        .collect();
+    let release = args
+        .sglang_version
+        .as_deref()
+        .and_then(|t| Version::parse(t).map(|v| (t.to_string(), v, "--sglang-version".to_string())))
+        .map(|(text, version, source)| Release { text, version, source })
+        .or_else(|| detect_release(&dir.join("__init__.py")));
+    let launch = launch(release.as_ref());
+    let env = recipe.vars.get("env").map_or("SGLANG_HS_DUMP_DIR", String::as_str);
+    if args.json {
+        // One object per file, in the layout of a single-file run.
+        let words = match mode {
+            Mode::Apply => Words::Apply,
+            Mode::Check => Words::Check,
+            Mode::Revert => Words::Revert,
+        };
+        for p in &patches {
+            let status = match (mode, args.dry_run) {
+                (Mode::Check, _) if !pending(p) => FileStatus::UpToDate,
+                (Mode::Check, _) => FileStatus::NeedsApply,
+                (Mode::Apply, _) if !pending(p) => FileStatus::UpToDate,
+                (Mode::Apply, true) => FileStatus::WouldPatch,
+                (Mode::Apply, false) => FileStatus::Patched,
+                (Mode::Revert, _) if !p.patched.changed() => FileStatus::NothingToRevert,
+                (Mode::Revert, true) => FileStatus::WouldRevert,
+                (Mode::Revert, false) => FileStatus::Reverted,
+            };
+            let mut splice = Splice::new(status, p.patched.outcomes(), words);
+            splice.changed = p.patched.changed();
+            splice.written = write && p.patched.changed();
+            splice.diff = args
+                .dry_run
+                .then(|| report::unified_diff(&p.relative, p.patched.input(), p.patched.output()));
+            let body = Body::SglangHsDump(Dump {
+                splice,
+                mode: mode.name(args.dry_run).to_string(),
+                demo: false,
+                release: release.as_ref().map(|r| contract::Release {
+                    version: r.text.clone(),
+                    source: r.source.clone(),
+                }),
+                launch: Some(contract::Launch {
+                    env: [(env.to_string(), DUMP_DIR.to_string())].into(),
+                    flags: launch.flags.iter().map(|f| f.to_string()).collect(),
+                    notes: launch.notes.clone(),
+                }),
+            });
+            outln!("{}", Output::new(p.file.path().display().to_string(), body).to_line());
+        }
+        let _ = (&roots, written);
+        return code;
+    }
+    for root in &roots {
+        match &root.skipped {
+            Some(why) => outln!("{} ({}): skipped: {why}", root.class, root.file),
+            None => outln!("{} ({}): {}", root.class, root.file, root.files().join(", ")),
+        }
+    }
+    for p in &patches {
+        let name = p.file.path().display();
+        match (mode, args.dry_run, p.patched.changed()) {
+            (Mode::Check, _, _) => {
+                outln!("{name}: {}", if pending(p) { "needs apply" } else { "up to date" });
+                for o in p.patched.outcomes() {
+                    outln!("  - {}: {}", o.hook, report::check_status(o));
+                }
+            }
+            (_, true, _) => out!(
+                "{}",
+                report::unified_diff(&p.relative, p.patched.input(), p.patched.output())
+            ),
+            (Mode::Revert, false, true) => outln!("Reverted {name}"),
+            (Mode::Revert, false, false) => outln!("Nothing to revert in {name}"),
+            (Mode::Apply, false, _) => out!("{}", report::applied_text(&p.patched)),
+        }
+    }
+    if args.dry_run {
+        errln!("dry run: nothing was written");
+    } else if mode == Mode::Apply {
+        outln!("\nTo use: set {env}={DUMP_DIR} before starting server");
+        outln!("Server flags: {}", launch.flags.join(" "));
+        for note in &launch.notes {
+            outln!("Note: {note}");
+        }
+    }
     code
 }
 

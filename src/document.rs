@@ -395,7 +395,13 @@ impl Document {
                             .any(|(i, _)| !original.find_all(path[..i].trim_end_matches(".<locals>")).is_empty());
                     found.get(ordinal.unwrap_or(1).saturating_sub(1)).copied()
                 }
-                Target::Module => None,
+                Target::Paths(paths) => {
+                    let found: Vec<_> = paths.iter().filter_map(|p| original.locate(p).ok()).collect();
+                    relevant |= !found.is_empty();
+                    found.first().copied()
+                }
+                // Selections are resolved per file by the engine; the plan says whether they land.
+                Target::Module | Target::Select { .. } => None,
             };
             let blocks: Vec<Utf16Range> = frames_now
                 .iter()

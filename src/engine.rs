@@ -305,23 +305,54 @@ fn plan_hook(
     file: &ParsedFile,
     string_lines: &[usize],
 ) -> Result<Result<Vec<Edit>, String>, Error> {
-    let source = file.source();
-    let placement_error = |refusal: Refusal| Error::Placement {
-        location: source.location(refusal.offset),
-        reason: refusal.reason,
-        hook: HookRef(Some(hook.id.clone())),
-    };
     for path in &hook.requires {
         if file.find_all(path.split('#').next().unwrap_or(path)).is_empty() {
             return Ok(Err(format!("requires `{path}`, which this file does not define")));
         }
     }
-    let target = match &hook.target {
-        Target::Module => None,
+    let targets: Vec<Option<&Definition>> = match &hook.target {
+        Target::Module => vec![None],
         Target::Definition { .. } => {
             let text = target_text(&hook.target);
-            Some(file.locate(&text).map_err(|err| err.with_hook(&hook.id))?)
+            vec![Some(file.locate(&text).map_err(|err| err.with_hook(&hook.id))?)]
         }
+        Target::Paths(paths) => paths
+            .iter()
+            .map(|p| file.locate(p).map(Some).map_err(|err| err.with_hook(&hook.id)))
+            .collect::<Result<_, _>>()?,
+        Target::Select { .. } => crate::project::select::in_file(recipe, file, &hook.id)?
+            .iter()
+            .map(|p| file.locate(p).map(Some).map_err(|err| err.with_hook(&hook.id)))
+            .collect::<Result<_, _>>()?,
+    };
+    // Several targets: every edit of those that place, or the reason when none does.
+    let mut edits = Vec::new();
+    let mut skipped = None;
+    for target in targets {
+        match plan_target(recipe, hook, file, string_lines, target)? {
+            Ok(found) => edits.extend(found),
+            Err(reason) => skipped = Some(reason),
+        }
+    }
+    match skipped {
+        Some(reason) if edits.is_empty() => Ok(Err(reason)),
+        _ => Ok(Ok(edits)),
+    }
+}
+
+/// [`plan_hook`] for one target (`None`: the module).
+fn plan_target(
+    recipe: &Recipe,
+    hook: &Hook,
+    file: &ParsedFile,
+    string_lines: &[usize],
+    target: Option<&Definition>,
+) -> Result<Result<Vec<Edit>, String>, Error> {
+    let source = file.source();
+    let placement_error = |refusal: Refusal| Error::Placement {
+        location: source.location(refusal.offset),
+        reason: refusal.reason,
+        hook: HookRef(Some(hook.id.clone())),
     };
     let body = target.map_or(&file.root().children()[0], |def| {
         file.node(def).field("body").expect("definitions have a body")
@@ -442,11 +473,24 @@ fn skip_reason(err: &Error) -> String {
     }
 }
 
+/// The definitions a hook targets in `file`, those that exist (none for the module).
+pub(crate) fn hook_definitions<'f>(recipe: &Recipe, file: &'f ParsedFile, hook: &Hook) -> Vec<&'f Definition> {
+    let paths = match &hook.target {
+        Target::Module => Vec::new(),
+        Target::Definition { .. } => vec![target_text(&hook.target)],
+        Target::Paths(paths) => paths.clone(),
+        Target::Select { .. } => crate::project::select::in_file(recipe, file, &hook.id).unwrap_or_default(),
+    };
+    paths.iter().filter_map(|path| file.locate(path).ok()).collect()
+}
+
 fn target_text(target: &Target) -> String {
     match target {
         Target::Module => "module".into(),
         Target::Definition { path, ordinal: Some(n) } => format!("{path}#{n}"),
         Target::Definition { path, ordinal: None } => path.clone(),
+        Target::Paths(paths) => paths.join(", "),
+        Target::Select { selector, method } => format!("{selector}.{}", method.as_deref().unwrap_or("")),
     }
 }
 
@@ -745,15 +789,16 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -
         let (HookPlan::Edits(edits), Some(hook)) = (planned, recipe.hooks.iter().find(|h| &h.id == id)) else {
             continue;
         };
-        let params = match &hook.target {
-            Target::Module => Vec::new(),
-            Target::Definition { .. } => file
-                .locate(&target_text(&hook.target))
-                .map(|def| parameter_names(file.node(def)))
-                .unwrap_or_default(),
-        };
+        let definitions = hook_definitions(recipe, file, hook);
         for edit in edits {
             let range = edit.range();
+            // The parameters of the definition this edit lands in (a hook may target several).
+            let params = definitions
+                .iter()
+                .filter(|def| def.range().contains(&range.start))
+                .min_by_key(|def| def.range().len())
+                .map(|def| parameter_names(file.node(def)))
+                .unwrap_or_default();
             let found = match &hook.action {
                 Action::WrapReturns { template, .. } if !range.is_empty() => {
                     let value = text[range.clone()].strip_prefix("return ");

@@ -242,6 +242,16 @@ pub enum Error {
         failures: Box<[String]>,
     },
 
+    /// A class asked for by name is not among those a recipe's selectors choose, or cannot be
+    /// patched (the reason says why).
+    #[error("{location}: {message}")]
+    Selection {
+        /// The package or file searched (line 1, column 1).
+        location: Location,
+        /// What was asked and why it has no answer.
+        message: String,
+    },
+
     /// Reading or writing a file failed.
     #[error("{location}: {action}: {source}")]
     Io {
@@ -276,6 +286,7 @@ impl Error {
             | Error::NotRegular { location, .. }
             | Error::TooLarge { location, .. }
             | Error::PartialWrite { location, .. }
+            | Error::Selection { location, .. }
             | Error::Io { location, .. } => location,
         }
     }
@@ -290,6 +301,7 @@ impl Error {
                 | Error::Syntax { .. }
                 | Error::BadPath { .. }
                 | Error::Spec { .. }
+                | Error::Selection { .. }
                 | Error::Io { .. }
                 | Error::NotRegular { .. }
                 | Error::TooLarge { .. }

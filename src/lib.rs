@@ -46,7 +46,7 @@
 //! | [`report`], [`files`] | text, diff and JSON reports; safe file reads and writes |
 //! | `contract` | the versioned JSON output of the programs and its schema (feature `serde`) |
 //! | [`document`] | an editor-facing document with LSP positions |
-//! | [`project`] | many files: class graph, delegation chains, hook reach |
+//! | [`project`] | many files: class graph, delegation chains, hook reach, targets by meaning ([`project::select`]) |
 //! | [`error`] | typed errors with file, line, column and hook |
 #![deny(missing_docs)]
 
@@ -82,6 +82,6 @@ pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
 pub use project::{ClassGraph, Project};
 pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
-pub use spec::{Action, Anchor, Hook, ImportLine, Nth, Recipe, Selector};
+pub use spec::{Action, Anchor, ClassSelector, Hook, ImportLine, Nth, Recipe, Selector};
 pub use syntax::Node;
 pub use template::Template;

@@ -19,6 +19,17 @@ pub enum Target {
         /// Which occurrence, when the path is defined more than once.
         ordinal: Option<usize>,
     },
+    /// Definitions chosen by meaning: for each class a `[select.NAME]` table of the recipe picks,
+    /// the class itself (`method` absent) or the method that runs for it (its own or a base's).
+    Select {
+        /// The selector's name.
+        selector: String,
+        /// The method, when the target is a method of the selected classes.
+        method: Option<String>,
+    },
+    /// Several definitions of one file by path (`A.f`, `B.g#2`): what a selection resolves to in
+    /// one file.
+    Paths(Vec<String>),
 }
 
 impl Target {
@@ -95,7 +106,8 @@ impl ParsedFile {
         let name = self.source().name();
         let (path, ordinal) = match Target::parse(text, name)? {
             Target::Definition { path, ordinal } => (path, ordinal),
-            Target::Module => {
+            // `parse` gives only paths and `module`.
+            Target::Module | Target::Select { .. } | Target::Paths(_) => {
                 return Err(Error::BadPath {
                     location: Location::new(name, 1, 1),
                     path: text.to_string(),

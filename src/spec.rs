@@ -171,6 +171,46 @@ pub struct Recipe {
     pub vars: BTreeMap<String, String>,
     /// The hooks, in the order they are planned.
     pub hooks: Vec<Hook>,
+    /// Class selectors (`[select.NAME]`), in the order written; hooks name them in `in`.
+    pub selectors: Vec<ClassSelector>,
+}
+
+/// Classes chosen by what they are, not by name: a `[select.NAME]` table.
+///
+/// ```toml
+/// [select.capturing]
+/// entries = true                              # the classes a module lists in `EntryClass`
+/// has-method = "set_eagle3_layers_to_capture" # that define or inherit this method
+///
+/// [select.backbone]
+/// held-by = "capturing"                       # held by such a class (`self.ATTR = ...`)
+/// via = ["model", "language_model"]           # through these attributes, at any depth
+/// assigns = "layers_to_capture"               # the first held class setting `self.layers_to_capture`
+/// ```
+///
+/// A selector without `held-by` is a root: its classes are what a caller can pick from
+/// (`--arch`). Draft models (Eagle, NextN, MTP... in the class or file name) are never selected
+/// as roots. Resolution lives in [`crate::project::select`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassSelector {
+    /// The name hooks use in `in = { class = NAME }`.
+    pub name: String,
+    /// Only classes listed in some module's `EntryClass`.
+    pub entries: bool,
+    /// Only classes that define or inherit this method.
+    pub has_method: Option<String>,
+    /// Classes left out by name (roots only), e.g. ones that inherit the method but serve
+    /// another purpose.
+    pub exclude: Vec<String>,
+    /// The selector whose classes hold these (derived selectors).
+    pub held_by: Option<String>,
+    /// The attributes followed from a holder (any when empty).
+    pub via: Vec<String>,
+    /// Stop at the first class (the holder itself included) that assigns `self.<assigns>`
+    /// (in its own or an inherited method); without it, the classes held directly.
+    pub assigns: Option<String>,
+    /// Where the table is written.
+    pub location: Location,
 }
 
 // ---- serde mirror types -------------------------------------------------------------------
@@ -185,6 +225,48 @@ struct RawSpec {
     #[serde(default, rename = "hook")]
     #[cfg_attr(feature = "serde", schemars(with = "Vec<RawHook>"))]
     hooks: Vec<Spanned<RawHook>>,
+    /// Class selectors (`[select.NAME]`) that hooks name in `in = { class = "NAME", ... }`.
+    #[serde(default)]
+    #[cfg_attr(feature = "serde", schemars(with = "BTreeMap<String, RawSelect>"))]
+    select: BTreeMap<String, Spanned<RawSelect>>,
+}
+
+/// A class selector: classes chosen by what they are, not by name.
+#[derive(Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Select"))]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawSelect {
+    /// Only `EntryClass` classes.
+    #[serde(default)]
+    entries: bool,
+    /// Only classes defining or inheriting this method.
+    has_method: Option<String>,
+    /// Classes left out by name.
+    exclude: Option<Vec<String>>,
+    /// The holder selector.
+    held_by: Option<String>,
+    /// Attributes to follow.
+    via: Option<Vec<String>>,
+    /// Stop at the class assigning `self.<assigns>`.
+    assigns: Option<String>,
+}
+
+/// `in = "A.f"` or `in = { class = "backbone", method = "forward" }`.
+#[derive(Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "In"))]
+#[serde(untagged)]
+enum RawIn {
+    Path(String),
+    Select(RawSelectIn),
+}
+
+/// A hook's target chosen by a selector: the selected classes, or a method that runs for them.
+#[derive(Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "SelectIn"))]
+#[serde(deny_unknown_fields)]
+struct RawSelectIn {
+    class: String,
+    method: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -209,7 +291,7 @@ struct RawHook {
     summary: String,
     /// Target path, or `module`.
     #[serde(rename = "in")]
-    target: Option<String>,
+    target: Option<RawIn>,
     /// Imports to make sure of.
     ensure_imports: Option<Vec<String>>,
     /// Insertion anchor.
@@ -307,10 +389,11 @@ impl Recipe {
                 return Err(spec_error(&file, at, message, None));
             }
         }
+        let selectors = compile_selectors(&file, raw.select)?;
         let mut hooks: Vec<Hook> = Vec::new();
         for spanned in raw.hooks {
             let span = spanned.span();
-            let hook = compile_hook(&file, &raw.vars, spanned.into_inner(), span)?;
+            let hook = compile_hook(&file, &raw.vars, &selectors, spanned.into_inner(), span)?;
             if let Some(first) = hooks.iter().find(|h| h.id == hook.id) {
                 let message = format!("duplicate hook id (first used at line {})", first.location.line);
                 return Err(spec_error(&file, hook_offset(&file, &hook.id), message, Some(&hook.id)));
@@ -323,8 +406,113 @@ impl Recipe {
             notes: raw.recipe.notes,
             vars: raw.vars,
             hooks,
+            selectors,
         })
     }
+
+    /// The selector named `name`.
+    #[must_use]
+    pub fn selector(&self, name: &str) -> Option<&ClassSelector> {
+        self.selectors.iter().find(|s| s.name == name)
+    }
+
+    /// Whether some hook chooses its targets by meaning (`in = { class = ... }`).
+    #[must_use]
+    pub fn selects(&self) -> bool {
+        self.hooks.iter().any(|h| matches!(h.target, Target::Select { .. }))
+    }
+}
+
+fn compile_selectors(
+    file: &SourceFile,
+    raw: BTreeMap<String, Spanned<RawSelect>>,
+) -> Result<Vec<ClassSelector>, Error> {
+    let names: Vec<String> = raw.keys().cloned().collect();
+    let mut out = Vec::new();
+    for (name, spanned) in raw {
+        let span = spanned.span();
+        let table = file.text().find(&format!("[select.{name}]")).unwrap_or(span.start);
+        let fail = |message: String| Error::Spec {
+            location: file.location(table),
+            message: format!("[select.{name}]: {message}"),
+            hook: HookRef::default(),
+        };
+        if !is_identifier(&name.replace('-', "_")) {
+            return Err(fail("the name must be letters, digits, `_` or `-`".into()));
+        }
+        let raw = spanned.into_inner();
+        for text in raw
+            .has_method
+            .iter()
+            .chain(&raw.assigns)
+            .chain(raw.via.iter().flatten())
+        {
+            if !is_identifier(text) {
+                return Err(fail(format!("`{text}` is not a Python name")));
+            }
+        }
+        match &raw.held_by {
+            None if !raw.entries && raw.has_method.is_none() => {
+                return Err(fail(
+                    "a root selector needs `entries = true` or `has-method`; a derived one `held-by`".into(),
+                ))
+            }
+            None if raw.via.is_some() || raw.assigns.is_some() => {
+                return Err(fail("`via` and `assigns` belong to `held-by`".into()))
+            }
+            Some(_) if raw.exclude.is_some() || raw.entries || raw.has_method.is_some() => {
+                return Err(fail(
+                    "`entries`, `has-method` and `exclude` belong to root selectors (without `held-by`)".into(),
+                ))
+            }
+            Some(by) if !names.contains(by) => {
+                return Err(fail(format!(
+                    "`held-by = \"{by}\"` names no selector; the recipe has {}",
+                    quoted_list(&names)
+                )))
+            }
+            Some(by) if *by == name => return Err(fail("a selector cannot hold itself".into())),
+            _ => {}
+        }
+        out.push(ClassSelector {
+            name: name.clone(),
+            entries: raw.entries,
+            has_method: raw.has_method,
+            exclude: raw.exclude.unwrap_or_default(),
+            held_by: raw.held_by,
+            via: raw.via.unwrap_or_default(),
+            assigns: raw.assigns,
+            location: file.location(table),
+        });
+    }
+    // `held-by` chains must end in a root.
+    for selector in &out {
+        let mut at = selector;
+        let mut seen = vec![at.name.as_str()];
+        while let Some(by) = &at.held_by {
+            if seen.contains(&by.as_str()) {
+                return Err(Error::Spec {
+                    location: selector.location.clone(),
+                    message: format!(
+                        "[select.{}]: `held-by` goes round in a circle ({})",
+                        selector.name,
+                        seen.join(" -> ")
+                    ),
+                    hook: HookRef::default(),
+                });
+            }
+            seen.push(by);
+            at = out.iter().find(|s| s.name == *by).expect("checked above");
+        }
+    }
+    Ok(out)
+}
+
+fn quoted_list(names: &[String]) -> String {
+    if names.is_empty() {
+        return "no `[select.NAME]` table".into();
+    }
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
 }
 
 fn spec_error(file: &SourceFile, offset: usize, message: String, hook: Option<&str>) -> Error {
@@ -386,6 +574,7 @@ fn key_offset(file: &SourceFile, span: &Range<usize>, key: &str) -> usize {
 fn compile_hook(
     file: &SourceFile,
     vars: &BTreeMap<String, String>,
+    selectors: &[ClassSelector],
     raw: RawHook,
     span: Range<usize>,
 ) -> Result<Hook, Error> {
@@ -449,8 +638,30 @@ fn compile_hook(
             "a hook needs exactly one of `ensure-imports`, `at`, `wrap-returns`, `replace`, `add-forwarder`".into(),
         ));
     }
-    let target_text = raw.target.clone().unwrap_or_else(|| "module".into());
-    let target = Target::parse(&target_text, file.name()).map_err(|err| fail("in", strip_location(&err)))?;
+    let target = match &raw.target {
+        None => Target::Module,
+        Some(RawIn::Path(text)) => Target::parse(text, file.name()).map_err(|err| fail("in", strip_location(&err)))?,
+        Some(RawIn::Select(select)) => {
+            if !selectors.iter().any(|s| s.name == select.class) {
+                let names: Vec<String> = selectors.iter().map(|s| s.name.clone()).collect();
+                return Err(fail(
+                    "in",
+                    format!(
+                        "`class = \"{}\"` names no selector; the recipe has {}",
+                        select.class,
+                        quoted_list(&names)
+                    ),
+                ));
+            }
+            if let Some(method) = select.method.as_deref().filter(|m| !is_identifier(m)) {
+                return Err(fail("in", format!("`method = \"{method}\"` is not a Python name")));
+            }
+            Target::Select {
+                selector: select.class.clone(),
+                method: select.method.clone(),
+            }
+        }
+    };
     let is_module = target == Target::Module;
     let needs_code = raw.at.is_some() || raw.replace.is_some();
     if needs_code != raw.code.is_some() {
@@ -763,6 +974,50 @@ mod tests {
         let twice = "[[hook]]\nid = \"h\"\nsummary = \"x\"\nensure-imports = [\"os\"]\n";
         let e = err(&format!("{HEAD}{twice}{twice}"));
         assert!(e.contains("duplicate hook id"), "{e}");
+    }
+
+    #[test]
+    fn selectors_are_validated_with_their_table_and_hook() {
+        let sel = "[select.top]\nentries = true\nhas-method = \"capture\"\n";
+        let hook = |target: &str| {
+            format!("[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = {target}\nat = \"end\"\ncode = \"pass\"\n")
+        };
+        let ok = Recipe::from_toml(
+            "s.toml",
+            &format!("{HEAD}{sel}{}", hook("{ class = \"top\", method = \"__init__\" }")),
+        )
+        .unwrap();
+        assert_eq!(ok.selectors[0].has_method.as_deref(), Some("capture"));
+        assert!(ok.selects());
+        let e = err(&format!("{HEAD}{sel}{}", hook("{ class = \"tops\" }")));
+        assert!(
+            e.starts_with("s.toml:10:1: bad spec:")
+                && e.contains("`class = \"tops\"` names no selector; the recipe has `top`")
+                && e.ends_with("[hook h]"),
+            "{e}"
+        );
+        let e = err(&format!("{HEAD}{sel}{}", hook("{ class = \"top\", method = \"a.b\" }")));
+        assert!(e.contains("`method = \"a.b\"` is not a Python name"), "{e}");
+        let e = err(&format!("{HEAD}[select.top]\nvia = [\"model\"]\n"));
+        assert!(
+            e.starts_with("s.toml:4:1: bad spec: [select.top]: a root selector needs"),
+            "{e}"
+        );
+        let e = err(&format!("{HEAD}{sel}[select.inner]\nheld-by = \"nowhere\"\n"));
+        assert!(
+            e.starts_with("s.toml:7:1: bad spec: [select.inner]: `held-by = \"nowhere\"` names no selector"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{HEAD}[select.a]\nheld-by = \"b\"\n[select.b]\nheld-by = \"a\"\n"
+        ));
+        assert!(e.contains("goes round in a circle (a -> b)"), "{e}");
+        let e = err(&format!(
+            "{HEAD}{sel}[select.inner]\nheld-by = \"top\"\nexclude = [\"X\"]\n"
+        ));
+        assert!(e.contains("belong to root selectors"), "{e}");
+        let e = err(&format!("{HEAD}[select.top]\nentries = true\ncolour = 1\n"));
+        assert!(e.starts_with("s.toml:6:1: bad spec: unknown field `colour`"), "{e}");
     }
 
     #[test]

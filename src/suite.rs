@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 
 use crate::edit::Edit;
-use crate::locate::Target;
 use crate::outline::{Definition, ParsedFile};
 use crate::pattern::{visit_statements, Depth};
 use crate::place::{Placer, Refusal, SuitePart};
@@ -26,9 +25,10 @@ pub(crate) fn shared_suites<'f>(
         if !placed[i] || !changes_the_suite(hook) {
             continue;
         }
-        let Some(def) = target(file, hook) else { continue };
-        if def.is_one_line_suite() {
-            by_def.entry(def.range().start).or_insert((def, Vec::new())).1.push(i);
+        for def in crate::engine::hook_definitions(recipe, file, hook) {
+            if def.is_one_line_suite() {
+                by_def.entry(def.range().start).or_insert((def, Vec::new())).1.push(i);
+            }
         }
     }
     by_def.into_values().filter(|(_, hooks)| hooks.len() > 1).collect()
@@ -43,15 +43,6 @@ fn changes_the_suite(hook: &Hook) -> bool {
         } | Action::WrapReturns { .. }
             | Action::AddForwarder { .. }
     )
-}
-
-fn target<'f>(file: &'f ParsedFile, hook: &Hook) -> Option<&'f Definition> {
-    let text = match &hook.target {
-        Target::Module => return None,
-        Target::Definition { path, ordinal: Some(n) } => format!("{path}#{n}"),
-        Target::Definition { path, ordinal: None } => path.clone(),
-    };
-    file.locate(&text).ok()
 }
 
 /// The edits of the hooks `indices` on the one-line suite of `def`, all held by the first one.

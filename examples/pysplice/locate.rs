@@ -70,11 +70,11 @@ fn find(args: &Args, name: &str) -> Result<(ParsedFile, Vec<Definition>), (Error
     // A malformed path is bad usage whatever the file holds, so it is checked first.
     if let Some(path) = &args.path {
         match Target::parse(path, name) {
-            Ok(Target::Definition { .. }) => {}
             Ok(Target::Module) => {
                 let message = "`module` is the whole file, not a definition; leave PATH out to see the outline";
                 return Err((ErrorInfo::message(message), 2));
             }
+            Ok(_) => {}
             Err(err) => return Err((ErrorInfo::from(&err), 2)),
         }
     }

@@ -427,6 +427,11 @@ impl<'p> ClassGraph<'p> {
         out
     }
 
+    /// The id of a class definition, when it is in the graph.
+    pub(crate) fn id_of(&self, key: ClassKey) -> Option<ClassId> {
+        self.index.get(&key).copied()
+    }
+
     /// Every class, by id.
     #[must_use]
     pub fn classes(&self) -> &[ClassNode] {

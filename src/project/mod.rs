@@ -33,6 +33,7 @@
 mod facts;
 mod graph;
 mod query;
+pub mod select;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -369,6 +370,39 @@ impl Project {
             modules,
             namespaces,
         })
+    }
+
+    /// A project of in-memory files: `(relative path, text)` pairs under package `package`
+    /// (empty for a source root). What selection on a single file uses.
+    #[must_use]
+    pub fn from_sources(package: &str, sources: Vec<(String, String)>) -> Project {
+        let mut files = Vec::with_capacity(sources.len());
+        let mut modules = HashMap::new();
+        let mut namespaces = HashSet::new();
+        for (rel, text) in sources {
+            let (module, is_package) = module_name(package, &rel);
+            let mut parent = module.as_str();
+            while let Some((up, _)) = parent.rsplit_once('.') {
+                namespaces.insert(up.to_string());
+                parent = up;
+            }
+            modules.insert(module.clone(), files.len());
+            files.push(ProjectFile {
+                path: PathBuf::from(&rel),
+                rel,
+                module,
+                is_package,
+                text: Ok(text),
+                facts: OnceLock::new(),
+            });
+        }
+        Project {
+            root: PathBuf::new(),
+            package: package.to_string(),
+            files,
+            modules,
+            namespaces,
+        }
     }
 
     /// The scanned directory.

@@ -1,0 +1,192 @@
+//! The hidden-state dump for every SGLang architecture with EAGLE-3 aux capture: the recipe
+//! [`recipe`] (the helpers of [`crate::recipes::SGLANG_HS_DUMP`], the targets of
+//! [`crate::recipes::SGLANG_HS_DUMP_MODELS`]), and running it on a whole `sglang/srt/models`
+//! folder, all files or none ([`patch`], [`write_all`]).
+//!
+//! Architectures are the classes SGLang serves (`EntryClass` items, the names `config.json`
+//! lists under `architectures`) that define or inherit `set_eagle3_layers_to_capture`. Each gets
+//! the files its hooks land in: its own `__init__` (capture), and the `__init__` and `forward`
+//! that run for the model it holds (init, dump), which may be defined in another file.
+
+use std::path::{Path, PathBuf};
+
+use crate::engine::{apply, revert, Patched};
+use crate::error::{Error, Location};
+use crate::files::DiskFile;
+use crate::project::select::{self, Selection};
+use crate::project::Project;
+use crate::spec::Recipe;
+
+/// The composed recipe: `imports` and `dump-helpers` of [`crate::recipes::SGLANG_HS_DUMP`], then
+/// the selector hooks of [`crate::recipes::SGLANG_HS_DUMP_MODELS`].
+///
+/// ```
+/// let recipe = pysplice::recipes::sglang_models::recipe()?;
+/// assert!(recipe.selects());
+/// assert_eq!(recipe.hooks[1].id, "dump-helpers");
+/// # Ok::<(), pysplice::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
+pub fn recipe() -> Result<Recipe, Error> {
+    let base = Recipe::from_toml("recipes/sglang_hs_dump.toml", crate::recipes::SGLANG_HS_DUMP)?;
+    let mut models = Recipe::from_toml(
+        "recipes/sglang_hs_dump_models.toml",
+        crate::recipes::SGLANG_HS_DUMP_MODELS,
+    )?;
+    let mut hooks: Vec<_> = base
+        .hooks
+        .into_iter()
+        .filter(|h| h.id == "imports" || h.id == "dump-helpers")
+        .collect();
+    hooks.append(&mut models.hooks);
+    models.hooks = hooks;
+    models.notes = base.notes;
+    Ok(models)
+}
+
+/// The `sglang/srt/models` folder for a path: a file's folder, or a folder holding it (an
+/// SGLang checkout, site-packages, the `sglang` package, the models folder itself).
+#[must_use]
+pub fn models_dir(path: &Path) -> Option<PathBuf> {
+    if path.is_file() {
+        return path.parent().map(Path::to_path_buf);
+    }
+    let tails = ["sglang/srt/models", "python/sglang/srt/models", "srt/models", "models"];
+    tails
+        .iter()
+        .map(|tail| path.join(tail))
+        .find(|dir| dir.is_dir())
+        .or_else(|| {
+            let has_py = std::fs::read_dir(path)
+                .ok()?
+                .filter_map(Result::ok)
+                .any(|e| e.path().extension().is_some_and(|x| x == "py"));
+            has_py.then(|| path.to_path_buf())
+        })
+}
+
+/// The `architectures` a Hugging Face model folder's `config.json` lists.
+///
+/// # Errors
+/// A message naming the file when it cannot be read, is not JSON, or lists no architecture.
+pub fn architectures(model_dir: &Path) -> Result<Vec<String>, String> {
+    let path = if model_dir.is_dir() {
+        model_dir.join("config.json")
+    } else {
+        model_dir.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&path).map_err(|err| format!("{}: cannot read: {err}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|err| format!("{}: not JSON: {err}", path.display()))?;
+    let names: Vec<String> = value
+        .get("architectures")
+        .and_then(|a| a.as_array())
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    if names.is_empty() {
+        return Err(format!("{}: no `architectures` list", path.display()));
+    }
+    Ok(names)
+}
+
+/// What to do with each file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Apply (or update) the recipe.
+    Apply,
+    /// Remove it.
+    Revert,
+}
+
+/// One file of a run, read and patched in memory.
+#[derive(Debug)]
+pub struct FilePatch {
+    /// The file as read.
+    pub file: DiskFile,
+    /// Its path relative to the models folder.
+    pub relative: String,
+    /// The result.
+    pub patched: Patched,
+}
+
+/// Selects the architectures in `models_dir` and patches (or reverts) in memory every file that
+/// `wanted` needs (`None`: every architecture; reverting every architecture also takes in every
+/// other file that carries the recipe's markers). Nothing is written.
+///
+/// # Errors
+/// [`Error::Io`] when the folder cannot be read; [`Error::Selection`] for an architecture that
+/// is unknown or cannot be patched; the first file's error (with its path) when a hook cannot be
+/// placed or the markers were edited.
+pub fn patch(
+    recipe: &Recipe,
+    models_dir: &Path,
+    wanted: Option<&[String]>,
+    mode: Mode,
+) -> Result<(Selection, Vec<FilePatch>), Error> {
+    let project = Project::scan(models_dir)?;
+    let selection = select::select(&project, recipe);
+    let root = models_dir.display().to_string();
+    let mut files = select::expand(recipe, &selection, wanted, &root)?;
+    if mode == Mode::Revert && wanted.is_none() {
+        // Every file carrying the recipe's markers, also those no architecture selects any
+        // more (patched by an older recipe or for a class since excluded).
+        let marker = format!("pysplice {}/", recipe.id);
+        for f in project.files() {
+            let rel = f.relative_path();
+            let marked = std::fs::read_to_string(f.path()).is_ok_and(|t| t.contains(&marker));
+            if marked && !files.iter().any(|x| x.file == rel) {
+                files.push(select::FileRecipe {
+                    file: rel.to_string(),
+                    recipe: recipe.clone(),
+                });
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let path = models_dir.join(&f.file);
+        let disk = DiskFile::read(&path)?;
+        let patched = match mode {
+            Mode::Apply => apply(&f.recipe, disk.source().clone())?,
+            Mode::Revert => revert(&f.recipe, disk.source().clone())?,
+        };
+        out.push(FilePatch {
+            file: disk,
+            relative: f.file,
+            patched,
+        });
+    }
+    Ok((selection, out))
+}
+
+/// Writes every changed file, or none: when one write fails, the files written before it get
+/// their old text back.
+///
+/// # Errors
+/// The failing write's error ([`Error::Io`], [`Error::Changed`]).
+pub fn write_all(patches: &[FilePatch]) -> Result<usize, Error> {
+    let mut written: Vec<&FilePatch> = Vec::new();
+    for p in patches.iter().filter(|p| p.patched.changed()) {
+        if let Err(err) = p.file.write(p.patched.output()) {
+            for done in written {
+                if let Ok(now) = DiskFile::read(done.file.path()) {
+                    let _ = now.write(done.patched.input());
+                }
+            }
+            return Err(err);
+        }
+        written.push(p);
+    }
+    Ok(written.len())
+}
+
+/// An error for a path given by the user.
+#[must_use]
+pub fn usage_error(path: &Path, message: String) -> Error {
+    Error::Selection {
+        location: Location::new(path.display().to_string(), 1, 1),
+        message,
+    }
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Runtime test of the hidden-state dump on the stand-in model files of four families whose
+forwards differ (tests/runtime/families: Llama-like through `_init_model`, Qwen3-MoE-like
+whose forward is Qwen2-MoE's in another file, GPT-OSS-like, a VLM wrapper calling its language
+model with embeddings only), patched by `sglang_hs_dump --arch all`.
+
+    python3 run_families_test.py ROOT             # ROOT holds the patched sglang/ package
+    python3 run_families_test.py ROOT --unpatched # ROOT holds the pristine one: every case must fail
+
+Per architecture: a prefill (EXTEND) pass of two requests writes one file per request whose
+input_ids, hidden_state (post-norm) and aux_hidden_state equal, slice by slice, what the model's
+forward returns with the dump off; a decode pass writes nothing; layers_to_capture is recorded.
+Runs on CUDA when available (HS_TEST_DEVICE=cpu forces the CPU). Prints `N passed, M failed`.
+"""
+
+import glob
+import os
+import sys
+import tempfile
+
+import torch
+
+ROOT = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
+UNPATCHED = "--unpatched" in sys.argv
+if ROOT is None or not os.path.isdir(os.path.join(ROOT, "sglang")):
+    print(__doc__.strip(), file=sys.stderr)
+    sys.exit(2)
+sys.path.insert(0, ROOT)
+DEVICE = os.environ.get("HS_TEST_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+
+from sglang.srt.models import base, gpt_oss, llama, qwen3_moe, vlm  # noqa: E402
+
+ARCHS = [
+    ("LlamaForCausalLM", llama.LlamaForCausalLM, lambda m: m.model),
+    ("Qwen3MoeForCausalLM", qwen3_moe.Qwen3MoeForCausalLM, lambda m: m.model),
+    ("GptOssForCausalLM", gpt_oss.GptOssForCausalLM, lambda m: m.model),
+    ("VlmForConditionalGeneration", vlm.VlmForConditionalGeneration, lambda m: m.language_model.model),
+]
+
+
+def build(cls, name, out_dir):
+    os.environ["SGLANG_HS_DUMP_DIR"] = out_dir
+    torch.manual_seed(0)
+    config = base.Config(architectures=[name])
+    return cls(config).to(DEVICE).eval()
+
+
+def batch(mode, lens, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, 64, (sum(lens),), generator=g).to(DEVICE)
+    return ids, base.ForwardBatch(mode, ids, lens, rids=["r%d" % i for i in range(len(lens))])
+
+
+def run(model, name, ids, fb, image):
+    positions = torch.arange(ids.shape[0], device=DEVICE)
+    if name.startswith("Vlm"):
+        return model(ids, positions, fb, image=image)
+    return model(ids, positions, fb)
+
+
+def reference(model, inner, name, ids, fb, image):
+    """The model's own output with the dump off: (hidden after the final norm, aux [T, K*H])."""
+    seen = {}
+    handle = inner.register_forward_hook(lambda mod, args, out: seen.setdefault("out", out))
+    saved = getattr(inner, "_hs_dump_dir", None)
+    inner._hs_dump_dir = None
+    try:
+        with torch.no_grad():
+            run(model, name, ids, fb, image)
+    finally:
+        inner._hs_dump_dir = saved
+        handle.remove()
+    out = seen["out"]
+    hidden, aux = out if isinstance(out, tuple) else (out, None)
+    if aux is not None and not isinstance(aux, torch.Tensor):
+        aux = torch.cat(list(aux), dim=-1)
+    return hidden, aux
+
+
+def case(name, cls, inner_of):
+    with tempfile.TemporaryDirectory() as tmp:
+        out_dir = os.path.join(tmp, "dump")
+        model = build(cls, name, out_dir)
+        inner = inner_of(model)
+        lens = [5, 3]
+        ids, fb = batch(base.ForwardMode.EXTEND, lens)
+        image = torch.randn(2, 4, device=DEVICE) if name.startswith("Vlm") else None
+        with torch.no_grad():
+            run(model, name, ids, fb, image)
+        files = sorted(glob.glob(os.path.join(out_dir, "*.ckpt")))
+        assert len(files) == 2, "%d files after a prefill of 2 requests" % len(files)
+        hidden, aux = reference(model, inner, name, ids, fb, image)
+        assert aux is not None, "no aux states: capture was not enabled"
+        start = 0
+        for n, path in zip(lens, files):
+            s = torch.load(path, map_location="cpu", weights_only=True)
+            sl = slice(start, start + n)
+            assert torch.equal(s["input_ids"], ids[sl].cpu().long()), "input_ids differ"
+            assert s["hidden_state"].shape == (1, n, hidden.shape[-1]), s["hidden_state"].shape
+            assert torch.equal(s["hidden_state"][0], hidden[sl].cpu()), "hidden_state differs"
+            assert torch.equal(s["aux_hidden_state"][0], aux[sl].cpu()), "aux_hidden_state differs"
+            assert s["layers_to_capture"] == list(inner.layers_to_capture), s["layers_to_capture"]
+            assert torch.equal(s["loss_mask"], torch.ones(n, dtype=torch.long))
+            start += n
+        ids, fb = batch(base.ForwardMode.DECODE, [1, 1], seed=2)
+        with torch.no_grad():
+            run(model, name, ids, fb, image=None)
+        assert len(glob.glob(os.path.join(out_dir, "*.ckpt"))) == 2, "decode wrote files"
+
+
+def main():
+    passed = failed = 0
+    for name, cls, inner_of in ARCHS:
+        try:
+            case(name, cls, inner_of)
+            passed += 1
+            print("ok   %s" % name)
+        except Exception as exc:  # a failing case, reported
+            failed += 1
+            print("FAIL %s: %r" % (name, exc))
+    print("%d passed, %d failed" % (passed, failed))
+    if UNPATCHED:
+        return 0 if passed == 0 else 1
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
