@@ -201,7 +201,7 @@ fn label_matches(pattern: Option<&str>, label: Option<&str>) -> bool {
     }
 }
 
-fn match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut HashMap<String, &'a Node>) -> bool {
+fn match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut Bindings<'a>) -> bool {
     if let Some(name) = wildcard_name(pattern) {
         // A statement wildcard matches statements; an expression wildcard any expression.
         if name == ANY || name == SEQ {
@@ -237,32 +237,111 @@ fn match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut HashMap<String,
         .all(|(i, (pc, nc))| (open_keywords && i == 2) || match_node(pc, nc, bindings))
 }
 
-fn match_list<'a>(pattern: &[Node], items: &'a [Node], bindings: &mut HashMap<String, &'a Node>) -> bool {
-    let Some((first, rest)) = pattern.split_first() else {
-        return items.is_empty();
-    };
-    if is_seq(first) {
-        return (0..=items.len()).any(|skip| {
-            let mut trial = bindings.clone();
-            if match_list(rest, &items[skip..], &mut trial) {
-                *bindings = trial;
+/// Metavariable bindings: name to the node it stands for.
+type Bindings<'a> = HashMap<String, &'a Node>;
+
+/// Matches a list of patterns against a list of nodes, trying sequence wildcards shortest first,
+/// and keeps the bindings of the first match found in that order (what a plain backtracking
+/// search finds), in time polynomial in the lengths.
+fn match_list<'a>(pattern: &[Node], items: &'a [Node], bindings: &mut Bindings<'a>) -> bool {
+    ListMatch::new(pattern, items).run(0, 0, bindings)
+}
+
+/// One list match with its memo of failures. Whether the rest of the pattern from a position
+/// fails depends on the bindings only through the metavariables in that rest, so failures are
+/// kept per (pattern position, item position, those bindings); a sequence wildcard that fails
+/// from one item fails from every later item too, so it keeps only the first.
+struct ListMatch<'p, 'a> {
+    pattern: &'p [Node],
+    items: &'a [Node],
+    /// The metavariables in `pattern[i..]`, for each `i`.
+    names_after: Vec<Vec<String>>,
+    /// For a sequence wildcard: the first item position known to fail.
+    seq_fails_from: HashMap<(usize, Vec<usize>), usize>,
+    /// For any other pattern: the item positions known to fail.
+    fails: std::collections::HashSet<(usize, usize, Vec<usize>)>,
+}
+
+impl<'p, 'a> ListMatch<'p, 'a> {
+    fn new(pattern: &'p [Node], items: &'a [Node]) -> ListMatch<'p, 'a> {
+        let mut names_after = vec![Vec::new(); pattern.len() + 1];
+        for i in (0..pattern.len()).rev() {
+            let mut names = names_after[i + 1].clone();
+            pattern[i].walk(&mut |node| {
+                if let Some(name) = wildcard_name(node).filter(|name| name.starts_with(VAR_PREFIX)) {
+                    if !names.iter().any(|known| known == name) {
+                        names.push(name.to_string());
+                    }
+                }
                 true
-            } else {
-                false
-            }
-        });
-    }
-    match items.split_first() {
-        Some((item, items_rest)) => {
-            let mut trial = bindings.clone();
-            if match_node(first, item, &mut trial) && match_list(rest, items_rest, &mut trial) {
-                *bindings = trial;
-                true
-            } else {
-                false
-            }
+            });
+            names_after[i] = names;
         }
-        None => false,
+        ListMatch {
+            pattern,
+            items,
+            names_after,
+            seq_fails_from: HashMap::new(),
+            fails: std::collections::HashSet::new(),
+        }
+    }
+
+    /// The bindings that `pattern[at..]` can see, as node addresses (0 when unbound).
+    fn key(&self, at: usize, bindings: &Bindings<'a>) -> Vec<usize> {
+        self.names_after[at]
+            .iter()
+            .map(|name| {
+                bindings
+                    .get(name)
+                    .map_or(0, |node| std::ptr::from_ref::<Node>(node) as usize)
+            })
+            .collect()
+    }
+
+    /// Whether `pattern[p..]` matches `items[i..]`; on success `bindings` holds the new bindings.
+    fn run(&mut self, p: usize, i: usize, bindings: &mut Bindings<'a>) -> bool {
+        // Recursion follows the pattern's length, which a recipe chooses.
+        stacker::maybe_grow(64 << 10, 1 << 20, || self.step(p, i, bindings))
+    }
+
+    fn step(&mut self, p: usize, i: usize, bindings: &mut Bindings<'a>) -> bool {
+        let Some(first) = self.pattern.get(p) else {
+            return i == self.items.len();
+        };
+        let key = self.key(p, bindings);
+        if is_seq(first) {
+            if self
+                .seq_fails_from
+                .get(&(p, key.clone()))
+                .is_some_and(|&from| i >= from)
+            {
+                return false;
+            }
+            for skip in i..=self.items.len() {
+                let mut trial = bindings.clone();
+                if self.run(p + 1, skip, &mut trial) {
+                    *bindings = trial;
+                    return true;
+                }
+            }
+            let from = self.seq_fails_from.entry((p, key)).or_insert(i);
+            *from = (*from).min(i);
+            return false;
+        }
+        let items = self.items;
+        let Some(item) = items.get(i) else {
+            return false;
+        };
+        if self.fails.contains(&(p, i, key.clone())) {
+            return false;
+        }
+        let mut trial = bindings.clone();
+        if match_node(first, item, &mut trial) && self.run(p + 1, i + 1, &mut trial) {
+            *bindings = trial;
+            return true;
+        }
+        self.fails.insert((p, i, key));
+        false
     }
 }
 
@@ -331,5 +410,118 @@ mod tests {
     fn bad_patterns_are_errors() {
         assert!(matches!(Pattern::parse("x = ("), Err(Error::Syntax { .. })));
         assert!(matches!(Pattern::parse("x = 1\ny = 2"), Err(Error::Spec { .. })));
+    }
+
+    /// The backtracking list match this module used before it kept a memo: the reference.
+    fn naive_match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut Bindings<'a>) -> bool {
+        if let Some(name) = wildcard_name(pattern) {
+            if name == ANY || name == SEQ {
+                return true;
+            }
+            return match bindings.get(name) {
+                Some(bound) => bound.same_shape(node),
+                None => {
+                    bindings.insert(name.to_string(), node);
+                    true
+                }
+            };
+        }
+        if pattern.kind() != node.kind() || !label_matches(pattern.label(), node.label()) {
+            return false;
+        }
+        if pattern.kind() == LIST {
+            if pattern.label() == Some("orelse") && pattern.children().is_empty() {
+                return true;
+            }
+            return naive_match_list(pattern.children(), node.children(), bindings);
+        }
+        let (p, n) = (pattern.children(), node.children());
+        if p.len() != n.len() {
+            return false;
+        }
+        let open_keywords =
+            pattern.kind() == "Call" && p[1].children().iter().any(is_seq) && p[2].children().is_empty();
+        p.iter()
+            .zip(n)
+            .enumerate()
+            .all(|(i, (pc, nc))| (open_keywords && i == 2) || naive_match_node(pc, nc, bindings))
+    }
+
+    fn naive_match_list<'a>(pattern: &[Node], items: &'a [Node], bindings: &mut Bindings<'a>) -> bool {
+        let Some((first, rest)) = pattern.split_first() else {
+            return items.is_empty();
+        };
+        if is_seq(first) {
+            return (0..=items.len()).any(|skip| {
+                let mut trial = bindings.clone();
+                if naive_match_list(rest, &items[skip..], &mut trial) {
+                    *bindings = trial;
+                    true
+                } else {
+                    false
+                }
+            });
+        }
+        match items.split_first() {
+            Some((item, items_rest)) => {
+                let mut trial = bindings.clone();
+                if naive_match_node(first, item, &mut trial) && naive_match_list(rest, items_rest, &mut trial) {
+                    *bindings = trial;
+                    true
+                } else {
+                    false
+                }
+            }
+            None => false,
+        }
+    }
+
+    /// Bindings as (name, node address), comparable between the two matchers.
+    fn addresses(bindings: &Bindings<'_>) -> Vec<(String, usize)> {
+        let mut out: Vec<_> = bindings
+            .iter()
+            .map(|(name, node)| (name.clone(), std::ptr::from_ref::<Node>(node) as usize))
+            .collect();
+        out.sort();
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(512))]
+        /// The memoised matcher finds what the backtracking one finds, with the same bindings.
+        #[test]
+        fn memo_matches_like_backtracking(
+            items in proptest::collection::vec(proptest::sample::select(vec!["a", "b", "a.b", "f(a)", "f(b, a)", "1"]), 0..7),
+            parts in proptest::collection::vec(proptest::sample::select(vec!["$$$", "$_", "$X", "$Y", "a", "b", "f($$$)", "f($X)", "$X.b"]), 0..6),
+            target in proptest::sample::select(vec!["$X", "a", "$_"]),
+        ) {
+            let pattern = Pattern::parse(&format!("{target} = g({})", parts.join(", "))).unwrap();
+            for lhs in ["a", "b"] {
+                let stmt = first_stmt(&format!("{lhs} = g({})", items.join(", ")));
+                let (mut fast, mut slow) = (HashMap::new(), HashMap::new());
+                let found = match_node(&pattern.stmt, &stmt, &mut fast);
+                proptest::prop_assert_eq!(found, naive_match_node(&pattern.stmt, &stmt, &mut slow));
+                if found {
+                    proptest::prop_assert_eq!(addresses(&fast), addresses(&slow));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn many_sequence_wildcards_against_long_calls() {
+        let args: Vec<String> = (0..1000).map(|i| format!("a{i}")).collect();
+        let call = first_stmt(&format!("g({})", args.join(", ")));
+        let missing = Pattern::parse("g($$$, $$$, $$$, $$$, $$$, $$$, missing)").unwrap();
+        assert!(!missing.matches_statement(&call));
+        let spread = Pattern::parse("g($$$, a1, $$$, a500, $$$, $X, $$$, a998, $$$)").unwrap();
+        assert!(spread.matches_statement(&call));
+        let last = Pattern::parse("g($$$, a999)").unwrap();
+        assert!(last.matches_statement(&call));
+        let mut bindings = HashMap::new();
+        let bound = Pattern::parse("g($$$, $X, $$$, a999)").unwrap();
+        assert!(match_node(&bound.stmt, &call, &mut bindings));
+        // Shortest skip first: `$X` is the first argument.
+        assert_eq!(bindings.values().next().and_then(|n| n.label()), Some("a0"));
     }
 }
