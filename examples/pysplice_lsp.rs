@@ -16,7 +16,12 @@
 //! block) shows the hook's summary. Text sync is incremental; positions are UTF-16.
 //!
 //! Logs go to stderr. The server never panics on bad input: malformed messages get an error
-//! response (requests) or are logged and dropped (notifications).
+//! response (requests) or are logged and dropped (notifications). Framing errors (a body that is
+//! not JSON or not UTF-8, a bad header, a message over 64 MiB) get a `-32700` response and the
+//! session goes on (see `lsp/transport.rs`).
+
+#[path = "lsp/transport.rs"]
+mod transport;
 
 use std::collections::{BTreeSet, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -42,7 +47,7 @@ use pysplice::document::{Document, DocumentPlan, TextEdit, Utf16Position, Utf16R
 use pysplice::{Error, Recipe, Status};
 
 fn main() -> ExitCode {
-    let (connection, io_threads) = Connection::stdio();
+    let (connection, io_threads) = transport::stdio();
     let code = match serve(&connection) {
         Ok(code) => code,
         Err(err) => {
