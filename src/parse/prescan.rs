@@ -698,6 +698,7 @@ mod tests {
             format!("if x:\n pass\n{}", "elif x:\n pass\n".repeat(n)),
             format!("if x:\n pass\n{}", "elif x:\n if y: pass\n".repeat(n)),
             format!("Z = f'{{{}1}}'\n", "-".repeat(n)),
+            format!("Z = f'{{x:{}{}}}'\n", "{x:".repeat(n), "}".repeat(n)),
         ];
         for text in cases {
             let message = scan(&text).map_err(|r| r.message).expect_err(&text[..40]);
