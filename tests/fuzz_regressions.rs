@@ -173,3 +173,22 @@ fn comment_ending_in_a_lone_carriage_return() {
         "\"\"\"D.\"\"\"\r\nfrom __future__ import annotations\r\"\"\"M\rd\n\"\"\"\r\nf\"\"\"a\r\n\"\"\"\rW\nf",
     );
 }
+
+/// Found by `pipeline` (`def helper(x):\r\n    \\\n return ...`): the body's first statement
+/// sits on a backslash continuation line, indented by one space, while its logical line (and so
+/// the block) is indented by four. Code placed at the end of the body took the one space, and
+/// verification refused the unindented result.
+#[test]
+fn body_on_a_continuation_line() {
+    let recipe = Recipe::from_toml(
+        "end.toml",
+        "[recipe]\nid = \"e\"\nsummary = \"s\"\n[[hook]]\nid = \"end\"\nsummary = \"e\"\nin = \"helper\"\nat = \"end\"\ncode = \"_x = 1\"\n",
+    )
+    .unwrap();
+    for text in [
+        "def helper(x):\r\n    \\\n return 1\r\n",
+        "def helper(x):\n    \\\n  \\\n return x\n",
+    ] {
+        round_trip(&recipe, text);
+    }
+}
