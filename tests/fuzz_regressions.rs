@@ -192,3 +192,25 @@ fn body_on_a_continuation_line() {
         round_trip(&recipe, text);
     }
 }
+
+/// Found by `pipeline` (`def helper(x):\n    return *x\n`): the parser takes a bare starred
+/// `return` value, which CPython refuses; `wrap-returns` then produced code that does not parse
+/// and verification refused it. Such files are now invalid Python from the start.
+#[test]
+fn bare_starred_return_value() {
+    for text in ["def helper(x):\n    return *x\n", "*x\n", "y = *x\n"] {
+        let err = pysplice::ParsedFile::parse(SourceFile::new("m.py", text)).unwrap_err();
+        assert!(err.to_string().contains("cannot use starred expression here"), "{err}");
+    }
+    for text in [
+        "def helper(x):\n    return *x, 1\n",
+        "y = *x, 1\n",
+        "*a, b = x\n",
+        "f(*x)\n",
+    ] {
+        assert!(
+            pysplice::ParsedFile::parse(SourceFile::new("m.py", text)).is_ok(),
+            "{text}"
+        );
+    }
+}

@@ -46,7 +46,25 @@ pub fn parse_module(file: &SourceFile) -> Result<Node, Error> {
         let message = format!("the code is nested more than {MAX_DEPTH} levels deep, which pysplice does not handle");
         return Err(syntax_error(file, deep, message));
     }
+    if let Some(at) = bare_starred_value(&root) {
+        return Err(syntax_error(file, at, "cannot use starred expression here".to_string()));
+    }
     Ok(root)
+}
+
+/// The start of a starred expression that is the whole value of a `return`, an assignment or
+/// an expression statement (`return *x`), which CPython refuses but the parser takes.
+fn bare_starred_value(root: &Node) -> Option<usize> {
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if matches!(node.kind(), "Return" | "Expr" | "Assign" | "AugAssign" | "AnnAssign") {
+            if let Some(value) = node.children().iter().find(|child| child.kind() == "Starred") {
+                return Some(value.range().start);
+            }
+        }
+        stack.extend(node.children());
+    }
+    None
 }
 
 /// The start of a node deeper than `limit`, found without recursion.
