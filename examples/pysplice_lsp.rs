@@ -28,7 +28,12 @@
 //! file does not parse, its last good diagnostics stay.
 //!
 //! Logs go to stderr. The server never panics on bad input: malformed messages get an error
-//! response (requests) or are logged and dropped (notifications).
+//! response (requests) or are logged and dropped (notifications). Framing errors (a body that is
+//! not JSON or not UTF-8, a bad header, a message over 64 MiB) get a `-32700` response and the
+//! session goes on (see `lsp/transport.rs`).
+
+#[path = "lsp/transport.rs"]
+mod transport;
 
 use std::collections::{BTreeSet, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -78,7 +83,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let (connection, io_threads) = Connection::stdio();
+    let (connection, io_threads) = transport::stdio();
     let code = match serve(&connection) {
         Ok(code) => code,
         Err(err) => {

@@ -311,10 +311,24 @@ fn definition(
     let header_indent = leading_whitespace(&source.text()[header_line..range.start]);
     let (one_line_suite, body_indent) = match first {
         Some(first) => {
-            let line_start = lines.line_start(lines.line_of(first.range().start)).unwrap_or(0);
-            let before = &source.text()[line_start..first.range().start];
-            if before.chars().all(|c| matches!(c, ' ' | '\t' | '\x0c')) {
-                (false, before.trim_start_matches('\x0c').to_string())
+            // A statement on a backslash continuation line is indented as its logical line is.
+            let text = source.text();
+            let mut line = lines.line_of(first.range().start);
+            while line > 1
+                && lines
+                    .line_start(line)
+                    .is_some_and(|start| text[..start].trim_end_matches(['\n', '\r']).ends_with('\\'))
+            {
+                line -= 1;
+            }
+            let line_start = lines.line_start(line).unwrap_or(0);
+            let before = &text[line_start..first.range().start];
+            if before
+                .chars()
+                .all(|c| matches!(c, ' ' | '\t' | '\x0c' | '\\' | '\n' | '\r'))
+            {
+                let indent = &before[..before.len() - before.trim_start_matches([' ', '\t', '\x0c']).len()];
+                (false, indent.trim_start_matches('\x0c').to_string())
             } else {
                 (true, format!("{header_indent}{}", source.style().indent_unit()))
             }

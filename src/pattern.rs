@@ -10,7 +10,7 @@
 //! targets, value; not in the blocks under it), so `self.norm($$$)` anchors
 //! `hidden_states, _ = self.norm(hidden_states, residual)`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, HookRef, Location};
 use crate::parse::parse_snippet;
@@ -201,7 +201,7 @@ fn label_matches(pattern: Option<&str>, label: Option<&str>) -> bool {
     }
 }
 
-fn match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut HashMap<String, &'a Node>) -> bool {
+fn match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut Bindings<'a>) -> bool {
     if let Some(name) = wildcard_name(pattern) {
         // A statement wildcard matches statements; an expression wildcard any expression.
         if name == ANY || name == SEQ {
@@ -237,32 +237,203 @@ fn match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut HashMap<String,
         .all(|(i, (pc, nc))| (open_keywords && i == 2) || match_node(pc, nc, bindings))
 }
 
-fn match_list<'a>(pattern: &[Node], items: &'a [Node], bindings: &mut HashMap<String, &'a Node>) -> bool {
-    let Some((first, rest)) = pattern.split_first() else {
-        return items.is_empty();
-    };
-    if is_seq(first) {
-        return (0..=items.len()).any(|skip| {
-            let mut trial = bindings.clone();
-            if match_list(rest, &items[skip..], &mut trial) {
-                *bindings = trial;
+/// Metavariable bindings: name to the node it stands for.
+type Bindings<'a> = HashMap<String, &'a Node>;
+
+/// Matches a list of patterns against a list of nodes, trying sequence wildcards shortest first,
+/// and keeps the bindings of the first match found in that order (what a plain backtracking
+/// search finds), in time polynomial in the lengths.
+fn match_list<'a>(pattern: &[Node], items: &'a [Node], bindings: &mut Bindings<'a>) -> bool {
+    ListMatch::new(pattern, items).run(0, 0, bindings)
+}
+
+/// One list match with its memo of failures. Whether the rest of the pattern from a position
+/// fails depends on the bindings only through the metavariables in that rest, so failures are
+/// kept per (pattern position, item position, those bindings); a sequence wildcard that fails
+/// from one item fails from every later item too, so it keeps only the first. A pattern without
+/// metavariables matches an item or not whatever the bindings: that answer is kept too.
+///
+/// A failed [`ListMatch::run`] leaves the bindings as they were, so only patterns that bind
+/// need a copy of them to try.
+struct ListMatch<'p, 'a> {
+    pattern: &'p [Node],
+    items: &'a [Node],
+    /// Whether `pattern[i]` holds a metavariable that binds, for each `i`.
+    binds: Vec<bool>,
+    /// The metavariables in `pattern[i..]`, for each `i`.
+    names_after: Vec<Vec<String>>,
+    /// For a sequence wildcard: the first item position known to fail, per bindings (the
+    /// common case of a rest without metavariables, at `seq_fails_from_plain[i]`).
+    seq_fails_from: Vec<HashMap<Vec<usize>, usize>>,
+    seq_fails_from_plain: Vec<usize>,
+    /// For any other pattern: the item positions known to fail, per bindings.
+    fails: Vec<HashMap<Vec<usize>, HashSet<usize>>>,
+    /// For patterns that do not bind: the positions of the items they match.
+    positions: Vec<Option<Vec<usize>>>,
+    /// For patterns that do not bind: whether `pattern[i]` matches `items[j]`, at
+    /// `i * (items.len() + 1) + j` (empty when that table would be too large).
+    element: Vec<Option<bool>>,
+}
+
+/// The largest element table kept, in entries.
+const ELEMENT_TABLE: usize = 1 << 22;
+
+impl<'p, 'a> ListMatch<'p, 'a> {
+    fn new(pattern: &'p [Node], items: &'a [Node]) -> ListMatch<'p, 'a> {
+        let mut names_after = vec![Vec::new(); pattern.len() + 1];
+        let mut binds = vec![false; pattern.len()];
+        for i in (0..pattern.len()).rev() {
+            let mut names = names_after[i + 1].clone();
+            pattern[i].walk(&mut |node| {
+                if let Some(name) = wildcard_name(node).filter(|name| name.starts_with(VAR_PREFIX)) {
+                    binds[i] = true;
+                    if !names.iter().any(|known| known == name) {
+                        names.push(name.to_string());
+                    }
+                }
                 true
-            } else {
-                false
-            }
-        });
-    }
-    match items.split_first() {
-        Some((item, items_rest)) => {
-            let mut trial = bindings.clone();
-            if match_node(first, item, &mut trial) && match_list(rest, items_rest, &mut trial) {
-                *bindings = trial;
-                true
-            } else {
-                false
-            }
+            });
+            names_after[i] = names;
         }
-        None => false,
+        let cells = pattern.len().saturating_mul(items.len() + 1);
+        ListMatch {
+            pattern,
+            items,
+            binds,
+            names_after,
+            seq_fails_from: vec![HashMap::new(); pattern.len()],
+            seq_fails_from_plain: vec![usize::MAX; pattern.len()],
+            positions: vec![None; pattern.len()],
+            fails: vec![HashMap::new(); pattern.len()],
+            element: if cells <= ELEMENT_TABLE {
+                vec![None; cells]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// The bindings that `pattern[at..]` can see, as node addresses (0 when unbound).
+    fn key(&self, at: usize, bindings: &Bindings<'a>) -> Vec<usize> {
+        self.names_after[at]
+            .iter()
+            .map(|name| {
+                bindings
+                    .get(name)
+                    .map_or(0, |node| std::ptr::from_ref::<Node>(node) as usize)
+            })
+            .collect()
+    }
+
+    /// Whether `pattern[p..]` matches `items[i..]`; on success `bindings` holds the new bindings,
+    /// on failure it is unchanged.
+    fn run(&mut self, p: usize, i: usize, bindings: &mut Bindings<'a>) -> bool {
+        // Recursion follows the pattern's length, which a recipe chooses.
+        self.step(p, i, bindings)
+    }
+
+    fn step(&mut self, p: usize, i: usize, bindings: &mut Bindings<'a>) -> bool {
+        let Some(first) = self.pattern.get(p) else {
+            return i == self.items.len();
+        };
+        if is_seq(first) {
+            let plain = self.names_after[p].is_empty();
+            if plain && i >= self.seq_fails_from_plain[p] {
+                return false;
+            }
+            let key = if plain { Vec::new() } else { self.key(p, bindings) };
+            if !plain && self.seq_fails_from[p].get(&key).is_some_and(|&from| i >= from) {
+                return false;
+            }
+            // A failed `run` leaves `bindings` alone: no copy needed.
+            if self.seq_then_rest(p, i, bindings) {
+                return true;
+            }
+            let from = if plain {
+                &mut self.seq_fails_from_plain[p]
+            } else {
+                self.seq_fails_from[p].entry(key).or_insert(i)
+            };
+            *from = (*from).min(i);
+            return false;
+        }
+        let items = self.items;
+        let Some(item) = items.get(i) else {
+            return false;
+        };
+        if !self.binds[p] {
+            if !self.element_matches(p, i, first, item) {
+                return false;
+            }
+            let key = self.key(p, bindings);
+            if self.fails[p].get(&key).is_some_and(|fails| fails.contains(&i)) {
+                return false;
+            }
+            if self.run(p + 1, i + 1, bindings) {
+                return true;
+            }
+            self.fails[p].entry(key).or_default().insert(i);
+            return false;
+        }
+        let key = self.key(p, bindings);
+        if self.fails[p].get(&key).is_some_and(|fails| fails.contains(&i)) {
+            return false;
+        }
+        let mut trial = bindings.clone();
+        if match_node(first, item, &mut trial) && self.run(p + 1, i + 1, &mut trial) {
+            *bindings = trial;
+            return true;
+        }
+        self.fails[p].entry(key).or_default().insert(i);
+        false
+    }
+
+    /// Whether the rest after the sequence wildcard `pattern[p]` matches from some position at or
+    /// after `i`, trying positions in order. Positions where the rest cannot start are passed
+    /// over: after `$$$ $$$` only `i` itself (the second covers the later ones), before a pattern
+    /// that binds nothing only the items it matches.
+    fn seq_then_rest(&mut self, p: usize, i: usize, bindings: &mut Bindings<'a>) -> bool {
+        let next = p + 1;
+        match self.pattern.get(next) {
+            Some(rest) if is_seq(rest) => self.run(next, i, bindings),
+            Some(_) if !self.binds[next] => {
+                let positions = self.positions(next);
+                let mut k = positions.partition_point(|&j| j < i);
+                while let Some(&skip) = self.positions[next].as_ref().and_then(|all| all.get(k)) {
+                    if self.run(next, skip, bindings) {
+                        return true;
+                    }
+                    k += 1;
+                }
+                false
+            }
+            _ => (i..=self.items.len()).any(|skip| self.run(next, skip, bindings)),
+        }
+    }
+
+    /// The positions of the items that `pattern[p]` (which binds nothing) matches, found once.
+    fn positions(&mut self, p: usize) -> &[usize] {
+        if self.positions[p].is_none() {
+            let items = self.items;
+            let found = (0..items.len())
+                .filter(|&j| self.element_matches(p, j, &self.pattern[p], &items[j]))
+                .collect();
+            self.positions[p] = Some(found);
+        }
+        self.positions[p].as_deref().unwrap_or(&[])
+    }
+
+    /// Whether `pattern[p]`, which binds nothing, matches `items[i]`, computed once.
+    fn element_matches(&mut self, p: usize, i: usize, pattern: &'p Node, item: &'a Node) -> bool {
+        let cell = p * (self.items.len() + 1) + i;
+        if let Some(Some(known)) = self.element.get(cell) {
+            return *known;
+        }
+        let matched = match_node(pattern, item, &mut HashMap::new());
+        if let Some(slot) = self.element.get_mut(cell) {
+            *slot = Some(matched);
+        }
+        matched
     }
 }
 
@@ -331,5 +502,121 @@ mod tests {
     fn bad_patterns_are_errors() {
         assert!(matches!(Pattern::parse("x = ("), Err(Error::Syntax { .. })));
         assert!(matches!(Pattern::parse("x = 1\ny = 2"), Err(Error::Spec { .. })));
+    }
+
+    /// The backtracking list match this module used before it kept a memo: the reference.
+    fn naive_match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut Bindings<'a>) -> bool {
+        if let Some(name) = wildcard_name(pattern) {
+            if name == ANY || name == SEQ {
+                return true;
+            }
+            return match bindings.get(name) {
+                Some(bound) => bound.same_shape(node),
+                None => {
+                    bindings.insert(name.to_string(), node);
+                    true
+                }
+            };
+        }
+        if pattern.kind() != node.kind() || !label_matches(pattern.label(), node.label()) {
+            return false;
+        }
+        if pattern.kind() == LIST {
+            if pattern.label() == Some("orelse") && pattern.children().is_empty() {
+                return true;
+            }
+            return naive_match_list(pattern.children(), node.children(), bindings);
+        }
+        let (p, n) = (pattern.children(), node.children());
+        if p.len() != n.len() {
+            return false;
+        }
+        let open_keywords =
+            pattern.kind() == "Call" && p[1].children().iter().any(is_seq) && p[2].children().is_empty();
+        p.iter()
+            .zip(n)
+            .enumerate()
+            .all(|(i, (pc, nc))| (open_keywords && i == 2) || naive_match_node(pc, nc, bindings))
+    }
+
+    fn naive_match_list<'a>(pattern: &[Node], items: &'a [Node], bindings: &mut Bindings<'a>) -> bool {
+        let Some((first, rest)) = pattern.split_first() else {
+            return items.is_empty();
+        };
+        if is_seq(first) {
+            return (0..=items.len()).any(|skip| {
+                let mut trial = bindings.clone();
+                if naive_match_list(rest, &items[skip..], &mut trial) {
+                    *bindings = trial;
+                    true
+                } else {
+                    false
+                }
+            });
+        }
+        match items.split_first() {
+            Some((item, items_rest)) => {
+                let mut trial = bindings.clone();
+                if naive_match_node(first, item, &mut trial) && naive_match_list(rest, items_rest, &mut trial) {
+                    *bindings = trial;
+                    true
+                } else {
+                    false
+                }
+            }
+            None => false,
+        }
+    }
+
+    /// Bindings as (name, node address), comparable between the two matchers.
+    fn addresses(bindings: &Bindings<'_>) -> Vec<(String, usize)> {
+        let mut out: Vec<_> = bindings
+            .iter()
+            .map(|(name, node)| (name.clone(), std::ptr::from_ref::<Node>(node) as usize))
+            .collect();
+        out.sort();
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(1024))]
+        /// The memoised matcher finds what the backtracking one finds, with the same bindings.
+        #[test]
+        fn memo_matches_like_backtracking(
+            items in proptest::collection::vec(proptest::sample::select(vec!["a", "b", "a.b", "f(a)", "f(b, a)"]), 0..7),
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec!["$$$", "$$$", "$Y", "$Y", "$_", "$X", "a", "f($$$)", "f($Y)", "$Y.b"]),
+                0..6,
+            ),
+            target in proptest::sample::select(vec!["$X", "a", "$_"]),
+        ) {
+            let pattern = Pattern::parse(&format!("{target} = g({})", parts.join(", "))).unwrap();
+            for lhs in ["a", "b"] {
+                let stmt = first_stmt(&format!("{lhs} = g({})", items.join(", ")));
+                let (mut fast, mut slow) = (HashMap::new(), HashMap::new());
+                let found = match_node(&pattern.stmt, &stmt, &mut fast);
+                proptest::prop_assert_eq!(found, naive_match_node(&pattern.stmt, &stmt, &mut slow));
+                if found {
+                    proptest::prop_assert_eq!(addresses(&fast), addresses(&slow));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn many_sequence_wildcards_against_long_calls() {
+        let args: Vec<String> = (0..1000).map(|i| format!("a{i}")).collect();
+        let call = first_stmt(&format!("g({})", args.join(", ")));
+        let missing = Pattern::parse("g($$$, $$$, $$$, $$$, $$$, $$$, missing)").unwrap();
+        assert!(!missing.matches_statement(&call));
+        let spread = Pattern::parse("g($$$, a1, $$$, a500, $$$, $X, $$$, a998, $$$)").unwrap();
+        assert!(spread.matches_statement(&call));
+        let last = Pattern::parse("g($$$, a999)").unwrap();
+        assert!(last.matches_statement(&call));
+        let mut bindings = HashMap::new();
+        let bound = Pattern::parse("g($$$, $X, $$$, a999)").unwrap();
+        assert!(match_node(&bound.stmt, &call, &mut bindings));
+        // Shortest skip first: `$X` is the first argument.
+        assert_eq!(bindings.values().next().and_then(|n| n.label()), Some("a0"));
     }
 }

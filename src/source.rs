@@ -188,11 +188,33 @@ impl SourceFile {
     }
 
     /// Decodes `bytes` as UTF-8; anything else is an [`Error::NotUtf8`] naming the first bad byte.
+    /// A PEP 263 coding declaration (`# -*- coding: latin-1 -*-` on line 1 or 2) must name UTF-8:
+    /// pysplice writes back what it reads, in UTF-8 only.
     ///
     /// # Errors
-    /// [`Error::NotUtf8`] when the bytes are not valid UTF-8.
+    /// [`Error::Syntax`] naming the declaration when it declares another encoding (or, after a
+    /// UTF-8 byte order mark, anything but UTF-8, as CPython says), [`Error::NotUtf8`] when the
+    /// bytes are not valid UTF-8.
     pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<SourceFile, Error> {
         let name = name.into();
+        if let Some(declared) = coding_declaration(&bytes) {
+            if !is_utf8_name(&declared.name) {
+                let bom = bytes.starts_with(b"\xef\xbb\xbf");
+                let message = if bom {
+                    format!("encoding problem: {} with BOM", declared.name)
+                } else {
+                    format!(
+                        "declared encoding {} is not supported; pysplice reads and writes UTF-8 only",
+                        declared.name
+                    )
+                };
+                return Err(Error::Syntax {
+                    location: Location::new(name, declared.line, declared.column),
+                    message,
+                    hook: crate::error::HookRef::default(),
+                });
+            }
+        }
         match String::from_utf8(bytes) {
             Ok(text) => Ok(SourceFile::new(name, text)),
             Err(err) => {
@@ -318,6 +340,70 @@ impl SourceFile {
         }
         start..end
     }
+}
+
+/// A PEP 263 coding declaration: the encoding's name as written, and where it is (1-based line,
+/// 1-based byte column, not counting a byte order mark).
+#[derive(Debug, PartialEq, Eq)]
+struct Declaration {
+    name: String,
+    line: usize,
+    column: usize,
+}
+
+/// The coding declaration of a file, as CPython finds it: a comment on line 1, or on line 2 when
+/// line 1 is a comment or blank, matching `^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)`.
+fn coding_declaration(bytes: &[u8]) -> Option<Declaration> {
+    let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let mut lines = body.split(|&b| b == b'\n' || b == b'\r');
+    for line in 1..=2 {
+        let text = lines.next()?;
+        let code = text.trim_ascii_start();
+        if !code.starts_with(b"#") {
+            // Only a comment or blank line 1 lets line 2 declare.
+            if code.is_empty() {
+                continue;
+            }
+            return None;
+        }
+        if let Some((column, name)) = declared_name(text) {
+            return Some(Declaration { name, line, column });
+        }
+    }
+    None
+}
+
+/// The name in `coding[:=] NAME` on a comment line, with its 1-based column.
+fn declared_name(line: &[u8]) -> Option<(usize, String)> {
+    let mut from = 0;
+    while let Some(found) = line[from..].windows(6).position(|w| w == b"coding") {
+        let after = from + found + 6;
+        from = after;
+        if !matches!(line.get(after), Some(b':' | b'=')) {
+            continue;
+        }
+        let mut start = after + 1;
+        while matches!(line.get(start), Some(b' ' | b'\t')) {
+            start += 1;
+        }
+        let len = line[start..]
+            .iter()
+            .take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            .count();
+        if len > 0 {
+            return Some((
+                start + 1,
+                String::from_utf8_lossy(&line[start..start + len]).into_owned(),
+            ));
+        }
+    }
+    None
+}
+
+/// Whether a declared encoding is UTF-8 under one of the names Python knows it by.
+fn is_utf8_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase().replace('_', "-");
+    matches!(name.as_str(), "utf-8" | "utf8" | "u8" | "utf" | "cp65001") || name.starts_with("utf-8-")
 }
 
 /// Offsets (within `literal`, the source of a string expression) of line breaks that lie inside
@@ -462,6 +548,48 @@ mod tests {
         assert_eq!(file.position(3), LineColumn { line: 1, column: 1 });
         assert_eq!(file.position_utf16(9), LineColumn { line: 1, column: 7 });
         assert_eq!(file.offset_of_utf16(LineColumn { line: 1, column: 7 }), 9);
+    }
+
+    fn declared(bytes: &[u8]) -> Result<SourceFile, String> {
+        SourceFile::from_bytes("enc.py", bytes.to_vec()).map_err(|err| err.to_string())
+    }
+
+    #[test]
+    fn coding_declarations_must_name_utf8() {
+        for ok in [
+            &b"# -*- coding: utf-8 -*-\nx = '\xc3\xa9'\n"[..],
+            b"#!/usr/bin/env python\n# vim: set fileencoding=UTF_8 :\nx = 1\n",
+            b"\xef\xbb\xbf# coding: utf-8\nx = 1\n",
+            b"# coding=utf8\n",
+            b"# coding: utf-8-sig\n",
+            // Line 2 declares only under a comment or blank line 1.
+            b"x = 1\n# coding: latin-1\n",
+            b"# first\n# second\n# coding: latin-1\n",
+            // Not a comment: a string that mentions a coding.
+            b"s = '# coding: latin-1'\n",
+            b"# encoding: \n",
+        ] {
+            assert!(declared(ok).is_ok(), "{}", String::from_utf8_lossy(ok));
+        }
+        assert_eq!(
+            declared(b"# -*- coding: latin-1 -*-\nx = '\xe9'\n").unwrap_err(),
+            "enc.py:1:15: invalid Python: declared encoding latin-1 is not supported; \
+             pysplice reads and writes UTF-8 only"
+        );
+        assert_eq!(
+            declared(b"#!/usr/bin/python\n  # vim: fileencoding=cp1252\nx = 1\n").unwrap_err(),
+            "enc.py:2:23: invalid Python: declared encoding cp1252 is not supported; \
+             pysplice reads and writes UTF-8 only"
+        );
+        assert_eq!(
+            declared(b"\n# coding: ascii\r\nx = 1\r\n").unwrap_err(),
+            "enc.py:2:11: invalid Python: declared encoding ascii is not supported; \
+             pysplice reads and writes UTF-8 only"
+        );
+        assert_eq!(
+            declared(b"\xef\xbb\xbf# coding: latin-1\nx = 1\n").unwrap_err(),
+            "enc.py:1:11: invalid Python: encoding problem: latin-1 with BOM"
+        );
     }
 
     #[test]

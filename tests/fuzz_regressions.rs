@@ -173,3 +173,44 @@ fn comment_ending_in_a_lone_carriage_return() {
         "\"\"\"D.\"\"\"\r\nfrom __future__ import annotations\r\"\"\"M\rd\n\"\"\"\r\nf\"\"\"a\r\n\"\"\"\rW\nf",
     );
 }
+
+/// Found by `pipeline` (`def helper(x):\r\n    \\\n return ...`): the body's first statement
+/// sits on a backslash continuation line, indented by one space, while its logical line (and so
+/// the block) is indented by four. Code placed at the end of the body took the one space, and
+/// verification refused the unindented result.
+#[test]
+fn body_on_a_continuation_line() {
+    let recipe = Recipe::from_toml(
+        "end.toml",
+        "[recipe]\nid = \"e\"\nsummary = \"s\"\n[[hook]]\nid = \"end\"\nsummary = \"e\"\nin = \"helper\"\nat = \"end\"\ncode = \"_x = 1\"\n",
+    )
+    .unwrap();
+    for text in [
+        "def helper(x):\r\n    \\\n return 1\r\n",
+        "def helper(x):\n    \\\n  \\\n return x\n",
+    ] {
+        round_trip(&recipe, text);
+    }
+}
+
+/// Found by `pipeline` (`def helper(x):\n    return *x\n`): the parser takes a bare starred
+/// `return` value, which CPython refuses; `wrap-returns` then produced code that does not parse
+/// and verification refused it. Such files are now invalid Python from the start.
+#[test]
+fn bare_starred_return_value() {
+    for text in ["def helper(x):\n    return *x\n", "*x\n", "y = *x\n"] {
+        let err = pysplice::ParsedFile::parse(SourceFile::new("m.py", text)).unwrap_err();
+        assert!(err.to_string().contains("cannot use starred expression here"), "{err}");
+    }
+    for text in [
+        "def helper(x):\n    return *x, 1\n",
+        "y = *x, 1\n",
+        "*a, b = x\n",
+        "f(*x)\n",
+    ] {
+        assert!(
+            pysplice::ParsedFile::parse(SourceFile::new("m.py", text)).is_ok(),
+            "{text}"
+        );
+    }
+}

@@ -1,11 +1,49 @@
 //! Conversion of rustpython-ast nodes into the crate's own [`Node`] tree.
 
+use std::cell::Cell;
 use std::ops::Range;
 
 use rustpython_ast::{self as ast, Ranged};
 use unicode_normalization::UnicodeNormalization;
 
 use crate::syntax::{Node, ABSENT, LIST};
+
+/// How deep the conversion goes before it stops: past [`super::MAX_DEPTH`], so the depth check
+/// that follows refuses the file, and far short of what the stack holds.
+const CUTOFF: usize = super::MAX_DEPTH + 8;
+
+thread_local! {
+    /// Conversion calls open on this thread.
+    static OPEN: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One open conversion call; dropping it closes the call.
+struct Nested;
+
+impl Nested {
+    /// Enters one more level, or `None` past [`CUTOFF`].
+    fn enter() -> Option<Nested> {
+        OPEN.with(|open| {
+            let depth = open.get();
+            (depth < CUTOFF).then(|| {
+                open.set(depth + 1);
+                Nested
+            })
+        })
+    }
+}
+
+impl Drop for Nested {
+    fn drop(&mut self) {
+        OPEN.with(|open| open.set(open.get().saturating_sub(1)));
+    }
+}
+
+/// What stands for a subtree past [`CUTOFF`]: it lies deeper than the depth check allows, so the
+/// file is refused there.
+fn too_deep(range: Range<usize>) -> Node {
+    Node::new("TooDeep", range, None, Vec::new())
+}
 
 fn span(node: &impl Ranged) -> Range<usize> {
     let range = node.range();
@@ -172,6 +210,9 @@ fn comprehensions(items: &[ast::Comprehension], at: usize) -> Node {
 }
 
 fn pattern(p: &ast::Pattern) -> Node {
+    let Some(_nested) = Nested::enter() else {
+        return too_deep(span(p));
+    };
     match p {
         ast::Pattern::MatchValue(m) => Node::new("MatchValue", span(m), None, vec![convert_expr(&m.value)]),
         ast::Pattern::MatchSingleton(m) => leaf("MatchSingleton", span(m), constant_label(&m.value)),
@@ -291,6 +332,9 @@ fn handlers(items: &[ast::ExceptHandler], at: usize) -> Node {
 pub(crate) fn convert_stmt(stmt: &ast::Stmt) -> Node {
     use ast::Stmt as S;
     let r = span(stmt);
+    let Some(_nested) = Nested::enter() else {
+        return too_deep(r);
+    };
     let (s, e) = (r.start, r.end);
     match stmt {
         S::FunctionDef(f) => function(
@@ -507,6 +551,9 @@ pub(crate) fn convert_stmt(stmt: &ast::Stmt) -> Node {
 pub(crate) fn convert_expr(expr: &ast::Expr) -> Node {
     use ast::Expr as E;
     let r = span(expr);
+    let Some(_nested) = Nested::enter() else {
+        return too_deep(r);
+    };
     let e = r.end;
     match expr {
         E::BoolOp(x) => Node::new(

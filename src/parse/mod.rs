@@ -4,6 +4,9 @@
 //! never see parser types and the parser can be swapped without changing the public API.
 
 mod convert;
+mod prescan;
+
+pub use prescan::{MAX_BRACKETS, MAX_INDENT, MAX_NESTING};
 
 use rustpython_parser::{self as parser, Mode};
 
@@ -27,6 +30,8 @@ const PARSE_STACK: usize = 256 << 20;
 /// or when the tree is nested deeper than [`MAX_DEPTH`].
 pub fn parse_module(file: &SourceFile) -> Result<Node, Error> {
     let text = file.text();
+    // The parser and the conversion recurse once per level: refuse what would overflow first.
+    prescan::check(file).map_err(|refusal| syntax_error(file, refusal.offset, refusal.message))?;
     let parsed = stacker::grow(PARSE_STACK, || match parser::parse(text, Mode::Module, file.name()) {
         Ok(parser::ast::Mod::Module(module)) => {
             let body = convert::stmts("body", &module.body, text.len());
@@ -41,7 +46,25 @@ pub fn parse_module(file: &SourceFile) -> Result<Node, Error> {
         let message = format!("the code is nested more than {MAX_DEPTH} levels deep, which pysplice does not handle");
         return Err(syntax_error(file, deep, message));
     }
+    if let Some(at) = bare_starred_value(&root) {
+        return Err(syntax_error(file, at, "cannot use starred expression here".to_string()));
+    }
     Ok(root)
+}
+
+/// The start of a starred expression that is the whole value of a `return`, an assignment or
+/// an expression statement (`return *x`), which CPython refuses but the parser takes.
+fn bare_starred_value(root: &Node) -> Option<usize> {
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if matches!(node.kind(), "Return" | "Expr" | "Assign" | "AugAssign" | "AnnAssign") {
+            if let Some(value) = node.children().iter().find(|child| child.kind() == "Starred") {
+                return Some(value.range().start);
+            }
+        }
+        stack.extend(node.children());
+    }
+    None
 }
 
 /// The start of a node deeper than `limit`, found without recursion.
@@ -109,6 +132,29 @@ mod tests {
         assert!(parse_module(&SourceFile::new("elif.py", chain)).is_err());
         let fine = format!("x = 1{}\n", " + 1".repeat(150));
         assert!(parse_module(&SourceFile::new("ok.py", fine)).is_ok());
+    }
+
+    /// The deepest chains the pre-scan lets through still parse on the reserved stack and are
+    /// then refused by the depth check; deeper ones never reach the parser.
+    #[test]
+    fn chains_at_the_prescan_limit_do_not_overflow() {
+        let n = MAX_NESTING - 10;
+        for text in [
+            format!("Z = {}1\n", "-".repeat(n)),
+            format!("Z = a{}\n", ".b".repeat(n)),
+            format!("Z = {}1\n", "not ".repeat(n)),
+            format!("Z = {}1\n", "lambda: ".repeat(n)),
+            format!("Z = 1{}\n", "**1".repeat(n)),
+            format!("Z = a{}\n", "[0]".repeat(n)),
+            format!("Z = 1{}\n", " if 1 else 1".repeat(n)),
+            format!("if x:\n pass\n{}", "elif x:\n pass\n".repeat(n - 10)),
+        ] {
+            let err = parse_module(&SourceFile::new("deep.py", text)).unwrap_err();
+            assert!(err.to_string().contains("nested more than"), "{err}");
+        }
+        let err = parse_module(&SourceFile::new("deep.py", format!("Z = {}1\n", "-".repeat(n + 20)))).unwrap_err();
+        assert_eq!(err.location().column, 4 + MAX_NESTING + 1);
+        assert!(err.to_string().contains("too deeply nested"), "{err}");
     }
 
     #[test]

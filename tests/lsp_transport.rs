@@ -1,0 +1,210 @@
+//! The `pysplice_lsp` server's stdio transport against what a broken or hostile client writes:
+//! bodies that are not JSON or not UTF-8, bad headers, absurd `Content-Length`s, and a file
+//! nested a million levels deep. Raw bytes go to the real binary's stdin; every answer is read
+//! from its stdout. The session must survive each one and end with exit code 0 after
+//! `shutdown` + `exit`.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    incoming: Receiver<Value>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let mut child = Command::new(common::example_binary("pysplice_lsp"))
+            .current_dir(std::env::temp_dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, incoming) = channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Some(message) = read_message(&mut reader) {
+                if sender.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut server = Server { child, stdin, incoming };
+        server.raw(
+            frame(
+                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "capabilities": {}, "initializationOptions": {"recipes": ["builtin:sglang-hs-dump"]}}})
+                .to_string(),
+            )
+            .as_bytes(),
+        );
+        let init = server.next();
+        assert_eq!(init["id"], 0, "{init}");
+        server.raw(frame(r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#).as_bytes());
+        server
+    }
+
+    fn raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).expect("the server reads");
+        self.stdin.flush().expect("the server reads");
+    }
+
+    /// The next message from the server, skipping notifications (logs, diagnostics).
+    fn next(&mut self) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self.incoming.recv_timeout(left).unwrap_or_else(|_| {
+                let status = self.child.try_wait();
+                panic!("no answer within {TIMEOUT:?}; server status {status:?}")
+            });
+            if message.get("id").is_some() {
+                return message;
+            }
+        }
+    }
+
+    /// Sends a request of an unknown method and checks that its answer comes: the session lives.
+    fn still_serving(&mut self, id: i64) {
+        self.raw(frame(&json!({"jsonrpc": "2.0", "id": id, "method": "pysplice/ping"}).to_string()).as_bytes());
+        let answer = self.next();
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    }
+
+    fn finish(mut self) {
+        self.raw(frame(r#"{"jsonrpc":"2.0","id":"end","method":"shutdown"}"#).as_bytes());
+        let answer = self.next();
+        assert_eq!(answer["id"], "end", "{answer}");
+        self.raw(frame(r#"{"jsonrpc":"2.0","method":"exit"}"#).as_bytes());
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the server can be waited for") {
+                assert_eq!(status.code(), Some(0), "exit after shutdown: {status:?}");
+                return;
+            }
+            assert!(Instant::now() < deadline, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn frame(body: &str) -> String {
+    format!("Content-Length: {}\r\n\r\n{body}", body.len())
+}
+
+/// One frame from the server, or `None` at the end of its output.
+fn read_message(reader: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(n) = line.strip_prefix("Content-Length:") {
+            length = n.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+#[track_caller]
+fn assert_parse_error(answer: &Value, needle: &str) {
+    assert_eq!(answer["id"], Value::Null, "{answer}");
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(needle), "`{needle}` not in {answer}");
+}
+
+#[test]
+fn bad_framing_is_answered_and_the_session_goes_on() {
+    let mut server = Server::start();
+    let cases: [(&[u8], &str); 7] = [
+        (b"Content-Length: 9\r\n\r\n{not json", "Parse error"),
+        (b"Content-Length: 4\r\n\r\n\"\xff\xfe\"", "not UTF-8"),
+        (
+            b"Content-Length: 18446744073709551615\r\n\r\n{}",
+            "over the limit of 67108864 bytes",
+        ),
+        (b"Content-Length: 1000000000000\r\n\r\n{}", "over the limit"),
+        (b"Content-Length: -3\r\n\r\n{}", "bad Content-Length"),
+        (b"this is no header\r\n\r\n{}", "bad header line"),
+        (b"Content-Type: application/json\r\n\r\n{}", "without Content-Length"),
+    ];
+    for (i, (bytes, needle)) in cases.into_iter().enumerate() {
+        server.raw(bytes);
+        assert_parse_error(&server.next(), needle);
+        server.still_serving(i as i64 + 1);
+    }
+    // JSON that is no message: Invalid Request.
+    for body in [
+        "[1, 2]",
+        r#"{"jsonrpc":"2.0","id":true}"#,
+        r#"{"jsonrpc":"2.0","method":7}"#,
+        "3",
+    ] {
+        server.raw(frame(body).as_bytes());
+        let answer = server.next();
+        assert_eq!(answer["id"], Value::Null, "{answer}");
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    }
+    server.still_serving(100);
+    server.finish();
+}
+
+#[test]
+fn a_million_deep_file_is_no_crash() {
+    let mut server = Server::start();
+    let dir = std::env::temp_dir();
+    let uri = format!("file://{}/deep.py", dir.display());
+    for (i, text) in [
+        format!("Z = {}1\n", "-".repeat(1_000_000)),
+        format!("Z = a{}\n", ".b".repeat(1_000_000)),
+        format!("Z = {}1{}\n", "(".repeat(1_000_000), ")".repeat(1_000_000)),
+        "x = 'a\0b'\n".to_string(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let open = json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}}});
+        server.raw(frame(&open.to_string()).as_bytes());
+        let hover = json!({"jsonrpc": "2.0", "id": 500 + i, "method": "textDocument/hover", "params": {
+            "textDocument": {"uri": uri}, "position": {"line": 0, "character": 2}}});
+        server.raw(frame(&hover.to_string()).as_bytes());
+        let answer = server.next();
+        assert_eq!(answer["id"], 500 + i, "{answer}");
+        let close =
+            json!({"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}});
+        server.raw(frame(&close.to_string()).as_bytes());
+        server.still_serving(i as i64);
+    }
+    server.finish();
+}
