@@ -214,3 +214,24 @@ fn bare_starred_return_value() {
         );
     }
 }
+
+/// Found by `pipeline` on `tations\n\nimport os\n\n  `: the module's only `import os` comes after
+/// other module code, so `ensure-imports` counts it as present and after-imports code (placed
+/// above `tations`) would use `os` before it is bound. The apply is refused with the documented
+/// reason (README "Limitations") instead of writing a module that raises NameError on import.
+#[test]
+fn after_imports_code_before_a_late_import_is_refused() {
+    let recipe = Recipe::from_toml(
+        "late.toml",
+        "[recipe]\nid = \"f\"\nsummary = \"s\"\n\
+         [[hook]]\nid = \"imports\"\nsummary = \"i\"\nensure-imports = [\"os\"]\n\
+         [[hook]]\nid = \"after-imports\"\nsummary = \"a\"\nin = \"module\"\nat = \"after-imports\"\ncode = \"HOME = os.environ.get('HOME')\"\n",
+    )
+    .unwrap();
+    let text = "tations\n\nimport os\n\n  ";
+    let err = apply(&recipe, SourceFile::new("m.py", text)).unwrap_err().to_string();
+    assert!(
+        err.contains("uses `os` before line") && err.contains("[hook after-imports]"),
+        "{err}"
+    );
+}

@@ -292,7 +292,11 @@ pub fn check_recipe(recipe: &Recipe, text: &str) -> Option<String> {
     let patched = match apply(recipe, file(text)) {
         Ok(patched) => patched,
         Err(err) => {
-            if strict() {
+            // A refusal the README documents (an import that the file binds only below other
+            // module code counts as present, so after-imports code using it would run first) is
+            // the verification doing its job, not an engine fault.
+            let documented = err.to_string().contains("would raise NameError on import");
+            if strict() && !documented {
                 assert!(
                     !matches!(err, Error::Verify { .. }),
                     "verification failed:\n{err}\n--- input:\n{text:?}"
