@@ -904,8 +904,9 @@ fn class_level_bindings_count_as_present_for_forwarders() {
 #[test]
 fn verification_refuses_what_cpython_would_refuse_and_writes_nothing() {
     // The parser accepts each output; CPython's compiler (or the module on import) would not.
-    let deep = format!("x = {}1{}", "(".repeat(201), ")".repeat(201));
-    let cases: [(&str, &str, &str, &str); 9] = [
+    // (Code nested deeper than CPython's limits never gets this far: the parser's pre-scan
+    // refuses it when the recipe is compiled, see tests/hostile_input.rs.)
+    let cases: [(&str, &str, &str, &str); 8] = [
         ("x = 1\n", "module", "\"await y\"", "'await' outside function"),
         (
             "def f():\n    pass\n",
@@ -932,12 +933,6 @@ fn verification_refuses_what_cpython_would_refuse_and_writes_nothing() {
             "f",
             "\"async with a:\\n    pass\"",
             "'async with' outside async function",
-        ),
-        (
-            "x = 1\n",
-            "module",
-            &format!("\"{deep}\""),
-            "too many nested parentheses",
         ),
         ("import os\n", "module", "\"_sep = os.sep\"", "uses `os` before line"),
     ];
