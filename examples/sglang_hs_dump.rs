@@ -393,6 +393,8 @@ impl Failures<'_> {
                 demo: self.demo,
                 release: None,
                 launch: None,
+                architectures: Vec::new(),
+                skipped: None,
             });
             outln!("{}", Output::failed(file.display().to_string(), body, error).to_line());
         } else {
@@ -560,6 +562,8 @@ fn run(args: &Args) -> u8 {
                 flags: launch.flags.iter().map(|f| f.to_string()).collect(),
                 notes: launch.notes.clone(),
             }),
+            architectures: Vec::new(),
+            skipped: None,
         });
         outln!("{}", Output::new(patched.name(), body).to_line());
         return code;
@@ -646,6 +650,8 @@ fn run_models(args: &Args, mode: Mode) -> u8 {
                 demo: false,
                 release: None,
                 launch: None,
+                architectures: Vec::new(),
+                skipped: None,
             });
             outln!(
                 "{}",
@@ -722,33 +728,65 @@ fn run_models(args: &Args, mode: Mode) -> u8 {
     let launch = launch(release.as_ref());
     let env = recipe.vars.get("env").map_or("SGLANG_HS_DUMP_DIR", String::as_str);
     if args.json {
-        // One object for the whole selection (several files). Not yet described by
-        // schemas/output.schema.json; `schema_version` says which layout this is.
-        let files: Vec<serde_json::Value> = patches
-            .iter()
-            .map(|p| {
-                let mut v = report::json(&p.patched);
-                v["file"] = p.file.path().display().to_string().into();
-                v["changed"] = p.patched.changed().into();
-                if args.dry_run {
-                    v["diff"] = report::unified_diff(&p.relative, p.patched.input(), p.patched.output()).into();
-                }
-                v
-            })
-            .collect();
-        let value = serde_json::json!({
-            "schema_version": contract::SCHEMA_VERSION,
-            "command": "sglang-hs-dump --arch",
-            "mode": mode.name(args.dry_run),
-            "models": dir.display().to_string(),
-            "architectures": roots,
-            "files": files,
-            "written": written,
-            "up_to_date": (mode == Mode::Check).then_some(code == 0),
-            "release": release.as_ref().map(|r| serde_json::json!({"version": r.text, "source": r.source})),
-            "launch": {"env": {env: DUMP_DIR}, "flags": launch.flags, "notes": launch.notes},
+        // The contract's layout: one object per file, then one per architecture skipped.
+        let words = match mode {
+            Mode::Apply => Words::Apply,
+            Mode::Check => Words::Check,
+            Mode::Revert => Words::Revert,
+        };
+        let release = release.as_ref().map(|r| contract::Release {
+            version: r.text.clone(),
+            source: r.source.clone(),
         });
-        outln!("{value}");
+        let launch = contract::Launch {
+            env: [(env.to_string(), DUMP_DIR.to_string())].into(),
+            flags: launch.flags.iter().map(|f| f.to_string()).collect(),
+            notes: launch.notes.clone(),
+        };
+        let dump = |splice: Splice, architectures: Vec<String>, skipped: Option<String>| {
+            Body::SglangHsDump(Dump {
+                splice,
+                mode: mode.name(args.dry_run).to_string(),
+                demo: false,
+                release: release.clone(),
+                launch: Some(launch.clone()),
+                architectures,
+                skipped,
+            })
+        };
+        for p in &patches {
+            let status = match (mode, args.dry_run) {
+                (Mode::Check, _) if pending(p) => FileStatus::NeedsApply,
+                (Mode::Check, _) => FileStatus::UpToDate,
+                (Mode::Apply, _) if !pending(p) => FileStatus::UpToDate,
+                (Mode::Apply, true) => FileStatus::WouldPatch,
+                (Mode::Apply, false) => FileStatus::Patched,
+                (Mode::Revert, _) if !p.patched.changed() => FileStatus::NothingToRevert,
+                (Mode::Revert, true) => FileStatus::WouldRevert,
+                (Mode::Revert, false) => FileStatus::Reverted,
+            };
+            let mut splice = Splice::new(status, p.patched.outcomes(), words);
+            splice.changed = p.patched.changed();
+            splice.written = write && p.patched.changed();
+            splice.diff = args
+                .dry_run
+                .then(|| report::unified_diff(&p.relative, p.patched.input(), p.patched.output()));
+            let mut served: Vec<String> = roots
+                .iter()
+                .filter(|r| r.skipped.is_none() && r.files().contains(&p.relative.as_str()))
+                .map(|r| r.class.clone())
+                .collect();
+            served.sort();
+            served.dedup();
+            let path = p.file.path().display().to_string();
+            outln!("{}", Output::new(path, dump(splice, served, None)).to_line());
+        }
+        for root in roots.iter().filter(|r| r.skipped.is_some()) {
+            let splice = Splice::new(FileStatus::Skipped, &[], words);
+            let path = dir.join(&root.file).display().to_string();
+            let body = dump(splice, vec![root.class.clone()], root.skipped.clone());
+            outln!("{}", Output::new(path, body).to_line());
+        }
         return code;
     }
     for root in &roots {

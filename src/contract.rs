@@ -138,6 +138,8 @@ pub enum FileStatus {
     WouldRevert,
     /// `revert`: no hook was there ("Nothing to revert").
     NothingToRevert,
+    /// `--arch`: nothing to patch for the architectures named (`skipped` says why).
+    Skipped,
     /// The command failed; `error` says why and nothing was written.
     Failed,
 }
@@ -278,6 +280,14 @@ pub struct Dump {
     pub release: Option<Release>,
     /// How to start the server so that it dumps hidden states (`null` on failure).
     pub launch: Option<Launch>,
+    /// With `--arch` / `--model-path`: the architectures (`EntryClass` names) this file's hooks
+    /// serve, sorted; empty for a single-file run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub architectures: Vec<String>,
+    /// With `--arch` / `--model-path`: why nothing is patched for `architectures` (status
+    /// `skipped`; `path` is the file that defines them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 /// An SGLang release and where it was read.

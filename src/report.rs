@@ -73,14 +73,3 @@ pub fn unified_diff(name: &str, old: &str, new: &str) -> String {
         .header(&format!("a/{name}"), &format!("b/{name}"))
         .to_string()
 }
-
-/// The JSON form of one file's outcome: `{"file", "changed", "hooks": [...]}`.
-#[cfg(feature = "serde")]
-#[must_use]
-pub fn json(patched: &Patched) -> serde_json::Value {
-    serde_json::json!({
-        "file": patched.name(),
-        "changed": patched.changed(),
-        "hooks": patched.outcomes(),
-    })
-}

@@ -152,6 +152,18 @@ def main(pysplice, dump):
         [v] = objects(dump, "--json", tmp / "nothing.py", code=2)
         assert not v["ok"] and v["status"] == "failed" and v["hooks"], v
 
+        # sglang-hs-dump --arch: one object per file, then one per architecture skipped.
+        families = tmp / "families"
+        shutil.copytree(ROOT / "tests" / "runtime" / "families", families)
+        values = objects(dump, families, "--arch", "all", "--dry-run", "--json", code=0, command="sglang-hs-dump")
+        assert len(values) >= 4 and all(v["status"] == "would-patch" and v["architectures"] for v in values), values
+        _, text, _ = run(dump, families, "--arch", "all", "--check", code=1)
+        values = objects(dump, families, "--arch", "LlamaForCausalLM", "--check", "--json", code=1)
+        assert [v["architectures"] for v in values] == [["LlamaForCausalLM"]], values
+        assert values[0]["status"] == "needs-apply" and "needs apply" in text
+        [v] = objects(dump, families, "--arch", "NoSuchForCausalLM", "--json", code=2, command="sglang-hs-dump")
+        assert not v["ok"] and v["status"] == "failed", v
+
         # The hook spec schema accepts every bundled recipe and refuses an unknown key.
         for path in sorted((ROOT / "recipes").glob("*.toml")):
             first = path.read_text().splitlines()[0]

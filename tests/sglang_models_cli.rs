@@ -81,14 +81,12 @@ fn arch_apply_check_revert() {
 
     let out = run(&[path, "--arch", "Qwen3MoeForCausalLM", "--check", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json["up_to_date"], true);
-    let files: Vec<&str> = json["files"]
-        .as_array()
-        .unwrap()
+    let objects = json_lines(&out.stdout);
+    assert!(objects.iter().all(|o| o["status"] == "up-to-date" && o["ok"] == true));
+    assert!(objects
         .iter()
-        .map(|f| f["file"].as_str().unwrap())
-        .collect();
+        .all(|o| o["architectures"] == serde_json::json!(["Qwen3MoeForCausalLM"])));
+    let files: Vec<&str> = objects.iter().map(|o| o["path"].as_str().unwrap()).collect();
     assert_eq!(files.len(), 2, "{files:?}");
     assert!(files
         .iter()
@@ -114,17 +112,16 @@ fn arch_all_and_model_path() {
     let out = run(&[path, "--arch", "all", "--dry-run", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(snapshot(&models), before, "--dry-run wrote");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let files = json["files"].as_array().unwrap();
+    let objects = json_lines(&out.stdout);
+    let files: Vec<&serde_json::Value> = objects.iter().filter(|o| o["status"] != "skipped").collect();
     assert!(files.len() > 30, "{}", files.len());
-    assert!(files
-        .iter()
-        .all(|f| f["diff"].as_str().is_some_and(|d| d.contains("+++ b/"))));
-    assert!(json["architectures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|a| a["class"] == "MindSporeForCausalLM" && a["skipped"].is_string()));
+    assert!(files.iter().all(|f| f["status"] == "would-patch"
+        && f["diff"].as_str().is_some_and(|d| d.contains("+++ b/"))
+        && !f["architectures"].as_array().unwrap().is_empty()));
+    assert!(objects.iter().any(|o| o["status"] == "skipped"
+        && o["architectures"] == serde_json::json!(["MindSporeForCausalLM"])
+        && o["skipped"].is_string()
+        && o["path"].as_str().unwrap().ends_with("mindspore.py")));
 
     let out = run(&[path, "--arch", "all"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -209,13 +206,13 @@ fn runtime_standins_patch_and_check() {
     }
     let out = run(&[dir.to_str().unwrap(), "--arch", "all", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let archs: Vec<String> = json["architectures"]
-        .as_array()
-        .unwrap()
+    let mut archs: Vec<String> = json_lines(&out.stdout)
         .iter()
-        .map(|a| a["class"].as_str().unwrap().to_string())
+        .flat_map(|o| o["architectures"].as_array().unwrap().clone())
+        .map(|a| a.as_str().unwrap().to_string())
         .collect();
+    archs.sort();
+    archs.dedup();
     assert_eq!(
         archs,
         [
@@ -276,4 +273,12 @@ fn runtime_standins_patch_and_check() {
     } else {
         eprintln!("python3 has no torch here: the runtime half runs on the device machine");
     }
+}
+
+/// The objects of a `--json` output, one per line.
+fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
 }

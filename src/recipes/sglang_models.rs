@@ -77,7 +77,8 @@ pub fn architectures(model_dir: &Path) -> Result<Vec<String>, String> {
     } else {
         model_dir.to_path_buf()
     };
-    let text = std::fs::read_to_string(&path).map_err(|err| format!("{}: cannot read: {err}", path.display()))?;
+    // The checked reader: config.json comes from a model download, it may be anything.
+    let text = crate::files::read_text(&path).map_err(|err| err.to_string())?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|err| format!("{}: not JSON: {err}", path.display()))?;
     let names: Vec<String> = value
@@ -135,7 +136,7 @@ pub fn patch(
         let marker = format!("pysplice {}/", recipe.id);
         for f in project.files() {
             let rel = f.relative_path();
-            let marked = std::fs::read_to_string(f.path()).is_ok_and(|t| t.contains(&marker));
+            let marked = crate::files::read_text(f.path()).is_ok_and(|t| t.contains(&marker));
             if marked && !files.iter().any(|x| x.file == rel) {
                 files.push(select::FileRecipe {
                     file: rel.to_string(),
