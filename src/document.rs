@@ -603,6 +603,10 @@ impl Document {
         if let Some((range, text)) = pending {
             edits.push(self.line_edit(&old_starts, range, text));
         }
+        if let (Some(last), Some(line)) = (edits.last_mut(), old_lines.last()) {
+            let end = old_starts[old_lines.len()];
+            *last = self.inside_document(last, old, end, line_break(line));
+        }
         edits
     }
 
@@ -613,6 +617,45 @@ impl Document {
             range: Utf16Range::new(start, end),
             new_text,
         }
+    }
+
+    /// The same change as `edit`, with no position past the file's final line break where that
+    /// can be said: an edit ending at the very end (after the last line's break) is moved before
+    /// that break. Clients disagree on the line after the last one (Neovim appends an extra empty
+    /// line for an insertion there); positions inside the text mean the same to every client.
+    fn inside_document(&self, edit: &TextEdit, old: &str, end: usize, last_break: &str) -> TextEdit {
+        let b = last_break.len();
+        let start = self.offset(edit.range.start);
+        if b == 0 || self.offset(edit.range.end) != end || end != old.len() || start > end {
+            return edit.clone();
+        }
+        let moved = |from: usize, to: usize, text: String| TextEdit {
+            range: Utf16Range::new(self.position(from), self.position(to)),
+            new_text: text,
+        };
+        match edit.new_text.strip_suffix(last_break) {
+            // Insert (or replace the last lines with) text ending in the same break.
+            Some(body) if start == end => moved(end - b, end - b, format!("{last_break}{body}")),
+            Some(body) => moved(start, end - b, body.to_string()),
+            // Delete the last lines: take the break before them instead of the final one.
+            None if edit.new_text.is_empty() && start >= b && old[..start].ends_with(last_break) => {
+                moved(start - b, end - b, String::new())
+            }
+            None => edit.clone(),
+        }
+    }
+}
+
+/// The line break that ends `line` (`\r\n`, `\n`, `\r`), or `""`.
+fn line_break(line: &str) -> &str {
+    if line.ends_with("\r\n") {
+        "\r\n"
+    } else if line.ends_with('\n') {
+        "\n"
+    } else if line.ends_with('\r') {
+        "\r"
+    } else {
+        ""
     }
 }
 

@@ -392,3 +392,45 @@ proptest! {
         }
     }
 }
+
+/// A hook at the end of the module: the edits that apply and revert it stay inside the text
+/// (no position on the line after the final line break, which Neovim turns into an extra empty
+/// line), and still give exactly what `apply` and `revert` give, in every line-break style.
+#[test]
+fn edits_at_the_end_of_the_file_stay_inside_it() {
+    let spec = r#"
+[recipe]
+id = "tail"
+summary = "A helper at the end"
+
+[[hook]]
+id = "helper"
+summary = "Added a helper"
+in = "module"
+at = "end"
+code = "def _helper():\n    return 1\n"
+"#;
+    let recipe = Recipe::from_toml("tail.toml", spec).unwrap();
+    for text in [
+        MODEL.to_string(),
+        MODEL.replace('\n', "\r\n"),
+        MODEL.replace('\n', "\r"),
+        MODEL.trim_end().to_string(),
+    ] {
+        // Every position on one of the text's lines (0-based line below the line count).
+        let inside = |edits: &[TextEdit], of: &str| {
+            let lines = of.replace("\r\n", "\n").replace('\r', "\n").lines().count();
+            edits.iter().all(|e| (e.range.end.line as usize) < lines)
+        };
+        let doc = Document::new("m.py", &text);
+        let patched = pysplice::apply(&recipe, SourceFile::new("m.py", text.as_str())).unwrap();
+        let edits = doc.apply_edits(&recipe).unwrap();
+        assert!(inside(&edits, &text), "{text:?}: {edits:?}");
+        let output = apply_lsp_edits(&text, &edits);
+        assert_eq!(output, patched.output(), "{text:?}");
+        let applied = Document::new("m.py", &output);
+        let back = applied.revert_edits(&recipe).unwrap();
+        assert!(inside(&back, &output), "{text:?}: {back:?}");
+        assert_eq!(apply_lsp_edits(&output, &back), text, "{text:?}");
+    }
+}

@@ -127,13 +127,16 @@ fn hand_written(v: &ReleaseVersion) -> Vec<&'static str> {
 /// 0.2.13 - 0.2.14.post2) or too careful (`--skip-server-warmup` already in 0.4.9.x).
 #[test]
 fn data_agrees_with_the_hand_written_table() {
+    let too_careful = |v: &str| v == "0.4.9" || v.starts_with("0.4.9.post");
     for version in common::pinned_versions() {
         let release = ReleaseVersion::parse(&version).unwrap();
-        assert_eq!(
-            sglang::launch(Some(&release)).flags,
-            hand_written(&release),
-            "{version}"
-        );
+        let mut wanted = hand_written(&release);
+        if too_careful(&version) {
+            // The data is right here: 0.4.9 has the flag (its server_args.py defines it).
+            let at = wanted.iter().position(|f| *f == "--disable-overlap-schedule").unwrap();
+            wanted.insert(at, "--skip-server-warmup");
+        }
+        assert_eq!(sglang::launch(Some(&release)).flags, wanted, "{version}");
     }
     let mut differ = Vec::new();
     for facts in dump_releases() {

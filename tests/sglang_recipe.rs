@@ -641,7 +641,7 @@ fn cli_launch_flags_per_release() {
         let piecewise = ["0.5.10", "0.5.11", "0.5.12", "0.5.13"].contains(&version.as_str());
         assert_eq!(has(&f, "--disable-piecewise-cuda-graph"), piecewise, "{version}");
         assert_eq!(has(&f, "--chunked-prefill-size"), version != "0.2.6", "{version}");
-        let warmup = !["0.2.6", "0.2.15", "0.3.6", "0.4.6"].contains(&version.as_str());
+        let warmup = !["0.2.6", "0.2.15", "0.3.6", "0.4.4.post2", "0.4.6"].contains(&version.as_str());
         assert_eq!(has(&f, "--skip-server-warmup"), warmup, "{version}");
         assert_eq!(notes.iter().any(|n| n.contains("warmup request")), !warmup, "{version}");
     }
