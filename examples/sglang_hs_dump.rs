@@ -20,10 +20,12 @@
 //! (closed pipe, full disk).
 
 #[macro_use]
-#[path = "../shared/output.rs"]
+#[path = "shared/output.rs"]
 mod output;
 
+#[path = "sglang_hs_dump/models.rs"]
 mod models;
+#[path = "sglang_hs_dump/one.rs"]
 mod one;
 
 use std::path::{Path, PathBuf};
