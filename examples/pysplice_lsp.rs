@@ -36,6 +36,8 @@
 mod actions;
 #[path = "lsp/convert.rs"]
 mod convert;
+#[path = "lsp/framing.rs"]
+mod framing;
 #[path = "lsp/handlers.rs"]
 mod handlers;
 #[path = "lsp/open.rs"]
