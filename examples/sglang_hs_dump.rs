@@ -40,9 +40,6 @@ use pysplice::{report, Error, Patched, Status};
 /// The program's name: `sglang-hs-dump` when installed, `sglang_hs_dump` as an example binary.
 const PROGRAM: &str = env!("CARGO_BIN_NAME");
 
-/// Where the dump goes in the printed instructions.
-const DUMP_DIR: &str = "/dev/shm/sglang_hs";
-
 /// Patch SGLang's DeepSeek-V2/V3 model file (also used by Kimi-K2.5) to dump per-request hidden
 /// states for EAGLE-3 drafter training while the server runs prefill passes.
 ///
@@ -150,11 +147,7 @@ fn body(args: &Args, splice: Splice, release: Option<&Release>, launch: Option<(
             version: r.text.clone(),
             source: r.source.clone(),
         }),
-        launch: launch.map(|(env, launch)| contract::Launch {
-            env: [(env.to_string(), DUMP_DIR.to_string())].into(),
-            flags: launch.flags.iter().map(|f| f.to_string()).collect(),
-            notes: launch.notes.clone(),
-        }),
+        launch: launch.map(|(env, launch)| contract::Launch::dump(env, launch)),
         architectures: Vec::new(),
         skipped: None,
     }

@@ -310,6 +310,20 @@ pub struct Launch {
     pub notes: Vec<String>,
 }
 
+impl Launch {
+    /// How to start the server for the dump: `env` (the recipe's variable, see
+    /// [`crate::recipes::sglang_install::env_var`]) set to
+    /// [`crate::recipes::sglang_install::DUMP_DIR`], and `launch`'s flags and notes.
+    #[must_use]
+    pub fn dump(env: &str, launch: &crate::recipes::sglang::Launch) -> Launch {
+        Launch {
+            env: [(env.to_string(), crate::recipes::sglang_install::DUMP_DIR.to_string())].into(),
+            flags: launch.flags.iter().map(|f| f.to_string()).collect(),
+            notes: launch.notes.clone(),
+        }
+    }
+}
+
 /// `locate`: definitions of a file, in source order.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Locate {

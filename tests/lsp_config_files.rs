@@ -172,7 +172,11 @@ fn percent_encoded_workspace_uris_are_decoded() {
     let root = dir.path().join("my proj 100% é");
     std::fs::create_dir(&root).unwrap();
     std::fs::write(root.join("pysplice.toml"), "recipes = [\"bad.toml\"]\n").unwrap();
-    std::fs::write(root.join("bad.toml"), "[recipe]\nid = \"r\"\nsummary = \"s\"\nplace = 1\n").unwrap();
+    std::fs::write(
+        root.join("bad.toml"),
+        "[recipe]\nid = \"r\"\nsummary = \"s\"\nplace = 1\n",
+    )
+    .unwrap();
     let encode = |path: &Path| -> String {
         let mut out = String::new();
         for byte in path.to_str().unwrap().bytes() {
@@ -192,6 +196,9 @@ fn percent_encoded_workspace_uris_are_decoded() {
         let expected = format!("\"uri\":\"file://{}\"", encode(&root.join("bad.toml")));
         assert!(stdout.contains(&expected), "{expected}\n{stdout}");
         assert!(stdout.contains("unknown field `place`"), "{stdout}");
-        assert!(stderr.contains(&format!("{}:", root.join("bad.toml").display())), "{stderr}");
+        assert!(
+            stderr.contains(&format!("{}:", root.join("bad.toml").display())),
+            "{stderr}"
+        );
     }
 }

@@ -3,11 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::contract::{Body, ErrorInfo, FileStatus, Output, Splice};
-use pysplice::recipes::sglang_install::{self, Release};
+use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
 use pysplice::recipes::sglang_models::{self, FilePatch};
 use pysplice::report;
 
-use crate::{body, exit_code, fail, Args, Mode, DUMP_DIR};
+use crate::{body, exit_code, fail, Args, Mode};
 
 /// A failure before any file is patched: a JSON error object in the contract's layout, or text.
 fn failed(args: &Args, file: &Path, message: &str, code: u8) -> u8 {

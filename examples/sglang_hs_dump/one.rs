@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::contract::{Body, ErrorInfo, HookResult, Output, Splice};
-use pysplice::recipes::sglang_install::{self, Release};
+use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
 use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe};
 
-use crate::{body, exit_code, fail, Args, Mode, DUMP_DIR, PROGRAM};
+use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
 
 /// The demo model: a stand-in written for pysplice in the shape of SGLang's `deepseek_v2.py`.
 const DEMO_MODEL: &str = include_str!("../data/demo_model.py");

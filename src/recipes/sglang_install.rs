@@ -31,6 +31,10 @@ pub const ENV_VAR: &str = "env";
 /// The environment variable that turns the dump on when the recipe does not name one.
 pub const DEFAULT_ENV: &str = "SGLANG_HS_DUMP_DIR";
 
+/// Where the printed instructions put the dump: memory-backed, so that writing samples does not
+/// wait on a disk.
+pub const DUMP_DIR: &str = "/dev/shm/sglang_hs";
+
 /// Why the release is unknown, for the note under the generic flag list.
 pub const UNKNOWN_RELEASE: &str =
     "no sglang/version.py, sglang/_version.py or sglang-*.dist-info beside the package; pass --sglang-version X";
