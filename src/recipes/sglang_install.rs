@@ -383,6 +383,16 @@ mod tests {
     }
 
     #[test]
+    fn the_recipes_name_the_capture_hook_and_the_variable_used_here() {
+        for name in crate::recipes::BUILTIN_NAMES {
+            let recipe = crate::recipes::builtin(name).unwrap().unwrap();
+            assert!(recipe.hooks.iter().any(|h| h.id == CAPTURE_HOOK), "{name}");
+            assert_eq!(env_var(&recipe), DEFAULT_ENV, "{name}");
+            assert!(recipe.vars.contains_key(ENV_VAR), "{name}");
+        }
+    }
+
+    #[test]
     fn a_skipped_capture_hook_adds_a_note() {
         let skipped = HookOutcome {
             hook: CAPTURE_HOOK.into(),
