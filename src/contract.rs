@@ -310,6 +310,20 @@ pub struct Launch {
     pub notes: Vec<String>,
 }
 
+impl Launch {
+    /// How to start the server for the dump: `env` (the recipe's variable, see
+    /// [`crate::recipes::sglang_install::env_var`]) set to
+    /// [`crate::recipes::sglang_install::DUMP_DIR`], and `launch`'s flags and notes.
+    #[must_use]
+    pub fn dump(env: &str, launch: &crate::recipes::sglang::Launch) -> Launch {
+        Launch {
+            env: [(env.to_string(), crate::recipes::sglang_install::DUMP_DIR.to_string())].into(),
+            flags: launch.flags.iter().map(|f| f.to_string()).collect(),
+            notes: launch.notes.clone(),
+        }
+    }
+}
+
 /// `locate`: definitions of a file, in source order.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Locate {
@@ -359,6 +373,43 @@ pub struct Graph {
     pub chains: Vec<Chain>,
     /// Unresolved bases, duplicate classes, unparsed files.
     pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Graph {
+    /// The subgraph of `graph` reachable from `starts` (see [`GraphClass::reachable`]), in the
+    /// package `package`; without `starts`, from every entry class, with the graph's diagnostics.
+    ///
+    /// ```
+    /// use pysplice::contract::Graph;
+    /// use pysplice::project::Scope;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("m.py"), "class A:\n    pass\n\nclass B(A):\n    pass\n\nEntryClass = B\n").unwrap();
+    /// let project = pysplice::Project::scan(dir.path())?;
+    /// let graph = project.graph(&Scope::Classes);
+    /// let whole = Graph::subgraph(project.package(), &graph, None);
+    /// let names: Vec<&str> = whole.classes.iter().map(|c| c.class.as_str()).collect();
+    /// assert_eq!(names, ["B", "A"]);
+    /// let from_a = Graph::subgraph(project.package(), &graph, Some(&graph.find("A")));
+    /// assert_eq!(from_a.classes.len(), 1);
+    /// # Ok::<(), pysplice::Error>(())
+    /// ```
+    #[must_use]
+    pub fn subgraph(package: &str, graph: &ClassGraph<'_>, starts: Option<&[ClassId]>) -> Graph {
+        let (classes, diagnostics) = match starts {
+            Some(starts) => (GraphClass::reachable(graph, starts), Vec::new()),
+            None => {
+                let entries: Vec<ClassId> = graph.entries().into_iter().map(|(id, _, _)| id).collect();
+                (GraphClass::reachable(graph, &entries), graph.diagnostics().to_vec())
+            }
+        };
+        Graph {
+            package: package.to_string(),
+            classes,
+            chains: Vec::new(),
+            diagnostics,
+        }
+    }
 }
 
 /// A class of `graph` output.

@@ -40,9 +40,10 @@
 //! | [`syntax`] | the crate's own small syntax tree |
 //! | [`outline`], [`locate`] | every class and def; finding them by path |
 //! | [`pattern`], [`template`] | statement patterns with metavariables; code templates |
-//! | [`spec`], [`recipes`] | TOML hook specs; the recipes that ship |
+//! | [`spec`], [`recipes`] | TOML hook specs; the recipes that ship, by name, and a workspace's recipes |
 //! | [`edit`], [`marker`] | text edits; the marker comments that frame inserted code |
 //! | [`engine`] | plan, apply, verify, revert |
+//! | [`batch`] | one recipe over several files: all planned, then all written or none |
 //! | [`report`], [`files`] | text, diff and JSON reports; safe file reads and writes |
 //! | `contract` | the versioned JSON output of the programs and its schema (feature `serde`) |
 //! | [`document`] | an editor-facing document with LSP positions |
@@ -50,6 +51,7 @@
 //! | [`error`] | typed errors with file, line, column and hook |
 #![deny(missing_docs)]
 
+pub mod batch;
 #[cfg(feature = "serde")]
 pub mod contract;
 pub mod document;

@@ -741,3 +741,28 @@ fn an_output_cpython_would_refuse_is_never_written() {
         assert_fails(&[p("apply"), p("--spec"), &spec, &file], 1, &file, "[hook h]");
     }
 }
+
+#[test]
+fn regression_spec_names_a_builtin_recipe_as_the_language_server_does() {
+    let temp = Temp::new();
+    let file = temp.write("demo.py", include_bytes!("../examples/data/demo_model.py"));
+    let before = bytes(&file);
+    let check = run(&[p("check"), p("--spec"), p("builtin:sglang-hs-dump"), &file]);
+    assert_exit(&check, 1);
+    assert!(stdout(&check).contains("needs apply"), "{}", stdout(&check));
+    let apply = run(&[p("apply"), p("--spec"), p("builtin:sglang-hs-dump"), &file]);
+    assert_exit(&apply, 0);
+    let patched = text(&file);
+    assert!(patched.contains("# >>> pysplice sglang-hs-dump/"), "{patched}");
+    let revert = run(&[p("revert"), p("--spec"), p("builtin:sglang-hs-dump"), &file]);
+    assert_exit(&revert, 0);
+    assert_eq!(bytes(&file), before);
+    let unknown = run(&[p("apply"), p("--spec"), p("builtin:nothing"), &file]);
+    assert_exit(&unknown, 2);
+    assert!(
+        stderr(&unknown).contains("no builtin recipe `nothing`; the builtin recipes are builtin:sglang-hs-dump"),
+        "{}",
+        stderr(&unknown)
+    );
+    assert_eq!(bytes(&file), before);
+}

@@ -19,6 +19,11 @@ fn frame(body: &serde_json::Value) -> String {
 /// Initializes the server on `root`, shuts it down, and returns what it did; kills it (and fails)
 /// if it hangs.
 fn session(root: &Path) -> Output {
+    session_at(&format!("file://{}", root.display()))
+}
+
+/// [`session`] with the workspace root given as a URI.
+fn session_at(uri: &str) -> Output {
     // Under a 4 GiB address-space limit: should reading `/dev/zero` ever come back, the server
     // fails instead of taking the machine's memory.
     let mut child = Command::new("sh")
@@ -30,7 +35,6 @@ fn session(root: &Path) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the server runs");
-    let uri = format!("file://{}", root.display());
     let messages = [
         serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"capabilities": {}, "rootUri": uri}}),
@@ -157,4 +161,44 @@ fn a_spec_error_is_a_diagnostic_in_the_recipe_file() {
         "{diagnostic}"
     );
     assert_eq!(diagnostic["range"]["start"]["line"], 7, "{diagnostic}");
+}
+
+/// The workspace root and the recipe files come as `file:` URIs with percent-escapes (a space,
+/// `%`, non-ASCII), with or without the host `localhost`: each is decoded to the path on disk,
+/// and the recipe file's diagnostics go back to its URI, escaped the same way.
+#[test]
+fn percent_encoded_workspace_uris_are_decoded() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("my proj 100% é");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("pysplice.toml"), "recipes = [\"bad.toml\"]\n").unwrap();
+    std::fs::write(
+        root.join("bad.toml"),
+        "[recipe]\nid = \"r\"\nsummary = \"s\"\nplace = 1\n",
+    )
+    .unwrap();
+    let encode = |path: &Path| -> String {
+        let mut out = String::new();
+        for byte in path.to_str().unwrap().bytes() {
+            if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+                out.push(byte as char);
+            } else {
+                out.push_str(&format!("%{byte:02X}"));
+            }
+        }
+        out
+    };
+    for host in ["", "localhost"] {
+        let output = session_at(&format!("file://{host}{}", encode(&root)));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        let expected = format!("\"uri\":\"file://{}\"", encode(&root.join("bad.toml")));
+        assert!(stdout.contains(&expected), "{expected}\n{stdout}");
+        assert!(stdout.contains("unknown field `place`"), "{stdout}");
+        assert!(
+            stderr.contains(&format!("{}:", root.join("bad.toml").display())),
+            "{stderr}"
+        );
+    }
 }

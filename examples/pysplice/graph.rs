@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use pysplice::contract::{Body, ErrorInfo, Forwards, Graph, GraphClass, Output, ReachBody};
+use pysplice::contract::{Body, ErrorInfo, Forwards, Graph, Output, ReachBody};
 use pysplice::project::{Project, QueryError, Scope};
 
 /// Arguments of `graph`.
@@ -150,10 +150,7 @@ pub fn graph(args: &GraphArgs) -> u8 {
                 return query_failed(&args.dir, &err, args.json, body(Vec::new(), Vec::new(), Vec::new()));
             }
             if args.json {
-                print_json(
-                    &args.dir,
-                    body(GraphClass::reachable(&graph, &found), Vec::new(), Vec::new()),
-                )
+                print_json(&args.dir, Body::Graph(Graph::subgraph(&package, &graph, Some(&found))))
             } else {
                 for id in found {
                     emit(&graph.tree(id, TREE_DEPTH));
@@ -165,8 +162,7 @@ pub fn graph(args: &GraphArgs) -> u8 {
             let graph = project.graph(&Scope::Classes);
             let entries: Vec<usize> = graph.entries().into_iter().map(|(id, _, _)| id).collect();
             if args.json {
-                let classes = GraphClass::reachable(&graph, &entries);
-                print_json(&args.dir, body(classes, Vec::new(), graph.diagnostics().to_vec()))
+                print_json(&args.dir, Body::Graph(Graph::subgraph(&package, &graph, None)))
             } else {
                 for id in &entries {
                     emit(&graph.tree(*id, TREE_DEPTH));

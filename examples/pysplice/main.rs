@@ -10,6 +10,7 @@ mod output;
 
 mod graph;
 mod locate;
+mod matrix;
 mod splice;
 
 use std::process::ExitCode;
@@ -35,7 +36,7 @@ enum Command {
     /// Remove what a recipe added, giving back the original bytes.
     Revert(splice::FilesArgs),
     /// Apply a recipe in memory to the same file of several source trees and tabulate the outcomes.
-    Matrix(splice::MatrixArgs),
+    Matrix(matrix::MatrixArgs),
     /// The class graph of a package: chains from entry classes to a target class.
     Graph(graph::GraphArgs),
     /// Which entry classes of a package end up running a method.
@@ -58,7 +59,7 @@ fn main() -> ExitCode {
         Command::Apply(args) => splice::apply(&args),
         Command::Check(args) => splice::check(&args),
         Command::Revert(args) => splice::revert(&args),
-        Command::Matrix(args) => splice::matrix(&args),
+        Command::Matrix(args) => matrix::matrix(&args),
         Command::Graph(args) => graph::graph(&args),
         Command::Reach(args) => graph::reach(&args),
         Command::Forwards(args) => graph::forwards(&args),

@@ -162,25 +162,21 @@ pub fn patch(
     Ok((selection, out))
 }
 
-/// Writes every changed file, or none: when one write fails, the files written before it get
-/// their old text back.
+/// Writes every changed file, or none (see [`crate::files::write_all`]), and gives how many
+/// were written.
 ///
 /// # Errors
-/// The failing write's error ([`Error::Io`], [`Error::Changed`]).
+/// As [`crate::files::write_all`] ([`Error::Io`], [`Error::Changed`], ...).
 pub fn write_all(patches: &[FilePatch]) -> Result<usize, Error> {
-    let mut written: Vec<&FilePatch> = Vec::new();
-    for p in patches.iter().filter(|p| p.patched.changed()) {
-        if let Err(err) = p.file.write(p.patched.output()) {
-            for done in written {
-                if let Ok(now) = DiskFile::read(done.file.path()) {
-                    let _ = now.write(done.patched.input());
-                }
-            }
-            return Err(err);
-        }
-        written.push(p);
+    let changes: Vec<(&DiskFile, &str)> = patches
+        .iter()
+        .filter(|p| p.patched.changed())
+        .map(|p| (&p.file, p.patched.output()))
+        .collect();
+    if !changes.is_empty() {
+        crate::files::write_all(&changes)?;
     }
-    Ok(written.len())
+    Ok(changes.len())
 }
 
 /// An error for a path given by the user.

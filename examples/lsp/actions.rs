@@ -1,0 +1,215 @@
+//! Code actions: apply and revert a recipe on one file (eagerly, through `codeAction/resolve`,
+//! or through a command), and on every file of the workspace.
+
+use lsp_server::ErrorCode;
+use lsp_types::{
+    CodeAction, CodeActionDisabled, CodeActionKind, CodeActionOrCommand, CodeActionParams, Diagnostic, Uri,
+};
+use pysplice::document::{Document, TextEdit};
+use pysplice::Status;
+
+use crate::convert::{path_uri, python_files, workspace_edit, workspace_edits};
+use crate::open::{edits_of, plan_of};
+use crate::server::{Server, APPLY_ACTION};
+
+impl Server<'_> {
+    /// "Apply recipe ID" / "Revert recipe ID" (refactor), and the apply as a quick fix of the
+    /// diagnostics of hooks it would place or update. Answered from the plan the diagnostics made;
+    /// where the client resolves code actions the edits are computed only when one is chosen.
+    pub fn code_actions(&mut self, params: &CodeActionParams) -> Vec<CodeActionOrCommand> {
+        let wanted = |kind: &CodeActionKind| match &params.context.only {
+            None => true,
+            Some(only) => only
+                .iter()
+                .any(|k| kind.as_str() == k.as_str() || kind.as_str().starts_with(&format!("{}.", k.as_str()))),
+        };
+        let (rewrite, quickfix) = (
+            wanted(&CodeActionKind::REFACTOR_REWRITE),
+            wanted(&CodeActionKind::QUICKFIX),
+        );
+        let (resolve, command) = (self.client.resolve_edit, self.client.apply_edit);
+        let document_changes = self.client.document_changes;
+        let Some(open) = self.open.get_mut(params.text_document.uri.as_str()) else {
+            return Vec::new();
+        };
+        let mut actions = Vec::new();
+        for recipe in &self.recipes {
+            let Ok(plan) = plan_of(open, recipe) else { continue };
+            if !plan.relevant {
+                continue;
+            }
+            let fixes: Vec<Diagnostic> = params
+                .context
+                .diagnostics
+                .iter()
+                .filter(|d| {
+                    d.data
+                        .as_ref()
+                        .and_then(|v| v.get("fix"))
+                        .and_then(serde_json::Value::as_str)
+                        == Some("apply")
+                        && d.data
+                            .as_ref()
+                            .and_then(|v| v.get("recipe"))
+                            .and_then(serde_json::Value::as_str)
+                            == Some(recipe.id.as_str())
+                })
+                .cloned()
+                .collect();
+            let mut offers: Vec<(String, CodeActionKind, bool, Option<Vec<Diagnostic>>)> = Vec::new();
+            if (plan.pending || !plan.is_complete()) && rewrite {
+                offers.push((
+                    format!("Apply recipe {}", recipe.id),
+                    CodeActionKind::REFACTOR_REWRITE,
+                    false,
+                    None,
+                ));
+            }
+            if plan.pending && plan.is_complete() && quickfix && !fixes.is_empty() {
+                let title = format!("Apply recipe {} (places or updates its hooks)", recipe.id);
+                offers.push((title, CodeActionKind::QUICKFIX, false, Some(fixes)));
+            }
+            if plan.patched && rewrite {
+                offers.push((
+                    format!("Revert recipe {}", recipe.id),
+                    CodeActionKind::REFACTOR_REWRITE,
+                    true,
+                    None,
+                ));
+            }
+            for (title, kind, revert, diagnostics) in offers {
+                let mut action = CodeAction {
+                    title,
+                    is_preferred: diagnostics.as_ref().map(|_| true),
+                    diagnostics,
+                    kind: Some(kind),
+                    ..CodeAction::default()
+                };
+                if !revert && !plan.is_complete() {
+                    let reason = plan
+                        .hooks
+                        .iter()
+                        .find(|h| matches!(h.status, Status::Failed { .. }))
+                        .map_or_else(|| "a hook cannot be placed".to_string(), |h| h.message.clone());
+                    action.disabled = Some(CodeActionDisabled { reason });
+                } else if resolve || command {
+                    // The edit is made when the action is chosen: through `codeAction/resolve`,
+                    // or the command and `workspace/applyEdit`.
+                    let data = serde_json::json!({
+                        "uri": open.uri.as_str(),
+                        "version": open.doc.version(),
+                        "recipe": recipe.id,
+                        "revert": revert,
+                    });
+                    if !resolve {
+                        action.command = Some(lsp_types::Command {
+                            title: action.title.clone(),
+                            command: APPLY_ACTION.into(),
+                            arguments: Some(vec![data.clone()]),
+                        });
+                    }
+                    action.data = Some(data);
+                } else {
+                    match edits_of(open, recipe, revert) {
+                        Ok(edits) => {
+                            let edit = workspace_edit(&open.uri, open.doc.version(), edits, document_changes);
+                            action.edit = Some(edit);
+                        }
+                        Err(reason) => action.disabled = Some(CodeActionDisabled { reason }),
+                    }
+                }
+                actions.push(CodeActionOrCommand::CodeAction(action));
+            }
+        }
+        actions
+    }
+
+    /// `codeAction/resolve`: the verified edits of an action [`Server::code_actions`] offered.
+    pub fn resolve(&mut self, mut action: CodeAction) -> Result<CodeAction, (ErrorCode, String)> {
+        let data = action.data.clone().unwrap_or_default();
+        let field = |name: &str| data.get(name).cloned().unwrap_or_default();
+        let (uri, recipe_id) = (field("uri"), field("recipe"));
+        let (Some(uri), Some(recipe_id)) = (uri.as_str(), recipe_id.as_str()) else {
+            return Err((ErrorCode::InvalidParams, "not a pysplice code action".into()));
+        };
+        let revert = field("revert").as_bool().unwrap_or(false);
+        let version = field("version").as_i64();
+        let document_changes = self.client.document_changes;
+        let recipe = self.recipes.iter().find(|r| r.id == recipe_id);
+        let (Some(open), Some(recipe)) = (self.open.get_mut(uri), recipe) else {
+            return Err((ErrorCode::ContentModified, "the file or the recipe is gone".into()));
+        };
+        if version != Some(i64::from(open.doc.version())) {
+            return Err((
+                ErrorCode::ContentModified,
+                "the file changed since the action was offered".into(),
+            ));
+        }
+        let edits = edits_of(open, recipe, revert).map_err(|reason| (ErrorCode::RequestFailed, reason))?;
+        action.edit = Some(workspace_edit(&open.uri, open.doc.version(), edits, document_changes));
+        Ok(action)
+    }
+
+    /// Applies `recipe` (or the only recipe) to every Python file of the workspace that it
+    /// concerns and that is not up to date: one `workspace/applyEdit` with all the files. Open
+    /// files are taken as typed. Answers with the files changed and those that could not be.
+    pub fn apply_to_workspace(&mut self, recipe: Option<&str>) -> Result<serde_json::Value, (ErrorCode, String)> {
+        let recipe = match (recipe, self.recipes.as_slice()) {
+            (Some(id), recipes) => recipes.iter().find(|r| r.id == id),
+            (None, [only]) => Some(only),
+            (None, _) => None,
+        };
+        let Some(recipe) = recipe.cloned() else {
+            let ids: Vec<&str> = self.recipes.iter().map(|r| r.id.as_str()).collect();
+            return Err((ErrorCode::InvalidParams, format!("name one of the recipes: {ids:?}")));
+        };
+        let Some(root) = self.root.clone() else {
+            return Err((ErrorCode::InvalidParams, "no workspace folder".into()));
+        };
+        let mut changes: Vec<(Uri, Option<i32>, Vec<TextEdit>)> = Vec::new();
+        let mut failed = Vec::new();
+        for path in python_files(&root) {
+            let Some(uri) = path_uri(&path) else { continue };
+            let (doc, version) = match self.open.get(uri.as_str()) {
+                Some(open) => (open.doc.clone(), Some(open.doc.version())),
+                None => match pysplice::files::read_text(&path) {
+                    Ok(text) => (Document::new(path.display().to_string(), &text), None),
+                    Err(err) => {
+                        failed.push(err.to_string());
+                        continue;
+                    }
+                },
+            };
+            // Files that do not parse are not the recipe's business here; they are listed.
+            let (plan, kept) = match doc.plan_keeping(&recipe) {
+                Ok(pair) => pair,
+                Err(err) => {
+                    failed.push(err.to_string());
+                    continue;
+                }
+            };
+            if !plan.relevant || !plan.pending {
+                if plan.relevant && !plan.is_complete() {
+                    failed.push(format!("{}: a hook cannot be placed", path.display()));
+                }
+                continue;
+            }
+            match doc.apply_edits_from(&recipe, kept) {
+                Ok(edits) if !edits.is_empty() => changes.push((uri, version, edits)),
+                Ok(_) => {}
+                Err(err) => failed.push(err.to_string()),
+            }
+        }
+        let files: Vec<&str> = changes.iter().map(|(uri, _, _)| uri.as_str()).collect();
+        let answer = serde_json::json!({ "recipe": recipe.id, "changed": files, "failed": failed });
+        if !changes.is_empty() {
+            let edit = workspace_edits(changes, self.client.document_changes);
+            let label = format!("Apply recipe {} to the workspace", recipe.id);
+            self.request_client(
+                "workspace/applyEdit",
+                serde_json::json!({ "label": label, "edit": edit }),
+            );
+        }
+        Ok(answer)
+    }
+}

@@ -1,0 +1,153 @@
+//! `--arch` / `--model-path`: every file the architectures need, all or none.
+
+use std::path::{Path, PathBuf};
+
+use pysplice::contract::{Body, ErrorInfo, FileStatus, Output, Splice};
+use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
+use pysplice::recipes::sglang_models::{self, FilePatch};
+use pysplice::report;
+
+use crate::{body, exit_code, fail, Args, Mode};
+
+/// A failure before any file is patched: a JSON error object in the contract's layout, or text.
+fn failed(args: &Args, file: &Path, message: &str, code: u8) -> u8 {
+    fail(args, file, ErrorInfo::message(message), Vec::new(), code)
+}
+
+/// The models folder, from PATH or `--installed`.
+fn models_dir(args: &Args) -> Result<PathBuf, String> {
+    let base = if args.installed {
+        sglang_install::installed_model_file(&args.python)
+            .map(|f| f.parent().map(Path::to_path_buf).unwrap_or(f))
+            .map_err(|err| err.message)
+    } else if let Some(path) = &args.path {
+        Ok(path.clone())
+    } else {
+        Err(
+            "--arch and --model-path need PATH (a models folder, the sglang package, site-packages, a checkout, \
+             a model file) or --installed"
+                .to_string(),
+        )
+    };
+    base.and_then(|b| {
+        sglang_models::models_dir(&b).ok_or_else(|| format!("{}: no sglang/srt/models folder here", b.display()))
+    })
+}
+
+/// Whether a file has work left: a hook to place or update, or text to change.
+fn pending(p: &FilePatch) -> bool {
+    p.patched.changed() || crate::pending(&p.patched)
+}
+
+/// Patches, checks or reverts every file the architectures need, and reports them.
+pub fn run(args: &Args, mode: Mode) -> u8 {
+    let given = args.path.clone().unwrap_or_default();
+    let dir = match models_dir(args) {
+        Ok(dir) => dir,
+        Err(message) => return failed(args, &given, &message, 2),
+    };
+    let wanted: Option<Vec<String>> = match &args.model_path {
+        Some(model) => match sglang_models::architectures(model) {
+            Ok(names) => Some(names),
+            Err(message) => return failed(args, model, &message, 2),
+        },
+        None if args.arch.iter().any(|a| a == "all") => None,
+        None => Some(args.arch.clone()),
+    };
+    let recipe = sglang_models::recipe().expect("the bundled recipes are valid");
+    let lib_mode = if mode == Mode::Revert {
+        sglang_models::Mode::Revert
+    } else {
+        sglang_models::Mode::Apply
+    };
+    let (selection, patches) = match sglang_models::patch(&recipe, &dir, wanted.as_deref(), lib_mode) {
+        Ok(found) => found,
+        Err(err) => return failed(args, &dir, &err.to_string(), exit_code(&err)),
+    };
+    let code = u8::from(mode == Mode::Check && patches.iter().any(pending));
+    let write = mode != Mode::Check && !args.dry_run;
+    if write {
+        if let Err(err) = sglang_models::write_all(&patches) {
+            return failed(args, &dir, &err.to_string(), exit_code(&err));
+        }
+    }
+    let roots: Vec<_> = selection
+        .roots
+        .iter()
+        .filter(|r| wanted.as_ref().is_none_or(|w| w.contains(&r.class)))
+        .collect();
+    // An unreadable --sglang-version falls back to what the install says.
+    let release = args
+        .sglang_version
+        .as_deref()
+        .and_then(Release::given)
+        .or_else(|| Release::detect(&dir.join("__init__.py")));
+    let launch = sglang_install::launch_for(release.as_ref(), &[]);
+    let env = sglang_install::env_var(&recipe);
+    if args.json {
+        // The contract's layout: one object per file, then one per architecture skipped.
+        let dump = |splice, architectures, skipped| {
+            let mut dump = body(args, splice, release.as_ref(), Some((env, &launch)));
+            dump.architectures = architectures;
+            dump.skipped = skipped;
+            Body::SglangHsDump(dump)
+        };
+        for p in &patches {
+            let status = crate::file_status(mode, args.dry_run, pending(p), p.patched.changed());
+            let mut splice = Splice::new(status, p.patched.outcomes(), mode.words());
+            splice.changed = p.patched.changed();
+            splice.written = write && p.patched.changed();
+            splice.diff = args
+                .dry_run
+                .then(|| report::unified_diff(&p.relative, p.patched.input(), p.patched.output()));
+            let mut served: Vec<String> = roots
+                .iter()
+                .filter(|r| r.skipped.is_none() && r.files().contains(&p.relative.as_str()))
+                .map(|r| r.class.clone())
+                .collect();
+            served.sort();
+            served.dedup();
+            let path = p.file.path().display().to_string();
+            outln!("{}", Output::new(path, dump(splice, served, None)).to_line());
+        }
+        for root in roots.iter().filter(|r| r.skipped.is_some()) {
+            let splice = Splice::new(FileStatus::Skipped, &[], mode.words());
+            let path = dir.join(&root.file).display().to_string();
+            let body = dump(splice, vec![root.class.clone()], root.skipped.clone());
+            outln!("{}", Output::new(path, body).to_line());
+        }
+        return code;
+    }
+    for root in &roots {
+        match &root.skipped {
+            Some(why) => outln!("{} ({}): skipped: {why}", root.class, root.file),
+            None => outln!("{} ({}): {}", root.class, root.file, root.files().join(", ")),
+        }
+    }
+    for p in &patches {
+        let name = p.file.path().display();
+        match (mode, args.dry_run, p.patched.changed()) {
+            (Mode::Check, _, _) => {
+                outln!("{name}: {}", if pending(p) { "needs apply" } else { "up to date" });
+                crate::print_check_lines(&p.patched);
+            }
+            (_, true, _) => out!(
+                "{}",
+                report::unified_diff(&p.relative, p.patched.input(), p.patched.output())
+            ),
+            (Mode::Revert, false, true) => outln!("Reverted {name}"),
+            (Mode::Revert, false, false) => outln!("Nothing to revert in {name}"),
+            (Mode::Apply, false, _) => out!("{}", report::applied_text(&p.patched)),
+        }
+    }
+    if args.dry_run {
+        errln!("dry run: nothing was written");
+    } else if mode == Mode::Apply {
+        outln!("\nTo use: set {env}={DUMP_DIR} before starting server");
+        outln!("Server flags: {}", launch.flags.join(" "));
+        for note in &launch.notes {
+            outln!("Note: {note}");
+        }
+    }
+    code
+}

@@ -1,0 +1,231 @@
+//! One `deepseek_v2.py`: the demo copy, a path, or the installed SGLang's.
+
+use std::path::{Path, PathBuf};
+
+use pysplice::contract::{Body, ErrorInfo, HookResult, Output, Splice};
+use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
+use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe};
+
+use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
+
+/// The demo model: a stand-in written for pysplice in the shape of SGLang's `deepseek_v2.py`.
+const DEMO_MODEL: &str = include_str!("../data/demo_model.py");
+
+/// Writes the demo model into a fresh private temporary folder (created exclusively, mode 0700),
+/// which is left for inspection.
+fn demo_copy() -> Result<PathBuf, String> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("sglang_hs_dump-demo-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // tempfile creates folders with 0777 less the umask unless told otherwise.
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    let dir = builder
+        .tempdir()
+        .map_err(|err| format!("cannot create a temporary folder for the demo copy: {err}"))?
+        .keep();
+    let file = dir.join("deepseek_v2.py");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&file)
+        .and_then(|mut out| std::io::Write::write_all(&mut out, DEMO_MODEL.as_bytes()))
+        .map_err(|err| format!("{}: cannot write the demo copy: {err}", file.display()))?;
+    Ok(file)
+}
+
+/// A failure with what became of every hook (every hook as not run when none are known).
+fn failed(args: &Args, recipe: &Recipe, file: &Path, error: ErrorInfo, outcomes: &[HookOutcome], code: u8) -> u8 {
+    let words = Mode::of(args).words();
+    let hooks = if outcomes.is_empty() {
+        HookResult::not_run(recipe)
+    } else {
+        outcomes.iter().map(|o| HookResult::new(o, words)).collect()
+    };
+    fail(args, file, error, hooks, code)
+}
+
+/// Applies the recipe, reporting every hook when one cannot be placed.
+fn apply(args: &Args, recipe: &Recipe, file: &DiskFile) -> Result<Patched, u8> {
+    let attempt = pysplice::engine::apply_reporting(recipe, file.source().clone());
+    let (planned, outcomes) = (attempt.planned, attempt.outcomes);
+    attempt.result.map_err(|err| {
+        if !args.json && !outcomes.is_empty() && !planned {
+            errln!("Cannot patch {}", file.path().display());
+            for outcome in &outcomes {
+                errln!("  - {}", report::outcome_line(outcome));
+            }
+            errln!("nothing was written");
+            return 1;
+        }
+        failed(
+            args,
+            recipe,
+            file.path(),
+            ErrorInfo::from(&err),
+            &outcomes,
+            exit_code(&err),
+        )
+    })
+}
+
+/// The file to patch and its release, or the exit code of a failure already reported.
+fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<Release>), u8> {
+    let path = if args.installed {
+        sglang_install::installed_model_file(&args.python).map_err(|e| e.message)
+    } else if let Some(path) = &args.path {
+        sglang_install::model_file(path).map_err(|e| e.message)
+    } else {
+        demo_copy()
+    };
+    let path = path.map_err(|message| {
+        let file = args.path.as_deref().unwrap_or(Path::new(""));
+        failed(args, recipe, file, ErrorInfo::message(message), &[], 2)
+    })?;
+    let release = match &args.sglang_version {
+        Some(text) => match Release::given(text) {
+            Some(release) => Some(release),
+            None => {
+                let message = format!("--sglang-version {text}: not a release number such as 0.5.9");
+                return Err(failed(args, recipe, &path, ErrorInfo::message(message), &[], 2));
+            }
+        },
+        None if demo => None,
+        None => Release::detect(&path),
+    };
+    Ok((path, release))
+}
+
+/// Patches, checks or reverts one file and reports it.
+pub fn run(args: &Args, mode: Mode) -> u8 {
+    let recipe = pysplice::recipes::builtin("sglang-hs-dump")
+        .expect("a bundled recipe")
+        .expect("the bundled recipe is valid");
+    let env = sglang_install::env_var(&recipe);
+    let demo = args.path.is_none() && !args.installed;
+    let (path, release) = match locate(args, &recipe, demo) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    let file = match DiskFile::read(&path) {
+        Ok(file) => file,
+        Err(err) => return failed(args, &recipe, &path, ErrorInfo::from(&err), &[], exit_code(&err)),
+    };
+    let patched = if mode == Mode::Revert {
+        pysplice::revert(&recipe, file.source().clone())
+            .map_err(|err: Error| failed(args, &recipe, &path, ErrorInfo::from(&err), &[], exit_code(&err)))
+    } else {
+        apply(args, &recipe, &file)
+    };
+    let patched = match patched {
+        Ok(patched) => patched,
+        Err(code) => return code,
+    };
+    // Written before anything is printed about it: a report that cannot be printed never leaves
+    // the file half done, and "Successfully patched" follows a write that succeeded.
+    let write = mode != Mode::Check && !args.dry_run && patched.changed();
+    if write {
+        if let Err(err) = file.write(patched.output()) {
+            return failed(
+                args,
+                &recipe,
+                &path,
+                ErrorInfo::from(&err),
+                patched.outcomes(),
+                exit_code(&err),
+            );
+        }
+        if file.hard_links() > 1 {
+            errln!(
+                "note: {} had {} hard links; it is now a file of its own, the other names keep the old content",
+                path.display(),
+                file.hard_links()
+            );
+        }
+    }
+    let pending = crate::pending(&patched);
+    let outcomes = if mode == Mode::Revert {
+        &[][..]
+    } else {
+        patched.outcomes()
+    };
+    let launch = sglang_install::launch_for(release.as_ref(), outcomes);
+    // Headers `a/<path>`, `b/<path>` with the path as given (relative to / when absolute).
+    let diff = report::unified_diff(
+        patched.name().trim_start_matches('/'),
+        patched.input(),
+        patched.output(),
+    );
+    let code = u8::from(mode == Mode::Check && (pending || patched.changed()));
+
+    if args.json {
+        let status = crate::file_status(mode, args.dry_run, pending, patched.changed());
+        let mut splice = Splice::new(status, patched.outcomes(), mode.words());
+        splice.changed = patched.changed();
+        splice.written = write;
+        splice.diff = (args.dry_run || demo).then_some(diff);
+        let body = Body::SglangHsDump(body(args, splice, release.as_ref(), Some((env, &launch))));
+        outln!("{}", Output::new(patched.name(), body).to_line());
+        return code;
+    }
+
+    if demo {
+        outln!(
+            "No PATH given: patching a copy of the bundled demo model (examples/data/demo_model.py, written for \
+             pysplice in the shape of SGLang's deepseek_v2.py; not SGLang code)."
+        );
+        outln!("For a real SGLang: {PROGRAM} --installed, or {PROGRAM} path/to/deepseek_v2.py\n");
+    }
+    match (mode, args.dry_run) {
+        (Mode::Check, _) => {
+            outln!(
+                "{}: {}",
+                patched.name(),
+                if code == 0 { "up to date" } else { "needs apply" }
+            );
+            crate::print_check_lines(&patched);
+            return code;
+        }
+        (_, true) => {
+            out!("{diff}");
+            errln!("dry run: nothing was written to {}", patched.name());
+            return code;
+        }
+        (Mode::Revert, false) => {
+            if patched.changed() {
+                outln!("Reverted {}", patched.name());
+                for outcome in patched.outcomes() {
+                    outln!("  - {}", report::outcome_line(outcome));
+                }
+            } else {
+                outln!("Nothing to revert in {}", patched.name());
+            }
+            return code;
+        }
+        (Mode::Apply, false) => {}
+    }
+    if demo {
+        out!("{diff}");
+        outln!();
+    }
+    out!("{}", report::applied_text(&patched));
+    outln!();
+    outln!("To use: set {env}={DUMP_DIR} before starting server");
+    match &release {
+        Some(r) => outln!("Server flags for SGLang {} (from {}):", r.text, r.source),
+        None if demo => outln!("Server flags (for a real SGLang they depend on its release):"),
+        None => outln!("Server flags:"),
+    }
+    outln!("  {}", launch.flags.join(" "));
+    for note in &launch.notes {
+        outln!("Note: {note}");
+    }
+    outln!(
+        "e.g. {env}={DUMP_DIR} python3 -m sglang.launch_server --model-path MODEL {}",
+        launch.flags.join(" ")
+    );
+    outln!("Undo with: {PROGRAM} --revert {}", patched.name());
+    code
+}
