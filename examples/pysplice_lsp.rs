@@ -834,7 +834,7 @@ fn hook_diagnostic(recipe: &Recipe, plan: &DocumentPlan, hook: &pysplice::docume
         format!("{}/{}", recipe.id, hook.id),
         format!("pysplice {}/{}: {}", recipe.id, hook.id, hook.message),
     );
-    let fix = matches!(hook.status, Status::Applied | Status::Updated) && plan.is_complete();
+    let fix = pysplice::outcome::is_pending(&hook.status) && plan.is_complete();
     d.data = Some(serde_json::json!({
         "recipe": recipe.id,
         "hook": hook.id,

@@ -510,10 +510,7 @@ fn run(args: &Args) -> u8 {
             );
         }
     }
-    let pending = patched
-        .outcomes()
-        .iter()
-        .any(|o| matches!(o.status, Status::Applied | Status::Updated));
+    let pending = !patched.is_up_to_date();
     let mut launch = launch(release.as_ref());
     let no_capture = patched
         .outcomes()
@@ -532,7 +529,7 @@ fn run(args: &Args) -> u8 {
         patched.input(),
         patched.output(),
     );
-    let code = u8::from(mode == Mode::Check && (pending || patched.changed()));
+    let code = u8::from(mode == Mode::Check && pending);
 
     if args.json {
         let status = match (mode, args.dry_run) {
@@ -697,16 +694,10 @@ fn run_models(args: &Args, mode: Mode) -> u8 {
         Ok(found) => found,
         Err(err) => return fail(&dir, &err.to_string(), exit_code(&err)),
     };
-    let pending = |p: &FilePatch| {
-        p.patched.changed()
-            || p.patched
-                .outcomes()
-                .iter()
-                .any(|o| matches!(o.status, Status::Applied | Status::Updated))
-    };
+    let pending = |p: &FilePatch| !p.patched.is_up_to_date();
     let code = u8::from(mode == Mode::Check && patches.iter().any(pending));
     let write = mode != Mode::Check && !args.dry_run;
-    let written = if write {
+    let _written = if write {
         match sglang_models::write_all(&patches) {
             Ok(n) => n,
             Err(err) => return fail(&dir, &err.to_string(), exit_code(&err)),

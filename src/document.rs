@@ -50,17 +50,16 @@
 //! # Ok::<(), pysplice::Error>(())
 //! ```
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 use ropey::Rope;
 use similar::{Algorithm, DiffOp};
 
-use crate::edit::apply_edits;
 use crate::engine::{self, Prepared, Status};
 use crate::error::{Error, Location};
 use crate::locate::Target;
 use crate::marker::{self, Frame};
+use crate::outcome;
 use crate::source::SourceFile;
 use crate::spec::Recipe;
 
@@ -367,24 +366,14 @@ impl Document {
         let frames_now = marker::scan(current, &recipe.id)?;
         let pieces = displaced_pieces(&frames_now);
         let to_current = |offset: usize| map_to_current(&pieces, offset).min(current.text().len());
-        // The planned result: its frames tell "already applied" from "updated", which only
-        // matters for hooks whose frames are there now (a file without them skips the scan). A
-        // conflict between hooks is reported on both of them.
-        let (planned, conflict) = match apply_edits(original.source(), &edits) {
-            Ok((text, _)) => (Some(text), None),
-            Err(err) => (None, Some(err)),
-        };
-        let frames_then = match &planned {
-            Some(text) if !frames_now.is_empty() => {
-                marker::scan(&SourceFile::new(self.name.clone(), text.as_str()), &recipe.id).unwrap_or_default()
-            }
-            _ => Vec::new(),
-        };
-        let now = group(&frames_now);
-        let then = group(&frames_then);
+        // The planned result: its frames tell "already applied" from "updated" (a conflict
+        // between hooks is reported on both of them, and leaves no result).
+        let (outcomes, planned) = engine::preview(recipe, &prepared, &plan);
+        let changed = planned.as_ref().is_some_and(|p| p.as_str() != current.text());
+        let pending = planned.is_some() && plan.is_complete() && !outcome::is_up_to_date(&outcomes, changed);
         let mut relevant = !frames_now.is_empty();
         let mut hooks = Vec::with_capacity(recipe.hooks.len());
-        for (hook, outcome) in recipe.hooks.iter().zip(plan.outcomes()) {
+        for (hook, outcome) in recipe.hooks.iter().zip(outcomes) {
             let target = match &hook.target {
                 Target::Definition { path, ordinal } => {
                     let found = original.find_all(path);
@@ -408,21 +397,7 @@ impl Document {
                 .filter(|f| f.hook == hook.id)
                 .map(|f| self.frame_range(current, f))
                 .collect();
-            let mut status = outcome.status;
-            if let (Status::Applied, Some(err)) = (&status, &conflict) {
-                if matches!(err, Error::Conflict { first, second, .. } if *first == hook.id || *second == hook.id) {
-                    status = Status::Failed {
-                        reason: err.to_string(),
-                    };
-                }
-            }
-            if status == Status::Applied {
-                status = match now.get(hook.id.as_str()) {
-                    None => Status::Applied,
-                    Some(old) if Some(old) == then.get(hook.id.as_str()) => Status::AlreadyApplied,
-                    Some(_) => Status::Updated,
-                };
-            }
+            let status = outcome.status;
             let first_edit = edits.iter().find(|e| e.hook() == hook.id).map(|e| e.range().start);
             let reason_offset = match &status {
                 Status::Skipped { reason } | Status::Failed { reason } => located_offset(original.source(), reason),
@@ -446,8 +421,6 @@ impl Document {
                 message,
             });
         }
-        let pending =
-            conflict.is_none() && plan.is_complete() && planned.as_ref().is_some_and(|p| p.as_str() != current.text());
         let document_plan = DocumentPlan {
             recipe: recipe.id.clone(),
             version: self.version,
@@ -656,17 +629,6 @@ fn parse_marker_line(line: &str) -> Option<MarkerRef> {
         recipe: line.recipe.to_string(),
         hook: line.hook.to_string(),
     })
-}
-
-/// Per hook, the (hash, displaced text) of its frames: equal lists mean equal blocks.
-fn group(frames: &[Frame]) -> BTreeMap<&str, Vec<(&str, &str)>> {
-    let mut map: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
-    for frame in frames {
-        map.entry(frame.hook.as_str())
-            .or_default()
-            .push((frame.hash.as_str(), frame.was.as_str()));
-    }
-    map
 }
 
 /// The ranges of the current text that stand for other text of the original (the frames), with

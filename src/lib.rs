@@ -43,6 +43,7 @@
 //! | [`spec`], [`recipes`] | TOML hook specs; the recipes that ship |
 //! | [`edit`], [`marker`] | text edits; the marker comments that frame inserted code |
 //! | [`engine`] | plan, apply, verify, revert |
+//! | [`outcome`] | the one rule for hook statuses and "up to date" |
 //! | [`report`], [`files`] | text, diff and JSON reports; safe file reads and writes |
 //! | `contract` | the versioned JSON output of the programs and its schema (feature `serde`) |
 //! | [`document`] | an editor-facing document with LSP positions |
@@ -59,6 +60,7 @@ pub mod error;
 pub mod files;
 pub mod locate;
 pub mod marker;
+pub mod outcome;
 pub mod outline;
 pub mod parse;
 pub mod pattern;

@@ -392,3 +392,34 @@ proptest! {
         }
     }
 }
+
+/// A block moved by a new version of the recipe (`at = "start"` became `at = "end"`) is
+/// "updated" for `apply`, `check` and the document alike, and the document is pending.
+#[test]
+fn a_moved_block_is_updated_everywhere() {
+    let spec = |at: &str| {
+        format!(
+            "[recipe]\nid = \"m\"\nsummary = \"s\"\n[[hook]]\nid = \"log\"\nsummary = \"Logged\"\nin = \"f\"\nat = \"{at}\"\ncode = \"print(1)\"\n"
+        )
+    };
+    let (start, end) = (
+        Recipe::from_toml("m.toml", &spec("start")).unwrap(),
+        Recipe::from_toml("m.toml", &spec("end")).unwrap(),
+    );
+    let text = "def f():\n    a = 1\n    return a\n\n\ndef g():\n    pass\n";
+    let applied = pysplice::apply(&start, SourceFile::new("m.py", text)).unwrap();
+    let moved = pysplice::apply(&end, SourceFile::new("m.py", applied.output())).unwrap();
+    assert_eq!(moved.outcomes()[0].status, Status::Updated);
+    assert!(moved.changed());
+    assert!(!moved.is_up_to_date());
+    let plan = Document::new("m.py", applied.output()).plan(&end).unwrap();
+    assert_eq!(plan.hooks[0].status, Status::Updated, "{}", plan.hooks[0].message);
+    assert!(plan.pending);
+    // Once moved, everything agrees that nothing is left to do.
+    let again = pysplice::apply(&end, SourceFile::new("m.py", moved.output())).unwrap();
+    assert_eq!(again.outcomes()[0].status, Status::AlreadyApplied);
+    assert!(again.is_up_to_date());
+    let plan = Document::new("m.py", moved.output()).plan(&end).unwrap();
+    assert_eq!(plan.hooks[0].status, Status::AlreadyApplied);
+    assert!(!plan.pending);
+}

@@ -227,12 +227,9 @@ fn write_changed(recipe: &Recipe, done: &[Done], json: bool, words: Words, body:
     Ok(())
 }
 
-/// Whether `apply` placed or updated a hook ("Successfully patched" rather than "Already up to date").
+/// Whether `apply` did something ("Successfully patched" rather than "Already up to date").
 fn placed(patched: &Patched) -> bool {
-    patched
-        .outcomes()
-        .iter()
-        .any(|o| matches!(o.status, Status::Applied | Status::Updated))
+    !patched.is_up_to_date()
 }
 
 /// Runs `apply`.
@@ -283,7 +280,7 @@ pub fn check(args: &FilesArgs) -> u8 {
     }
     let mut code = 0;
     for (_, patched) in successes(&done) {
-        let pending = patched.changed() || placed(patched);
+        let pending = !patched.is_up_to_date();
         if pending {
             code = 1;
         }
