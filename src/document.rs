@@ -55,7 +55,7 @@ use std::ops::Range;
 use ropey::Rope;
 use similar::{Algorithm, DiffOp};
 
-use crate::engine::{self, Prepared, Status};
+use crate::engine::{self, Prepared, Reason, Status};
 use crate::error::{Error, Location};
 use crate::locate::Target;
 use crate::marker::{self, Frame};
@@ -400,7 +400,9 @@ impl Document {
             let status = outcome.status;
             let first_edit = edits.iter().find(|e| e.hook() == hook.id).map(|e| e.range().start);
             let reason_offset = match &status {
-                Status::Skipped { reason } | Status::Failed { reason } => located_offset(original.source(), reason),
+                Status::Skipped { reason } | Status::Failed { reason } => reason
+                    .cause()
+                    .and_then(|err| offset_of(original.source(), err.location())),
                 _ => None,
             };
             let anchor = match (&status, blocks.first()) {
@@ -674,35 +676,29 @@ fn map_to_current(pieces: &[(Range<usize>, usize)], offset: usize) -> usize {
     current
 }
 
-/// The byte offset (in `file`) of a message that starts with `file:line:column: `.
-fn located_offset(file: &SourceFile, message: &str) -> Option<usize> {
-    let rest = message.strip_prefix(file.name())?.strip_prefix(':')?;
-    let mut parts = rest.splitn(3, ':');
-    let line: usize = parts.next()?.parse().ok()?;
-    let column: usize = parts.next()?.parse().ok()?;
-    let start = file.lines().line_start(line)?;
-    Some((start + column.saturating_sub(1)).min(file.text().len()))
+/// The byte offset (in `file`) of `location`, when it is a place in `file`.
+fn offset_of(file: &SourceFile, location: &Location) -> Option<usize> {
+    if location.file != file.name() {
+        return None;
+    }
+    let start = file.lines().line_start(location.line)?;
+    Some((start + location.column.saturating_sub(1)).min(file.text().len()))
 }
 
 /// The people's line for a hook's status.
 fn message(status: &Status, summary: &str, file: &str) -> String {
-    let strip = |reason: &str| -> String {
-        // The diagnostic sits at the place the message names: drop the `file:line:column: ` part.
-        let rest = reason.strip_prefix(file).and_then(|r| r.strip_prefix(':'));
-        let trimmed = rest.and_then(|r| {
-            let mut parts = r.splitn(3, ':');
-            let (line, column, tail) = (parts.next()?, parts.next()?, parts.next()?);
-            let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-            (numeric(line) && numeric(column)).then(|| tail.trim_start().to_string())
-        });
-        trimmed.unwrap_or_else(|| reason.to_string())
+    // The diagnostic sits at the place the error names: its message goes without the place.
+    let shown = |reason: &Reason, with_hook: bool| match reason.cause() {
+        Some(err) if err.location().file == file && with_hook => err.detail(),
+        Some(err) if err.location().file == file => err.clone().without_hook().detail(),
+        _ => reason.to_string(),
     };
     match status {
         Status::Applied => format!("can be applied: {summary}"),
         Status::AlreadyApplied => format!("applied: {summary}"),
         Status::Updated => format!("applied from an older version of the recipe; apply again to update: {summary}"),
-        Status::Skipped { reason } => format!("skipped: {}", strip(reason)),
-        Status::Failed { reason } => strip(reason),
+        Status::Skipped { reason } => format!("skipped: {}", shown(reason, false)),
+        Status::Failed { reason } => shown(reason, true),
         Status::Reverted => format!("removed: {summary}"),
         Status::NotPresent => format!("not present: {summary}"),
     }

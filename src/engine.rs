@@ -12,6 +12,7 @@ use crate::error::{Error, HookRef};
 use crate::locate::Target;
 use crate::marker::{self, Frame, FrameKind};
 use crate::outcome::{self, Blocks};
+pub use crate::outcome::{HookOutcome, Reason, Status};
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::parse::parse_snippet;
 use crate::pattern::Depth;
@@ -21,54 +22,11 @@ use crate::spec::{Action, Hook, Recipe};
 use crate::syntax::{Node, ABSENT, LIST};
 use crate::template::Bindings;
 
-/// What happened (or would happen) to one hook in one file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
-#[cfg_attr(feature = "serde", serde(tag = "status", rename_all = "kebab-case"))]
-#[non_exhaustive]
-pub enum Status {
-    /// Newly placed.
-    Applied,
-    /// Already there, identical.
-    AlreadyApplied,
-    /// There from an older spec; replaced.
-    Updated,
-    /// Not placed, on purpose (optional anchor absent, `when` not matched, nothing to do).
-    Skipped {
-        /// Why.
-        reason: String,
-    },
-    /// Could not be placed (a required hook): the file is left untouched.
-    Failed {
-        /// Why, with file:line:column.
-        reason: String,
-    },
-    /// Removed by revert.
-    Reverted,
-    /// Revert found nothing of this hook.
-    NotPresent,
-}
-
-/// The outcome for one hook.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
-pub struct HookOutcome {
-    /// Hook id.
-    pub hook: String,
-    /// Hook summary.
-    pub summary: String,
-    /// What happened.
-    #[cfg_attr(feature = "serde", serde(flatten))]
-    pub status: Status,
-    /// 1-based first and last line the hook's text occupies in the output (markers included).
-    pub lines: Option<(usize, usize)>,
-}
-
 /// A hook's edits, or why it has none.
 #[derive(Debug)]
 enum HookPlan {
     Edits(Vec<Edit>),
-    Skipped(String),
+    Skipped(Reason),
     Failed(Error),
 }
 
@@ -119,7 +77,7 @@ impl Plan {
                     HookPlan::Edits(_) => Status::Applied,
                     HookPlan::Skipped(reason) => Status::Skipped { reason: reason.clone() },
                     HookPlan::Failed(err) => Status::Failed {
-                        reason: err.to_string(),
+                        reason: Reason::failed(err.clone()),
                     },
                 },
                 lines: None,
@@ -263,8 +221,8 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
         .map(|hook| {
             let planned = match plan_hook(recipe, hook, file, &string_lines) {
                 Ok(Ok(edits)) => HookPlan::Edits(edits),
-                Ok(Err(reason)) => HookPlan::Skipped(reason),
-                Err(err) if hook.optional => HookPlan::Skipped(skip_reason(&err)),
+                Ok(Err(reason)) => HookPlan::Skipped(Reason::new(reason)),
+                Err(err) if hook.optional => HookPlan::Skipped(Reason::skipped(err)),
                 Err(err) => HookPlan::Failed(err),
             };
             (hook.id.clone(), hook.summary.clone(), planned)
@@ -289,7 +247,7 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
                         hook: HookRef(Some(hook.id.clone())),
                     };
                     hooks[i].2 = if hook.optional {
-                        HookPlan::Skipped(skip_reason(&err))
+                        HookPlan::Skipped(Reason::skipped(err))
                     } else {
                         HookPlan::Failed(err)
                     };
@@ -466,16 +424,6 @@ fn plan_target(
         }
     };
     Ok(Ok(edits))
-}
-
-/// Why an optional hook is skipped: the error's message without the hook id (the outcome names
-/// the hook already).
-fn skip_reason(err: &Error) -> String {
-    let text = err.to_string();
-    match err.hook() {
-        Some(hook) => text.replace(&format!(" [hook {hook}]"), ""),
-        None => text,
-    }
 }
 
 /// The definitions a hook targets in `file`, those that exist (none for the module).

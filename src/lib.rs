@@ -76,7 +76,7 @@ pub mod template;
 mod verify;
 
 pub use document::{Document, DocumentPlan, KeptPlan, TextEdit, Utf16Position, Utf16Range};
-pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Status};
+pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Reason, Status};
 pub use error::{Error, Location};
 pub use files::DiskFile;
 pub use locate::Target;

@@ -20,11 +20,157 @@
 //! their statuses and verdicts from here.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
 
-use crate::engine::{HookOutcome, Status};
 use crate::error::Error;
 use crate::marker::Frame;
 use crate::spec::Recipe;
+
+/// What happened (or would happen) to one hook in one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "serde", serde(tag = "status", rename_all = "kebab-case"))]
+#[non_exhaustive]
+pub enum Status {
+    /// Newly placed.
+    Applied,
+    /// Already there, identical.
+    AlreadyApplied,
+    /// There from an older spec; replaced.
+    Updated,
+    /// Not placed, on purpose (optional anchor absent, `when` not matched, nothing to do).
+    Skipped {
+        /// Why; for an optional hook that could not be placed, with the error.
+        reason: Reason,
+    },
+    /// Could not be placed (a required hook): the file is left untouched.
+    Failed {
+        /// Why, with file:line:column, and the error.
+        reason: Reason,
+    },
+    /// Removed by revert.
+    Reverted,
+    /// Revert found nothing of this hook.
+    NotPresent,
+}
+
+/// The outcome for one hook.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
+pub struct HookOutcome {
+    /// Hook id.
+    pub hook: String,
+    /// Hook summary.
+    pub summary: String,
+    /// What happened.
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub status: Status,
+    /// 1-based first and last line the hook's text occupies in the output (markers included).
+    pub lines: Option<(usize, usize)>,
+}
+
+/// Why a hook was skipped or failed: a line for people and, when an error is the cause, the
+/// typed error (its kind, location and hook), so that no one has to read the line back.
+///
+/// Serialized as the line. Two reasons are equal when their lines are and their causes are
+/// errors of the same kind at the same place (or both absent).
+#[derive(Clone, Debug)]
+pub struct Reason {
+    text: String,
+    cause: Option<Arc<Error>>,
+}
+
+impl Reason {
+    /// A reason without an error (`when` not matched, nothing to do).
+    #[must_use]
+    pub fn new(text: impl Into<String>) -> Reason {
+        Reason {
+            text: text.into(),
+            cause: None,
+        }
+    }
+
+    /// The reason a required hook failed: `err`, with its message as the line.
+    #[must_use]
+    pub fn failed(err: Error) -> Reason {
+        Reason {
+            text: err.to_string(),
+            cause: Some(Arc::new(err)),
+        }
+    }
+
+    /// The reason an optional hook that cannot be placed is skipped: `err`, with its message
+    /// without the hook (the outcome names the hook already) as the line.
+    #[must_use]
+    pub fn skipped(err: Error) -> Reason {
+        Reason {
+            text: err.clone().without_hook().to_string(),
+            cause: Some(Arc::new(err)),
+        }
+    }
+
+    /// The line for people.
+    #[must_use]
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The error behind it, if any.
+    #[must_use]
+    pub fn cause(&self) -> Option<&Error> {
+        self.cause.as_deref()
+    }
+}
+
+impl PartialEq for Reason {
+    fn eq(&self, other: &Reason) -> bool {
+        let key = |cause: &Option<Arc<Error>>| {
+            cause.as_deref().map(|err| {
+                (
+                    std::mem::discriminant(err),
+                    err.location().clone(),
+                    err.hook().map(str::to_string),
+                )
+            })
+        };
+        self.text == other.text && key(&self.cause) == key(&other.cause)
+    }
+}
+
+impl Eq for Reason {}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::ops::Deref for Reason {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl schemars::JsonSchema for Reason {
+    fn schema_name() -> String {
+        String::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        String::json_schema(generator)
+    }
+}
 
 /// Per hook, the blocks it has in one text: (seal, displaced text, offset in the original text).
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -126,7 +272,7 @@ pub(crate) fn failed(mut planned: Vec<HookOutcome>, err: &Error) -> Vec<HookOutc
     for outcome in &mut planned {
         if outcome.status == Status::Applied && named(&outcome.hook) {
             outcome.status = Status::Failed {
-                reason: err.to_string(),
+                reason: Reason::failed(err.clone()),
             };
         }
     }

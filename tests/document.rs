@@ -257,6 +257,17 @@ fn failures_carry_candidates_and_point_at_the_closest_definition() {
     );
     assert_eq!(h.range, doc.line_range(1), "the enclosing class that exists");
     assert!(matches!(doc.apply_edits(&recipe), Err(Error::NotFound { .. })));
+    // The failure carries its typed error: kind, place and hook, not only a line of text.
+    let Status::Failed { reason } = &h.status else {
+        unreachable!()
+    };
+    let cause = reason.cause().expect("a typed cause");
+    assert!(
+        matches!(cause, Error::NotFound { path, .. } if path == "Model.forwad"),
+        "{cause}"
+    );
+    assert_eq!((cause.location().line, cause.hook()), (2, Some("h")));
+    assert_eq!(reason.text(), cause.to_string());
 
     // A file the recipe does not concern.
     let other = Document::new("other.py", "def main():\n    pass\n");

@@ -226,6 +226,14 @@ fn agree(recipe: &Recipe, text: &str) -> Result<Option<String>, TestCaseError> {
     prop_assert!(outcomes.len() >= recipe.hooks.len());
     for (hook, outcome) in plan.hooks.iter().zip(outcomes) {
         prop_assert_eq!(&hook.id, &outcome.hook);
+        // A failure carries the typed error that caused it, naming its hook.
+        if let Status::Failed { reason } = &outcome.status {
+            let names = |err: &Error| match err {
+                Error::Conflict { first, second, .. } => *first == hook.id || *second == hook.id,
+                _ => err.hook() == Some(hook.id.as_str()),
+            };
+            prop_assert!(reason.cause().is_some_and(names), "{}", reason);
+        }
         prop_assert_eq!(&hook.status, &outcome.status, "hook {}: {}", hook.id, hook.message);
     }
     match &attempt.result {
