@@ -35,7 +35,7 @@ use clap::Parser;
 use pysplice::contract::{self, Body, Dump, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
 use pysplice::recipes::sglang::{self, Launch};
 use pysplice::recipes::sglang_install::Release;
-use pysplice::{report, Error, Patched, Status};
+use pysplice::{report, Error, Patched};
 
 /// The program's name: `sglang-hs-dump` when installed, `sglang_hs_dump` as an example binary.
 const PROGRAM: &str = env!("CARGO_BIN_NAME");
@@ -172,19 +172,16 @@ fn fail(args: &Args, file: &Path, error: ErrorInfo, hooks: Vec<HookResult>, code
     code
 }
 
-/// Whether the recipe placed or updated a hook.
+/// Whether applying has work left (the library's one up-to-date rule).
 fn pending(patched: &Patched) -> bool {
-    patched
-        .outcomes()
-        .iter()
-        .any(|o| matches!(o.status, Status::Applied | Status::Updated))
+    !patched.is_up_to_date()
 }
 
-/// A file's status: `check` finds work when `pending` or `changed`; `apply` is up to date unless
-/// `pending`; `revert` had something to do when `changed`.
+/// A file's status: `check` finds work when `pending`; `apply` is up to date unless `pending`;
+/// `revert` had something to do when `changed`.
 fn file_status(mode: Mode, dry_run: bool, pending: bool, changed: bool) -> FileStatus {
     match (mode, dry_run) {
-        (Mode::Check, _) if pending || changed => FileStatus::NeedsApply,
+        (Mode::Check, _) if pending => FileStatus::NeedsApply,
         (Mode::Check, _) => FileStatus::UpToDate,
         (Mode::Apply, _) if !pending => FileStatus::UpToDate,
         (Mode::Apply, true) => FileStatus::WouldPatch,

@@ -214,8 +214,8 @@ impl HookResult {
             (Status::Reverted, Words::Check) => (HookStatus::ToRemove, None),
             (Status::Reverted, _) => (HookStatus::Reverted, None),
             (Status::NotPresent, _) => (HookStatus::NotPresent, None),
-            (Status::Skipped { reason }, _) => (HookStatus::Skipped, Some(reason.clone())),
-            (Status::Failed { reason }, _) => (HookStatus::Failed, Some(reason.clone())),
+            (Status::Skipped { reason }, _) => (HookStatus::Skipped, Some(reason.to_string())),
+            (Status::Failed { reason }, _) => (HookStatus::Failed, Some(reason.to_string())),
         };
         HookResult {
             hook: outcome.hook.clone(),

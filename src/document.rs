@@ -50,17 +50,16 @@
 //! # Ok::<(), pysplice::Error>(())
 //! ```
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 use ropey::Rope;
 use similar::{Algorithm, DiffOp};
 
-use crate::edit::apply_edits;
-use crate::engine::{self, Prepared, Status};
+use crate::engine::{self, Prepared, Reason, Status};
 use crate::error::{Error, Location};
 use crate::locate::Target;
 use crate::marker::{self, Frame};
+use crate::outcome;
 use crate::source::SourceFile;
 use crate::spec::Recipe;
 
@@ -367,24 +366,14 @@ impl Document {
         let frames_now = marker::scan(current, &recipe.id)?;
         let pieces = displaced_pieces(&frames_now);
         let to_current = |offset: usize| map_to_current(&pieces, offset).min(current.text().len());
-        // The planned result: its frames tell "already applied" from "updated", which only
-        // matters for hooks whose frames are there now (a file without them skips the scan). A
-        // conflict between hooks is reported on both of them.
-        let (planned, conflict) = match apply_edits(original.source(), &edits) {
-            Ok((text, _)) => (Some(text), None),
-            Err(err) => (None, Some(err)),
-        };
-        let frames_then = match &planned {
-            Some(text) if !frames_now.is_empty() => {
-                marker::scan(&SourceFile::new(self.name.clone(), text.as_str()), &recipe.id).unwrap_or_default()
-            }
-            _ => Vec::new(),
-        };
-        let now = group(&frames_now);
-        let then = group(&frames_then);
+        // The planned result: its frames tell "already applied" from "updated" (a conflict
+        // between hooks is reported on both of them, and leaves no result).
+        let (outcomes, planned) = engine::preview(recipe, &prepared, &plan);
+        let changed = planned.as_ref().is_some_and(|p| p.as_str() != current.text());
+        let pending = planned.is_some() && plan.is_complete() && !outcome::is_up_to_date(&outcomes, changed);
         let mut relevant = !frames_now.is_empty();
         let mut hooks = Vec::with_capacity(recipe.hooks.len());
-        for (hook, outcome) in recipe.hooks.iter().zip(plan.outcomes()) {
+        for (hook, outcome) in recipe.hooks.iter().zip(outcomes) {
             let target = match &hook.target {
                 Target::Definition { path, ordinal } => {
                     let found = original.find_all(path);
@@ -408,24 +397,12 @@ impl Document {
                 .filter(|f| f.hook == hook.id)
                 .map(|f| self.frame_range(current, f))
                 .collect();
-            let mut status = outcome.status;
-            if let (Status::Applied, Some(err)) = (&status, &conflict) {
-                if matches!(err, Error::Conflict { first, second, .. } if *first == hook.id || *second == hook.id) {
-                    status = Status::Failed {
-                        reason: err.to_string(),
-                    };
-                }
-            }
-            if status == Status::Applied {
-                status = match now.get(hook.id.as_str()) {
-                    None => Status::Applied,
-                    Some(old) if Some(old) == then.get(hook.id.as_str()) => Status::AlreadyApplied,
-                    Some(_) => Status::Updated,
-                };
-            }
+            let status = outcome.status;
             let first_edit = edits.iter().find(|e| e.hook() == hook.id).map(|e| e.range().start);
             let reason_offset = match &status {
-                Status::Skipped { reason } | Status::Failed { reason } => located_offset(original.source(), reason),
+                Status::Skipped { reason } | Status::Failed { reason } => reason
+                    .cause()
+                    .and_then(|err| offset_of(original.source(), err.location())),
                 _ => None,
             };
             let anchor = match (&status, blocks.first()) {
@@ -446,8 +423,6 @@ impl Document {
                 message,
             });
         }
-        let pending =
-            conflict.is_none() && plan.is_complete() && planned.as_ref().is_some_and(|p| p.as_str() != current.text());
         let document_plan = DocumentPlan {
             recipe: recipe.id.clone(),
             version: self.version,
@@ -701,17 +676,6 @@ fn parse_marker_line(line: &str) -> Option<MarkerRef> {
     })
 }
 
-/// Per hook, the (hash, displaced text) of its frames: equal lists mean equal blocks.
-fn group(frames: &[Frame]) -> BTreeMap<&str, Vec<(&str, &str)>> {
-    let mut map: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
-    for frame in frames {
-        map.entry(frame.hook.as_str())
-            .or_default()
-            .push((frame.hash.as_str(), frame.was.as_str()));
-    }
-    map
-}
-
 /// The ranges of the current text that stand for other text of the original (the frames), with
 /// the length of what they stand for, in order.
 fn displaced_pieces(frames: &[Frame]) -> Vec<(Range<usize>, usize)> {
@@ -755,35 +719,29 @@ fn map_to_current(pieces: &[(Range<usize>, usize)], offset: usize) -> usize {
     current
 }
 
-/// The byte offset (in `file`) of a message that starts with `file:line:column: `.
-fn located_offset(file: &SourceFile, message: &str) -> Option<usize> {
-    let rest = message.strip_prefix(file.name())?.strip_prefix(':')?;
-    let mut parts = rest.splitn(3, ':');
-    let line: usize = parts.next()?.parse().ok()?;
-    let column: usize = parts.next()?.parse().ok()?;
-    let start = file.lines().line_start(line)?;
-    Some((start + column.saturating_sub(1)).min(file.text().len()))
+/// The byte offset (in `file`) of `location`, when it is a place in `file`.
+fn offset_of(file: &SourceFile, location: &Location) -> Option<usize> {
+    if location.file != file.name() {
+        return None;
+    }
+    let start = file.lines().line_start(location.line)?;
+    Some((start + location.column.saturating_sub(1)).min(file.text().len()))
 }
 
 /// The people's line for a hook's status.
 fn message(status: &Status, summary: &str, file: &str) -> String {
-    let strip = |reason: &str| -> String {
-        // The diagnostic sits at the place the message names: drop the `file:line:column: ` part.
-        let rest = reason.strip_prefix(file).and_then(|r| r.strip_prefix(':'));
-        let trimmed = rest.and_then(|r| {
-            let mut parts = r.splitn(3, ':');
-            let (line, column, tail) = (parts.next()?, parts.next()?, parts.next()?);
-            let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-            (numeric(line) && numeric(column)).then(|| tail.trim_start().to_string())
-        });
-        trimmed.unwrap_or_else(|| reason.to_string())
+    // The diagnostic sits at the place the error names: its message goes without the place.
+    let shown = |reason: &Reason, with_hook: bool| match reason.cause() {
+        Some(err) if err.location().file == file && with_hook => err.detail(),
+        Some(err) if err.location().file == file => err.clone().without_hook().detail(),
+        _ => reason.to_string(),
     };
     match status {
         Status::Applied => format!("can be applied: {summary}"),
         Status::AlreadyApplied => format!("applied: {summary}"),
         Status::Updated => format!("applied from an older version of the recipe; apply again to update: {summary}"),
-        Status::Skipped { reason } => format!("skipped: {}", strip(reason)),
-        Status::Failed { reason } => strip(reason),
+        Status::Skipped { reason } => format!("skipped: {}", shown(reason, false)),
+        Status::Failed { reason } => shown(reason, true),
         Status::Reverted => format!("removed: {summary}"),
         Status::NotPresent => format!("not present: {summary}"),
     }

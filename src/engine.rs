@@ -2,16 +2,17 @@
 //!
 //! Planning never mutates; applying never decides. A file that already carries this recipe's
 //! markers is first reverted in memory to its original text, the recipe is planned on that
-//! original, and the result compared with what is there: equal blocks are "already applied",
-//! changed ones "updated".
+//! original, and the result compared with what is there by [`crate::outcome`]: equal blocks are
+//! "already applied", changed or moved ones "updated".
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 use crate::edit::{apply_edits, Edit, EditMap};
 use crate::error::{Error, HookRef};
 use crate::locate::Target;
 use crate::marker::{self, Frame, FrameKind};
+use crate::outcome::{self, Blocks};
+pub use crate::outcome::{HookOutcome, Reason, Status};
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::parse::parse_snippet;
 use crate::pattern::Depth;
@@ -21,54 +22,11 @@ use crate::spec::{Action, Hook, Recipe};
 use crate::syntax::{Node, ABSENT, LIST};
 use crate::template::Bindings;
 
-/// What happened (or would happen) to one hook in one file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
-#[cfg_attr(feature = "serde", serde(tag = "status", rename_all = "kebab-case"))]
-#[non_exhaustive]
-pub enum Status {
-    /// Newly placed.
-    Applied,
-    /// Already there, identical.
-    AlreadyApplied,
-    /// There from an older spec; replaced.
-    Updated,
-    /// Not placed, on purpose (optional anchor absent, `when` not matched, nothing to do).
-    Skipped {
-        /// Why.
-        reason: String,
-    },
-    /// Could not be placed (a required hook): the file is left untouched.
-    Failed {
-        /// Why, with file:line:column.
-        reason: String,
-    },
-    /// Removed by revert.
-    Reverted,
-    /// Revert found nothing of this hook.
-    NotPresent,
-}
-
-/// The outcome for one hook.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
-pub struct HookOutcome {
-    /// Hook id.
-    pub hook: String,
-    /// Hook summary.
-    pub summary: String,
-    /// What happened.
-    #[cfg_attr(feature = "serde", serde(flatten))]
-    pub status: Status,
-    /// 1-based first and last line the hook's text occupies in the output (markers included).
-    pub lines: Option<(usize, usize)>,
-}
-
 /// A hook's edits, or why it has none.
 #[derive(Debug)]
 enum HookPlan {
     Edits(Vec<Edit>),
-    Skipped(String),
+    Skipped(Reason),
     Failed(Error),
 }
 
@@ -119,7 +77,7 @@ impl Plan {
                     HookPlan::Edits(_) => Status::Applied,
                     HookPlan::Skipped(reason) => Status::Skipped { reason: reason.clone() },
                     HookPlan::Failed(err) => Status::Failed {
-                        reason: err.to_string(),
+                        reason: Reason::failed(err.clone()),
                     },
                 },
                 lines: None,
@@ -195,6 +153,11 @@ impl Prepared {
     pub fn is_patched(&self) -> bool {
         !self.frames.is_empty()
     }
+
+    /// This recipe's blocks in the file as found.
+    pub(crate) fn blocks(&self) -> Blocks<'_> {
+        Blocks::new(&self.frames, &self.anchors)
+    }
 }
 
 /// A frame that replaced statements puts them back on revert; they must be statements the
@@ -258,8 +221,8 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
         .map(|hook| {
             let planned = match plan_hook(recipe, hook, file, &string_lines) {
                 Ok(Ok(edits)) => HookPlan::Edits(edits),
-                Ok(Err(reason)) => HookPlan::Skipped(reason),
-                Err(err) if hook.optional => HookPlan::Skipped(skip_reason(&err)),
+                Ok(Err(reason)) => HookPlan::Skipped(Reason::new(reason)),
+                Err(err) if hook.optional => HookPlan::Skipped(Reason::skipped(err)),
                 Err(err) => HookPlan::Failed(err),
             };
             (hook.id.clone(), hook.summary.clone(), planned)
@@ -284,7 +247,7 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
                         hook: HookRef(Some(hook.id.clone())),
                     };
                     hooks[i].2 = if hook.optional {
-                        HookPlan::Skipped(skip_reason(&err))
+                        HookPlan::Skipped(Reason::skipped(err))
                     } else {
                         HookPlan::Failed(err)
                     };
@@ -463,16 +426,6 @@ fn plan_target(
     Ok(Ok(edits))
 }
 
-/// Why an optional hook is skipped: the error's message without the hook id (the outcome names
-/// the hook already).
-fn skip_reason(err: &Error) -> String {
-    let text = err.to_string();
-    match err.hook() {
-        Some(hook) => text.replace(&format!(" [hook {hook}]"), ""),
-        None => text,
-    }
-}
-
 /// The definitions a hook targets in `file`, those that exist (none for the module).
 pub(crate) fn hook_definitions<'f>(recipe: &Recipe, file: &'f ParsedFile, hook: &Hook) -> Vec<&'f Definition> {
     let paths = match &hook.target {
@@ -613,6 +566,13 @@ impl Patched {
     pub fn outcomes(&self) -> &[HookOutcome] {
         &self.outcomes
     }
+
+    /// For an apply: whether the file was up to date already, so that `check` passes (see
+    /// [`crate::outcome::is_up_to_date`]).
+    #[must_use]
+    pub fn is_up_to_date(&self) -> bool {
+        crate::outcome::is_up_to_date(&self.outcomes, self.changed())
+    }
 }
 
 /// What CPython's compiler (not only its parser) would refuse in `file`, each as an
@@ -677,8 +637,9 @@ pub struct Attempt {
     /// The patched file, or why there is none.
     pub result: Result<Patched, Error>,
     /// Every hook's outcome, also on failure: the plan's outcomes when a hook cannot be placed;
-    /// every hook that would have been placed marked failed when the edits conflict or do not
-    /// verify. Empty only when the file cannot be prepared (damaged markers).
+    /// when the edits conflict, the two hooks concerned marked failed; when they do not verify,
+    /// every hook that would have been placed (see [`crate::outcome`]). Empty only when the file
+    /// cannot be prepared (damaged markers).
     pub outcomes: Vec<HookOutcome>,
     /// Whether every hook could be placed (a failure then came later: conflict, verification).
     pub planned: bool,
@@ -698,33 +659,55 @@ pub fn apply_reporting(recipe: &Recipe, source: SourceFile) -> Attempt {
         }
     };
     let plan = plan(recipe, prepared.original());
-    let outcomes = plan.outcomes();
     let planned = plan.is_complete();
+    // Without a verified result, the hooks are classified on the planned text, as a document is.
+    let fallback = if planned {
+        plan.outcomes()
+    } else {
+        preview(recipe, &prepared, &plan).0
+    };
     let (result, outcomes) = match apply_plan(recipe, &prepared, plan) {
         Ok(patched) => {
             let outcomes = patched.outcomes().to_vec();
             (Ok(patched), outcomes)
         }
         Err(err) if planned => {
-            let failed = outcomes
-                .into_iter()
-                .map(|mut o| {
-                    if o.status == Status::Applied {
-                        o.status = Status::Failed {
-                            reason: err.to_string(),
-                        };
-                    }
-                    o
-                })
-                .collect();
+            let failed = outcome::failed(fallback, &err);
             (Err(err), failed)
         }
-        Err(err) => (Err(err), outcomes),
+        Err(err) => (Err(err), fallback),
     };
     Attempt {
         result,
         outcomes,
         planned,
+    }
+}
+
+/// What `plan` would make of `prepared`, unverified: every hook's outcome (see
+/// [`crate::outcome`]; the two hooks of a conflict fail) and the planned text, `None` when the
+/// edits conflict.
+pub(crate) fn preview(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> (Vec<HookOutcome>, Option<String>) {
+    let source = prepared.original().source();
+    match apply_edits(source, &plan.edits()) {
+        Err(err) => (outcome::failed(plan.outcomes(), &err), None),
+        Ok((text, _)) => {
+            // Only a hook with blocks now can be "already applied" or "updated": a file without
+            // them needs no scan of the planned text.
+            let frames = if prepared.is_patched() {
+                marker::scan(&SourceFile::new(source.name(), text.as_str()), &recipe.id).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let anchors = if frames.is_empty() {
+                Vec::new()
+            } else {
+                marker::strip_with_anchors(&text, &frames).1
+            };
+            let after = Blocks::new(&frames, &anchors);
+            let outcomes = outcome::classify(recipe, plan.outcomes(), &prepared.blocks(), &after);
+            (outcomes, Some(text))
+        }
     }
 }
 
@@ -745,27 +728,17 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
     let (output, map) = apply_edits(original.source(), &plan.edits())?;
     let out_file = SourceFile::new(original.source().name(), output);
     let (out_frames, out_anchors) = verify(recipe, original, &out_file, &map)?;
-    let before = group(&prepared.frames, &prepared.anchors);
-    let after = group(&out_frames, &out_anchors);
-    let mut outcomes: Vec<HookOutcome> = plan
-        .outcomes()
-        .into_iter()
-        .map(|mut outcome| {
-            if outcome.status == Status::Applied {
-                let old = before.get(outcome.hook.as_str());
-                let new = after.get(outcome.hook.as_str());
-                outcome.status = match old {
-                    None => Status::Applied,
-                    Some(old) if Some(old) == new => Status::AlreadyApplied,
-                    Some(_) => Status::Updated,
-                };
-                outcome.lines = frame_lines(&out_file, &out_frames, &outcome.hook);
-            }
-            outcome
-        })
-        .collect();
-    // Blocks of hooks the recipe no longer has were taken out with the rest; say so.
-    outcomes.extend(stale_hooks(recipe, &before));
+    let before = prepared.blocks();
+    let after = Blocks::new(&out_frames, &out_anchors);
+    let mut outcomes = outcome::classify(recipe, plan.outcomes(), &before, &after);
+    for outcome in &mut outcomes {
+        if matches!(
+            outcome.status,
+            Status::Applied | Status::AlreadyApplied | Status::Updated
+        ) {
+            outcome.lines = frame_lines(&out_file, &out_frames, &outcome.hook);
+        }
+    }
     Ok(Patched {
         name: prepared.current().name().to_string(),
         input: prepared.current().text().to_string(),
@@ -837,34 +810,6 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -
     Ok(())
 }
 
-/// Outcomes for hooks whose frames are in the file but which the recipe no longer has.
-fn stale_hooks(recipe: &Recipe, present: &FrameSummary<'_>) -> Vec<HookOutcome> {
-    present
-        .keys()
-        .filter(|id| !recipe.hooks.iter().any(|h| h.id == **id))
-        .map(|hook| HookOutcome {
-            hook: (*hook).to_string(),
-            summary: format!("hook `{hook}` is no longer in the recipe"),
-            status: Status::Reverted,
-            lines: None,
-        })
-        .collect()
-}
-
-/// Per hook: what each of its frames holds and where it sits in the original text, so a block
-/// that is the same but moved counts as changed.
-type FrameSummary<'a> = BTreeMap<&'a str, Vec<(&'a str, &'a str, usize)>>;
-
-fn group<'a>(frames: &'a [Frame], anchors: &[usize]) -> FrameSummary<'a> {
-    let mut map: FrameSummary<'a> = BTreeMap::new();
-    for (frame, &anchor) in frames.iter().zip(anchors) {
-        map.entry(frame.hook.as_str())
-            .or_default()
-            .push((frame.hash.as_str(), frame.was.as_str(), anchor));
-    }
-    map
-}
-
 fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize, usize)> {
     let mine: Vec<&Frame> = frames.iter().filter(|f| f.hook == hook).collect();
     let first = mine.iter().map(|f| f.line).min()?;
@@ -890,22 +835,7 @@ pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;
     // A change of this recipe whose marker line is gone would stay behind: refuse, as apply does.
     check_orphans(recipe, &prepared, &plan(recipe, prepared.original()))?;
-    let present = group(&prepared.frames, &prepared.anchors);
-    let mut outcomes: Vec<HookOutcome> = recipe
-        .hooks
-        .iter()
-        .map(|hook| HookOutcome {
-            hook: hook.id.clone(),
-            summary: hook.summary.clone(),
-            status: if present.contains_key(hook.id.as_str()) {
-                Status::Reverted
-            } else {
-                Status::NotPresent
-            },
-            lines: None,
-        })
-        .collect();
-    outcomes.extend(stale_hooks(recipe, &present));
+    let outcomes = outcome::reverted(recipe, &prepared.blocks());
     Ok(Patched {
         name: prepared.current.name().to_string(),
         input: prepared.current.text().to_string(),

@@ -48,7 +48,10 @@ impl fmt::Display for HookRef {
 }
 
 /// Everything that can go wrong in pysplice.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Clone`, so that a hook's outcome can carry the error that failed or skipped it while the
+/// same error is returned (see [`crate::outcome::Reason`]).
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The bytes of a file are not UTF-8.
@@ -233,6 +236,7 @@ pub enum Error {
         /// Where the write failed.
         location: Location,
         /// Why the write failed.
+        #[source]
         cause: Box<Error>,
         /// The files that hold the new text.
         written: Box<[String]>,
@@ -259,9 +263,9 @@ pub enum Error {
         location: Location,
         /// What was being done (`cannot read`, `cannot write`).
         action: String,
-        /// The operating system's error.
+        /// The operating system's error (shared, so that the error can be cloned).
         #[source]
-        source: std::io::Error,
+        source: std::sync::Arc<std::io::Error>,
     },
 }
 
@@ -269,26 +273,7 @@ impl Error {
     /// Where the error happened.
     #[must_use]
     pub fn location(&self) -> &Location {
-        match self {
-            Error::NotUtf8 { location, .. }
-            | Error::Syntax { location, .. }
-            | Error::BadPath { location, .. }
-            | Error::NotFound { location, .. }
-            | Error::Ambiguous { location, .. }
-            | Error::Spec { location, .. }
-            | Error::Placement { location, .. }
-            | Error::Conflict { location, .. }
-            | Error::Marker { location, .. }
-            | Error::Stacked { location, .. }
-            | Error::Verify { location, .. }
-            | Error::Changed { location }
-            | Error::Locked { location }
-            | Error::NotRegular { location, .. }
-            | Error::TooLarge { location, .. }
-            | Error::PartialWrite { location, .. }
-            | Error::Selection { location, .. }
-            | Error::Io { location, .. } => location,
-        }
+        self.parts().0
     }
 
     /// Whether the input itself cannot be used (not UTF-8, not Python, a bad path or spec, a file
@@ -313,24 +298,70 @@ impl Error {
     #[must_use]
     pub fn hook(&self) -> Option<&str> {
         match self {
-            Error::Syntax { hook, .. }
-            | Error::BadPath { hook, .. }
-            | Error::NotFound { hook, .. }
-            | Error::Ambiguous { hook, .. }
-            | Error::Spec { hook, .. }
-            | Error::Placement { hook, .. }
-            | Error::Marker { hook, .. }
-            | Error::Stacked { hook, .. }
-            | Error::Verify { hook, .. } => hook.0.as_deref(),
             Error::Conflict { first, .. } => Some(first),
-            _ => None,
+            _ => self.parts().1.and_then(|hook| hook.0.as_deref()),
         }
     }
 
     /// The same error attributed to `hook` (kept if one is already named).
     #[must_use]
     pub fn with_hook(mut self, id: &str) -> Error {
-        match &mut self {
+        if let Some(hook) = self.hook_mut().filter(|hook| hook.0.is_none()) {
+            hook.0 = Some(id.to_string());
+        }
+        self
+    }
+
+    /// The same error without its hook, for a message shown next to the hook's id already.
+    #[must_use]
+    pub fn without_hook(mut self) -> Error {
+        if let Some(hook) = self.hook_mut() {
+            hook.0 = None;
+        }
+        self
+    }
+
+    /// The message without its leading `file:line:column: `, for showing at that location (an
+    /// editor's diagnostic, a message nested in another). Every message starts with its
+    /// location (`a_message_starts_with_its_location` checks each kind).
+    #[must_use]
+    pub fn detail(&self) -> String {
+        let text = self.to_string();
+        let prefix = format!("{}: ", self.location());
+        match text.strip_prefix(&prefix) {
+            Some(rest) => rest.to_string(),
+            None => text,
+        }
+    }
+
+    /// The location and the hook field (of the kinds that have one): the one table of which
+    /// kind keeps them where. Exhaustive on purpose, so that a new kind must be added here.
+    fn parts(&self) -> (&Location, Option<&HookRef>) {
+        match self {
+            Error::Syntax { location, hook, .. }
+            | Error::BadPath { location, hook, .. }
+            | Error::NotFound { location, hook, .. }
+            | Error::Ambiguous { location, hook, .. }
+            | Error::Spec { location, hook, .. }
+            | Error::Placement { location, hook, .. }
+            | Error::Marker { location, hook, .. }
+            | Error::Stacked { location, hook, .. }
+            | Error::Verify { location, hook, .. } => (location, Some(hook)),
+            Error::NotUtf8 { location, .. }
+            | Error::Conflict { location, .. }
+            | Error::Changed { location }
+            | Error::Locked { location }
+            | Error::NotRegular { location, .. }
+            | Error::TooLarge { location, .. }
+            | Error::PartialWrite { location, .. }
+            | Error::Selection { location, .. }
+            | Error::Io { location, .. } => (location, None),
+        }
+    }
+
+    /// The hook field, mutable (the kinds of [`Error::parts`] that have one).
+    fn hook_mut(&mut self) -> Option<&mut HookRef> {
+        match self {
             Error::Syntax { hook, .. }
             | Error::BadPath { hook, .. }
             | Error::NotFound { hook, .. }
@@ -339,14 +370,17 @@ impl Error {
             | Error::Placement { hook, .. }
             | Error::Marker { hook, .. }
             | Error::Stacked { hook, .. }
-            | Error::Verify { hook, .. }
-                if hook.0.is_none() =>
-            {
-                hook.0 = Some(id.to_string());
-            }
-            _ => {}
+            | Error::Verify { hook, .. } => Some(hook),
+            Error::NotUtf8 { .. }
+            | Error::Conflict { .. }
+            | Error::Changed { .. }
+            | Error::Locked { .. }
+            | Error::NotRegular { .. }
+            | Error::TooLarge { .. }
+            | Error::PartialWrite { .. }
+            | Error::Selection { .. }
+            | Error::Io { .. } => None,
         }
-        self
     }
 }
 
@@ -368,4 +402,144 @@ fn not_found_hint(candidates: &[String], members: &[String]) -> String {
 fn join_numbers(lines: &[usize]) -> String {
     let parts: Vec<String> = lines.iter().map(ToString::to_string).collect();
     parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One error of every kind, at `f.py:2:3`, naming hook `h` where the kind has a hook.
+    fn every_kind() -> Vec<Error> {
+        let location = || Location::new("f.py", 2, 3);
+        let hook = || HookRef(Some("h".into()));
+        vec![
+            Error::NotUtf8 {
+                location: location(),
+                byte: 0xff,
+            },
+            Error::Syntax {
+                location: location(),
+                message: "m".into(),
+                hook: hook(),
+            },
+            Error::BadPath {
+                location: location(),
+                path: "p".into(),
+                reason: "r".into(),
+                hook: hook(),
+            },
+            Error::NotFound {
+                location: location(),
+                path: "p".into(),
+                candidates: Box::new(["q".into()]),
+                members: Box::new([]),
+                hook: hook(),
+            },
+            Error::Ambiguous {
+                location: location(),
+                path: "p".into(),
+                lines: vec![1, 2],
+                hook: hook(),
+            },
+            Error::Spec {
+                location: location(),
+                message: "m".into(),
+                hook: hook(),
+            },
+            Error::Placement {
+                location: location(),
+                reason: "r".into(),
+                hook: hook(),
+            },
+            Error::Conflict {
+                location: location(),
+                first: "h".into(),
+                second: "i".into(),
+            },
+            Error::Marker {
+                location: location(),
+                reason: "r".into(),
+                hook: hook(),
+            },
+            Error::Stacked {
+                location: location(),
+                top: "t".into(),
+                top_hook: "u".into(),
+                top_line: 9,
+                hook: hook(),
+            },
+            Error::Verify {
+                location: location(),
+                reason: "r".into(),
+                hook: hook(),
+            },
+            Error::Changed { location: location() },
+            Error::Locked { location: location() },
+            Error::NotRegular {
+                location: location(),
+                kind: "a FIFO".into(),
+            },
+            Error::TooLarge {
+                location: location(),
+                size: 2,
+                limit: 1,
+            },
+            Error::PartialWrite {
+                location: location(),
+                cause: Box::new(Error::Changed { location: location() }),
+                written: Box::new(["a".into()]),
+                restored: Box::new([]),
+                failures: Box::new(["x".into()]),
+            },
+            Error::Selection {
+                location: location(),
+                message: "m".into(),
+            },
+            Error::Io {
+                location: location(),
+                action: "cannot read".into(),
+                source: std::sync::Arc::new(std::io::Error::other("gone")),
+            },
+        ]
+    }
+
+    #[test]
+    fn a_message_starts_with_its_location() {
+        for err in every_kind() {
+            let text = err.to_string();
+            assert!(text.starts_with("f.py:2:3: "), "{text}");
+            assert_eq!(format!("f.py:2:3: {}", err.detail()), text);
+        }
+    }
+
+    #[test]
+    fn the_hook_is_named_removed_and_set_through_one_table() {
+        for err in every_kind() {
+            let named = err.hook().map(str::to_string);
+            let text = err.to_string();
+            assert_eq!(
+                named.is_some(),
+                text.contains("[hook h]") || text.contains("hooks `h`"),
+                "{text}"
+            );
+            let without = err.clone().without_hook();
+            assert!(!without.to_string().contains("[hook h]"), "{without}");
+            let again = without.with_hook("k");
+            if matches!(err, Error::Conflict { .. }) {
+                assert_eq!(again.hook(), Some("h"));
+            } else {
+                assert_eq!(again.hook().is_some(), named.is_some(), "{again}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_partial_write_keeps_its_cause_as_source() {
+        let err = every_kind().remove(15);
+        let source = std::error::Error::source(&err).map(ToString::to_string);
+        assert_eq!(
+            source.as_deref(),
+            Some("f.py:2:3: the file changed on disk since it was read; nothing was written, run again")
+        );
+    }
 }

@@ -111,7 +111,7 @@ fn io_error(name: &str, action: &str, source: std::io::Error) -> Error {
     Error::Io {
         location: Location::new(name, 1, 1),
         action: action.to_string(),
-        source,
+        source: source.into(),
     }
 }
 

@@ -44,6 +44,7 @@
 //! | [`edit`], [`marker`] | text edits; the marker comments that frame inserted code |
 //! | [`engine`] | plan, apply, verify, revert |
 //! | [`batch`] | one recipe over several files: all planned, then all written or none |
+//! | [`outcome`] | the one rule for hook statuses and "up to date" |
 //! | [`report`], [`files`] | text, diff and JSON reports; safe file reads and writes |
 //! | `contract` | the versioned JSON output of the programs and its schema (feature `serde`) |
 //! | [`document`] | an editor-facing document with LSP positions |
@@ -61,6 +62,7 @@ pub mod error;
 pub mod files;
 pub mod locate;
 pub mod marker;
+pub mod outcome;
 pub mod outline;
 pub mod parse;
 pub mod pattern;
@@ -76,7 +78,7 @@ pub mod template;
 mod verify;
 
 pub use document::{Document, DocumentPlan, KeptPlan, TextEdit, Utf16Position, Utf16Range};
-pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Status};
+pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Reason, Status};
 pub use error::{Error, Location};
 pub use files::DiskFile;
 pub use locate::Target;

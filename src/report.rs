@@ -11,13 +11,7 @@ use crate::engine::{HookOutcome, Patched, Status};
 #[must_use]
 pub fn applied_text(patched: &Patched) -> String {
     let mut out = String::new();
-    // Blocks of hooks the recipe dropped are taken out: that changes the file too.
-    let placed = patched.changed()
-        || patched
-            .outcomes()
-            .iter()
-            .any(|o| matches!(o.status, Status::Applied | Status::Updated | Status::Reverted));
-    if placed {
+    if !patched.is_up_to_date() {
         let _ = writeln!(out, "Successfully patched {}", patched.name());
     } else {
         let _ = writeln!(out, "Already up to date: {}", patched.name());

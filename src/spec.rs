@@ -584,8 +584,7 @@ fn compile_hook(
     check_id(file, &raw.id, at_key("id"), Some(&id))?;
     check_line(file, &raw.summary, at_key("summary"), "summary", Some(&id))?;
     let pattern = |key: &str, text: &str| {
-        Pattern::parse(text)
-            .map_err(|err| fail(key, format!("pattern `{text}` is not valid: {}", strip_location(&err))))
+        Pattern::parse(text).map_err(|err| fail(key, format!("pattern `{text}` is not valid: {}", err.detail())))
     };
     let code = |key: &str, text: &str, wrap: bool| -> Result<Template, Error> {
         let template = Template::new(if wrap { text.trim().to_string() } else { dedent(text) });
@@ -621,7 +620,7 @@ fn compile_hook(
         }
         let probe = if wrap { format!("return {rendered}") } else { rendered };
         parse_snippet("<code>", &probe)
-            .map_err(|err| fail(key, format!("code does not parse as Python: {}", strip_location(&err))))?;
+            .map_err(|err| fail(key, format!("code does not parse as Python: {}", err.detail())))?;
         Ok(template)
     };
 
@@ -640,7 +639,7 @@ fn compile_hook(
     }
     let target = match &raw.target {
         None => Target::Module,
-        Some(RawIn::Path(text)) => Target::parse(text, file.name()).map_err(|err| fail("in", strip_location(&err)))?,
+        Some(RawIn::Path(text)) => Target::parse(text, file.name()).map_err(|err| fail("in", err.detail()))?,
         Some(RawIn::Select(select)) => {
             if !selectors.iter().any(|s| s.name == select.class) {
                 let names: Vec<String> = selectors.iter().map(|s| s.name.clone()).collect();
@@ -788,7 +787,7 @@ fn compile_hook(
         None => None,
     };
     for path in &raw.requires {
-        Target::parse(path, file.name()).map_err(|err| fail("requires", strip_location(&err)))?;
+        Target::parse(path, file.name()).map_err(|err| fail("requires", err.detail()))?;
     }
     Ok(Hook {
         id: raw.id,
@@ -824,13 +823,6 @@ fn marker_offset(text: &str, range: Range<usize>) -> Option<usize> {
             .any(|arrow| before.ends_with(arrow))
             .then(|| range.start + before.len() - 3)
     })
-}
-
-/// An error message without its leading `file:line:col: `, for nesting in spec errors.
-fn strip_location(err: &Error) -> String {
-    let text = err.to_string();
-    let prefix = format!("{}: ", err.location());
-    text.strip_prefix(&prefix).map_or(text.clone(), str::to_string)
 }
 
 fn is_identifier(name: &str) -> bool {

@@ -257,6 +257,17 @@ fn failures_carry_candidates_and_point_at_the_closest_definition() {
     );
     assert_eq!(h.range, doc.line_range(1), "the enclosing class that exists");
     assert!(matches!(doc.apply_edits(&recipe), Err(Error::NotFound { .. })));
+    // The failure carries its typed error: kind, place and hook, not only a line of text.
+    let Status::Failed { reason } = &h.status else {
+        unreachable!()
+    };
+    let cause = reason.cause().expect("a typed cause");
+    assert!(
+        matches!(cause, Error::NotFound { path, .. } if path == "Model.forwad"),
+        "{cause}"
+    );
+    assert_eq!((cause.location().line, cause.hook()), (2, Some("h")));
+    assert_eq!(reason.text(), cause.to_string());
 
     // A file the recipe does not concern.
     let other = Document::new("other.py", "def main():\n    pass\n");
@@ -433,4 +444,35 @@ code = "def _helper():\n    return 1\n"
         assert!(inside(&back, &output), "{text:?}: {back:?}");
         assert_eq!(apply_lsp_edits(&output, &back), text, "{text:?}");
     }
+}
+
+/// A block moved by a new version of the recipe (`at = "start"` became `at = "end"`) is
+/// "updated" for `apply`, `check` and the document alike, and the document is pending.
+#[test]
+fn a_moved_block_is_updated_everywhere() {
+    let spec = |at: &str| {
+        format!(
+            "[recipe]\nid = \"m\"\nsummary = \"s\"\n[[hook]]\nid = \"log\"\nsummary = \"Logged\"\nin = \"f\"\nat = \"{at}\"\ncode = \"print(1)\"\n"
+        )
+    };
+    let (start, end) = (
+        Recipe::from_toml("m.toml", &spec("start")).unwrap(),
+        Recipe::from_toml("m.toml", &spec("end")).unwrap(),
+    );
+    let text = "def f():\n    a = 1\n    return a\n\n\ndef g():\n    pass\n";
+    let applied = pysplice::apply(&start, SourceFile::new("m.py", text)).unwrap();
+    let moved = pysplice::apply(&end, SourceFile::new("m.py", applied.output())).unwrap();
+    assert_eq!(moved.outcomes()[0].status, Status::Updated);
+    assert!(moved.changed());
+    assert!(!moved.is_up_to_date());
+    let plan = Document::new("m.py", applied.output()).plan(&end).unwrap();
+    assert_eq!(plan.hooks[0].status, Status::Updated, "{}", plan.hooks[0].message);
+    assert!(plan.pending);
+    // Once moved, everything agrees that nothing is left to do.
+    let again = pysplice::apply(&end, SourceFile::new("m.py", moved.output())).unwrap();
+    assert_eq!(again.outcomes()[0].status, Status::AlreadyApplied);
+    assert!(again.is_up_to_date());
+    let plan = Document::new("m.py", moved.output()).plan(&end).unwrap();
+    assert_eq!(plan.hooks[0].status, Status::AlreadyApplied);
+    assert!(!plan.pending);
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use pysplice::batch::{self, Batch, FileRun, Op};
 use pysplice::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
-use pysplice::{report, Error, HookOutcome, Patched, Recipe, Status};
+use pysplice::{report, Error, HookOutcome, Patched, Recipe};
 
 /// Arguments shared by `check` and `revert`.
 #[derive(clap::Args)]
@@ -145,12 +145,9 @@ fn write_changed(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body:
     }
 }
 
-/// Whether `apply` placed or updated a hook ("Successfully patched" rather than "Already up to date").
+/// Whether `apply` did something ("Successfully patched" rather than "Already up to date").
 pub fn placed(patched: &Patched) -> bool {
-    patched
-        .outcomes()
-        .iter()
-        .any(|o| matches!(o.status, Status::Applied | Status::Updated))
+    !patched.is_up_to_date()
 }
 
 /// Runs `apply`.
@@ -201,7 +198,7 @@ pub fn check(args: &FilesArgs) -> u8 {
     }
     let mut code = 0;
     for (_, patched) in batch.successes() {
-        let pending = patched.changed() || placed(patched);
+        let pending = !patched.is_up_to_date();
         if pending {
             code = 1;
         }

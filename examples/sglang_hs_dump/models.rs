@@ -34,9 +34,9 @@ fn models_dir(args: &Args) -> Result<PathBuf, String> {
     })
 }
 
-/// Whether a file has work left: a hook to place or update, or text to change.
+/// Whether a file has work left (the library's one up-to-date rule).
 fn pending(p: &FilePatch) -> bool {
-    p.patched.changed() || crate::pending(&p.patched)
+    crate::pending(&p.patched)
 }
 
 /// Patches, checks or reverts every file the architectures need, and reports them.

@@ -158,7 +158,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         patched.input(),
         patched.output(),
     );
-    let code = u8::from(mode == Mode::Check && (pending || patched.changed()));
+    let code = u8::from(mode == Mode::Check && pending);
 
     if args.json {
         let status = crate::file_status(mode, args.dry_run, pending, patched.changed());

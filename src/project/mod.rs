@@ -319,7 +319,7 @@ impl Project {
         let io = |source: std::io::Error| Error::Io {
             location: Location::new(dir.display().to_string(), 1, 1),
             action: "cannot read the directory".into(),
-            source,
+            source: source.into(),
         };
         let meta = std::fs::metadata(dir).map_err(io)?;
         if !meta.is_dir() {
@@ -894,11 +894,7 @@ fn read_text(path: &Path, rel: &str) -> Result<String, FileProblem> {
         message,
     };
     // Regular files only, within the size limit: a FIFO or device named `x.py` is reported, not read.
-    let bytes = crate::files::read_bytes(path).map_err(|e| {
-        let message = e.to_string();
-        let at = format!("{}: ", e.location());
-        problem(message.strip_prefix(&at).unwrap_or(&message).to_string())
-    })?;
+    let bytes = crate::files::read_bytes(path).map_err(|e| problem(e.detail()))?;
     SourceFile::from_bytes(rel, bytes)
         .map(|s| s.text().to_string())
         .map_err(|e| {

@@ -397,7 +397,7 @@ mod tests {
         let skipped = HookOutcome {
             hook: CAPTURE_HOOK.into(),
             status: Status::Skipped {
-                reason: "no method".into(),
+                reason: crate::outcome::Reason::new("no method"),
             },
             lines: None,
             summary: String::new(),
