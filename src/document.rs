@@ -61,7 +61,7 @@ use crate::engine::{self, Prepared, Status};
 use crate::error::{Error, Location};
 use crate::locate::Target;
 use crate::marker::{self, Frame};
-use crate::source::SourceFile;
+use crate::source::{lines_inside_strings, SourceFile};
 use crate::spec::Recipe;
 
 /// A position as LSP clients send it: 0-based line, 0-based character in UTF-16 code units.
@@ -324,8 +324,9 @@ impl Document {
     }
 
     /// The recipe and hook named by the marker comment on the line of `at`, if that line is a
-    /// marker line (`# >>> pysplice R/H ...`, `# <<< pysplice R/H`, `# ~~~ pysplice R/H ...`).
-    /// O(log n + length of the line).
+    /// marker line (`# >>> pysplice R/H ...`, `# <<< pysplice R/H`, `# ~~~ pysplice R/H ...`,
+    /// see [`marker::grammar`]); a line inside a string literal is none. O(log n + length of the
+    /// line), O(n) where the line reads as a marker (to rule out a string literal).
     #[must_use]
     pub fn marker_at(&self, at: Utf16Position) -> Option<MarkerRef> {
         let line = usize::try_from(at.line).ok()?;
@@ -333,7 +334,16 @@ impl Document {
             return None;
         }
         let text = self.rope.line(line).to_string();
-        parse_marker_line(&text)
+        let marker = marker::parse_line(&text)?;
+        // A marker-like line inside a string literal is text (the rule of `marker::grammar`);
+        // only marker-like lines pay for the look at the whole text.
+        if lines_inside_strings(&self.text()).binary_search(&(line + 1)).is_ok() {
+            return None;
+        }
+        Some(MarkerRef {
+            recipe: marker.recipe.to_string(),
+            hook: marker.hook.to_string(),
+        })
     }
 
     /// Plans `recipe` on the current text: per hook, its status, where it is or would go, and a
@@ -649,15 +659,6 @@ fn split_lines(text: &str) -> Vec<&str> {
     lines
 }
 
-/// `RECIPE/HOOK` of a marker line (the grammar is [`marker::parse_line`]'s).
-fn parse_marker_line(line: &str) -> Option<MarkerRef> {
-    let line = marker::parse_line(line.trim_end_matches(['\r', '\n']))?;
-    Some(MarkerRef {
-        recipe: line.recipe.to_string(),
-        hook: line.hook.to_string(),
-    })
-}
-
 /// Per hook, the (hash, displaced text) of its frames: equal lists mean equal blocks.
 fn group(frames: &[Frame]) -> BTreeMap<&str, Vec<(&str, &str)>> {
     let mut map: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
@@ -758,28 +759,6 @@ mod tests {
         );
         assert_eq!(split_lines("a\n"), ["a\n"]);
         assert!(split_lines("").is_empty());
-    }
-
-    #[test]
-    fn marker_lines_name_recipe_and_hook() {
-        let marker = |r: &str, h: &str| {
-            Some(MarkerRef {
-                recipe: r.into(),
-                hook: h.into(),
-            })
-        };
-        assert_eq!(
-            parse_marker_line("    # >>> pysplice r/h 0123abcd\r\n"),
-            marker("r", "h")
-        );
-        assert_eq!(parse_marker_line("\t# <<< pysplice r/h"), marker("r", "h"));
-        assert_eq!(
-            parse_marker_line("# ~~~ pysplice r/h 1 at=3 len=2 was=\"x\"\n"),
-            marker("r", "h")
-        );
-        assert_eq!(parse_marker_line("x = 1  # >>> pysplice r/h"), None);
-        assert_eq!(parse_marker_line("# >>> pysplice nohook"), None);
-        assert_eq!(parse_marker_line("# >>> pysplice r/h\u{1b}[2J x"), None);
     }
 
     #[test]

@@ -151,7 +151,7 @@ impl Prepared {
     /// [`Error::Marker`] for damaged or hand-edited frames; [`Error::Syntax`] when the text is not
     /// valid Python.
     pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
-        if let Some((other, line)) = marker::stacked_inside(current.text(), &recipe.id) {
+        if let Some((other, line)) = marker::stacked_inside(&current, &recipe.id) {
             // Taking this recipe's expansion out would take the other recipe's changes with it.
             let offset = current.lines().line_start(line).unwrap_or(0);
             return Err(Error::Marker {

@@ -813,17 +813,13 @@ fn placeholder_offset(file: &SourceFile, span: &Range<usize>, from: usize, name:
         .map_or(from, |(i, _)| from + i)
 }
 
-/// The offset of the first marker-like text (`>>> pysplice`, `<<< pysplice`, `~~~ pysplice`)
-/// in `range` of `text`.
+/// The offset of the first marker-like text (see [`marker::marker_like_offset`]) in `range` of
+/// `text`.
 fn marker_offset(text: &str, range: Range<usize>) -> Option<usize> {
-    let window = text.get(range.clone())?;
-    window.match_indices("pysplice").find_map(|(i, _)| {
-        let before = window[..i].trim_end();
-        [">>>", "<<<", "~~~"]
-            .iter()
-            .any(|arrow| before.ends_with(arrow))
-            .then(|| range.start + before.len() - 3)
-    })
+    let start = range.start;
+    text.get(range)
+        .and_then(marker::marker_like_offset)
+        .map(|at| start + at)
 }
 
 /// An error message without its leading `file:line:col: `, for nesting in spec errors.
