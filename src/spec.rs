@@ -33,6 +33,7 @@ use crate::marker;
 use crate::parse::parse_snippet;
 use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;
+use crate::syntax::is_identifier;
 use crate::template::{Bindings, Template};
 
 /// Which of the matching statements an anchor or replacement uses.
@@ -827,11 +828,6 @@ fn strip_location(err: &Error) -> String {
     let text = err.to_string();
     let prefix = format!("{}: ", err.location());
     text.strip_prefix(&prefix).map_or(text.clone(), str::to_string)
-}
-
-fn is_identifier(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
-        && name.chars().all(|c| c == '_' || c.is_alphanumeric())
 }
 
 /// Parses one `ensure-imports` entry: `os`, `numpy as np`, `import a.b`, `from a import b as c`.
