@@ -50,7 +50,6 @@
 //! # Ok::<(), pysplice::Error>(())
 //! ```
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 use ropey::Rope;
@@ -374,8 +373,8 @@ impl Document {
         // A change whose marker line is gone is a damaged frame, like a hand edit.
         engine::check_orphans(recipe, &prepared, &plan)?;
         let edits = plan.edits();
-        let frames_now = marker::scan(current, &recipe.id)?;
-        let pieces = displaced_pieces(&frames_now);
+        let (frames_now, anchors_now) = prepared.frames();
+        let pieces = displaced_pieces(frames_now);
         let to_current = |offset: usize| map_to_current(&pieces, offset).min(current.text().len());
         // The planned result: its frames tell "already applied" from "updated", which only
         // matters for hooks whose frames are there now (a file without them skips the scan). A
@@ -384,14 +383,18 @@ impl Document {
             Ok((text, _)) => (Some(text), None),
             Err(err) => (None, Some(err)),
         };
-        let frames_then = match &planned {
+        let (frames_then, anchors_then) = match &planned {
             Some(text) if !frames_now.is_empty() => {
-                marker::scan(&SourceFile::new(self.name.clone(), text.as_str()), &recipe.id).unwrap_or_default()
+                let frames =
+                    marker::scan(&SourceFile::new(self.name.clone(), text.as_str()), &recipe.id).unwrap_or_default();
+                let anchors = marker::strip_with_anchors(text, &frames).1;
+                (frames, anchors)
             }
-            _ => Vec::new(),
+            _ => (Vec::new(), Vec::new()),
         };
-        let now = group(&frames_now);
-        let then = group(&frames_then);
+        // The same grouping as the engine's: a block that is the same but moves is an update.
+        let now = marker::by_hook(frames_now, anchors_now);
+        let then = marker::by_hook(&frames_then, &anchors_then);
         let mut relevant = !frames_now.is_empty();
         let mut hooks = Vec::with_capacity(recipe.hooks.len());
         for (hook, outcome) in recipe.hooks.iter().zip(plan.outcomes()) {
@@ -550,14 +553,8 @@ impl Document {
 
     /// The lines a frame occupies in the current text, marker lines included.
     fn frame_range(&self, current: &SourceFile, frame: &Frame) -> Utf16Range {
-        let last = frame
-            .removal
-            .iter()
-            .map(|r| current.lines().line_of(r.end.saturating_sub(1).max(r.start)))
-            .max()
-            .unwrap_or(frame.line)
-            .max(frame.line);
-        let first = self.line_range(frame.line.saturating_sub(1));
+        let (first, last) = frame.lines(current);
+        let first = self.line_range(first.saturating_sub(1));
         let last = self.line_range(last.saturating_sub(1));
         Utf16Range::new(first.start, last.end)
     }
@@ -657,17 +654,6 @@ fn split_lines(text: &str) -> Vec<&str> {
         lines.push(&text[start..]);
     }
     lines
-}
-
-/// Per hook, the (hash, displaced text) of its frames: equal lists mean equal blocks.
-fn group(frames: &[Frame]) -> BTreeMap<&str, Vec<(&str, &str)>> {
-    let mut map: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
-    for frame in frames {
-        map.entry(frame.hook.as_str())
-            .or_default()
-            .push((frame.hash.as_str(), frame.was.as_str()));
-    }
-    map
 }
 
 /// The ranges of the current text that stand for other text of the original (the frames), with

@@ -5,7 +5,6 @@
 //! original, and the result compared with what is there: equal blocks are "already applied",
 //! changed ones "updated".
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 use crate::edit::{apply_edits, Edit, EditMap};
@@ -194,6 +193,11 @@ impl Prepared {
     #[must_use]
     pub fn is_patched(&self) -> bool {
         !self.frames.is_empty()
+    }
+
+    /// This recipe's frames in the file as found, and where each sits in the original text.
+    pub(crate) fn frames(&self) -> (&[Frame], &[usize]) {
+        (&self.frames, &self.anchors)
     }
 }
 
@@ -745,8 +749,8 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
     let (output, map) = apply_edits(original.source(), &plan.edits())?;
     let out_file = SourceFile::new(original.source().name(), output);
     let (out_frames, out_anchors) = verify(recipe, original, &out_file, &map)?;
-    let before = group(&prepared.frames, &prepared.anchors);
-    let after = group(&out_frames, &out_anchors);
+    let before = marker::by_hook(&prepared.frames, &prepared.anchors);
+    let after = marker::by_hook(&out_frames, &out_anchors);
     let mut outcomes: Vec<HookOutcome> = plan
         .outcomes()
         .into_iter()
@@ -838,7 +842,7 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -
 }
 
 /// Outcomes for hooks whose frames are in the file but which the recipe no longer has.
-fn stale_hooks(recipe: &Recipe, present: &FrameSummary<'_>) -> Vec<HookOutcome> {
+fn stale_hooks(recipe: &Recipe, present: &marker::ByHook<'_>) -> Vec<HookOutcome> {
     present
         .keys()
         .filter(|id| !recipe.hooks.iter().any(|h| h.id == **id))
@@ -851,34 +855,10 @@ fn stale_hooks(recipe: &Recipe, present: &FrameSummary<'_>) -> Vec<HookOutcome> 
         .collect()
 }
 
-/// Per hook: what each of its frames holds and where it sits in the original text, so a block
-/// that is the same but moved counts as changed.
-type FrameSummary<'a> = BTreeMap<&'a str, Vec<(&'a str, &'a str, usize)>>;
-
-fn group<'a>(frames: &'a [Frame], anchors: &[usize]) -> FrameSummary<'a> {
-    let mut map: FrameSummary<'a> = BTreeMap::new();
-    for (frame, &anchor) in frames.iter().zip(anchors) {
-        map.entry(frame.hook.as_str())
-            .or_default()
-            .push((frame.hash.as_str(), frame.was.as_str(), anchor));
-    }
-    map
-}
-
+/// The first and last line of the frames of `hook`.
 fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize, usize)> {
-    let mine: Vec<&Frame> = frames.iter().filter(|f| f.hook == hook).collect();
-    let first = mine.iter().map(|f| f.line).min()?;
-    let last = mine
-        .iter()
-        .map(|f| {
-            f.removal
-                .iter()
-                .map(|r| file.lines().line_of(r.end.saturating_sub(1).max(r.start)))
-                .max()
-                .unwrap_or(f.line)
-        })
-        .max()?;
-    Some((first, last.max(first)))
+    let spans = frames.iter().filter(|f| f.hook == hook).map(|f| f.lines(file));
+    spans.reduce(|(first, last), (f, l)| (first.min(f), last.max(l)))
 }
 
 /// Removes this recipe's changes from `source`, giving back the original bytes.
@@ -890,7 +870,7 @@ pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;
     // A change of this recipe whose marker line is gone would stay behind: refuse, as apply does.
     check_orphans(recipe, &prepared, &plan(recipe, prepared.original()))?;
-    let present = group(&prepared.frames, &prepared.anchors);
+    let present = marker::by_hook(&prepared.frames, &prepared.anchors);
     let mut outcomes: Vec<HookOutcome> = recipe
         .hooks
         .iter()

@@ -41,6 +41,7 @@
 //! Files patched before the seal carry an 8-digit hash of the inserted text alone. They are
 //! read, with the same checks of the displaced text, and rewritten sealed by the next apply.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use sha2::{Digest, Sha256};
@@ -201,6 +202,38 @@ pub struct Frame {
     pub line: usize,
     /// What the frame is.
     pub kind: FrameKind,
+}
+
+impl Frame {
+    /// The 1-based first and last line the frame occupies in `file` (the text it was read from),
+    /// marker lines included.
+    #[must_use]
+    pub fn lines(&self, file: &SourceFile) -> (usize, usize) {
+        let last = self
+            .removal
+            .iter()
+            .map(|r| file.lines().line_of(r.end.saturating_sub(1).max(r.start)))
+            .max()
+            .unwrap_or(self.line);
+        (self.line, last.max(self.line))
+    }
+}
+
+/// Per hook, what each of its frames holds and where it sits in the text without the frames:
+/// (seal, displaced text, offset). Two summaries that agree on a hook mean its blocks are the
+/// same and in the same places; a block that is the same but moved counts as changed.
+pub(crate) type ByHook<'a> = BTreeMap<&'a str, Vec<(&'a str, &'a str, usize)>>;
+
+/// The frames grouped by hook (see [`ByHook`]); `anchors` are where each frame sits in the text
+/// without the frames (see [`strip_with_anchors`]).
+pub(crate) fn by_hook<'a>(frames: &'a [Frame], anchors: &[usize]) -> ByHook<'a> {
+    let mut map: ByHook<'a> = BTreeMap::new();
+    for (frame, &anchor) in frames.iter().zip(anchors) {
+        map.entry(frame.hook.as_str())
+            .or_default()
+            .push((frame.hash.as_str(), frame.was.as_str(), anchor));
+    }
+    map
 }
 
 /// What a block frame took the place of.
