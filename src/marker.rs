@@ -1,9 +1,9 @@
 //! Marker comments: how pysplice frames what it inserted, so that applying again is a no-op,
 //! a changed spec replaces its old blocks, hand edits are caught, and revert is exact. This is
-//! the one module that knows markers: writing frames, reading them back, checking their seals.
-//! Its [`grammar`] part is the one place that spells marker lines out: what a line must look
-//! like, which blanks, line breaks and positions are accepted, and marker-like text that recipes
-//! may not contain.
+//! the one module that knows markers: writing frames, reading them back (`scan`), checking their
+//! seals (`seal.rs`) and taking them out (`strip.rs`). Its [`grammar`] part is the one place that
+//! spells marker lines out: what a line must look like, which blanks, line breaks and positions
+//! are accepted, and marker-like text that recipes may not contain.
 //!
 //! A block of inserted lines:
 //! ```text
@@ -44,130 +44,17 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use sha2::{Digest, Sha256};
-
 use crate::error::{Error, HookRef};
-use crate::parse::parse_snippet;
 use crate::source::SourceFile;
-use crate::syntax::ABSENT;
 
 pub mod grammar;
+mod seal;
+mod strip;
 
 use grammar::{begin_fields, end_fields, inline_fields, marker_lines, BeginFields, Found, InlineFields, Seal};
 pub use grammar::{carries, is_id, looks_like_marker, marker_like_offset, parse_line, MarkerKind, MarkerLine};
-
-/// Bumped when what the seal covers changes, so an old seal never verifies new content.
-const SEAL_VERSION: &str = "pysplice-marker-2";
-
-/// The seal of a frame: SHA-256 over the kind, ids, displaced text, inserted text and column,
-/// each field length-prefixed so no two different frames hash the same input.
-fn seal(kind: &str, recipe: &str, hook: &str, displaced: &str, content: &str, column: usize) -> String {
-    let mut hasher = Sha256::new();
-    let column = column.to_string();
-    for field in [SEAL_VERSION, kind, recipe, hook, displaced, content, &column] {
-        hasher.update((field.len() as u64).to_le_bytes());
-        hasher.update(field.as_bytes());
-    }
-    grammar::seal_token(&hasher.finalize())
-}
-
-/// The hash older markers carry: the low 32 bits of the 64-bit FNV-1a of the inserted text.
-fn legacy_hash(text: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{:08x}", hash & 0xffff_ffff)
-}
-
-/// What a frame says about itself, checked against its seal.
-struct Claim<'a> {
-    kind: &'static str,
-    recipe: &'a str,
-    hook: &'a str,
-    displaced: &'a str,
-    content: &'a str,
-    /// The code a reader sees in place of the displaced text: `content`, or for an expanded
-    /// one-line suite, its content without the recipe's other hooks framed inside it.
-    shown: &'a str,
-    column: usize,
-}
-
-/// Why a frame cannot be trusted.
-enum Broken {
-    /// The seal does not match: the frame was edited.
-    Edited,
-    /// An older marker whose displaced text cannot be checked.
-    Unchecked(&'static str),
-}
-
-impl Claim<'_> {
-    /// The seal first (an edit of anything revert relies on), then whether the displaced text
-    /// is visible in the code the frame holds: a marker cannot carry code of its own that
-    /// revert would write (see [`displaced_fits`]).
-    fn check(&self, seal: &Seal) -> Result<(), Broken> {
-        let sealed = match seal {
-            Seal::Current(token) => {
-                *token
-                    == self::seal(
-                        self.kind,
-                        self.recipe,
-                        self.hook,
-                        self.displaced,
-                        self.content,
-                        self.column,
-                    )
-            }
-            Seal::Legacy(token) => *token == legacy_hash(self.content),
-        };
-        if !sealed {
-            return Err(Broken::Edited);
-        }
-        if displaced_fits(self.kind, self.displaced, self.shown) {
-            Ok(())
-        } else {
-            Err(Broken::Unchecked(
-                "the text this marker would put back does not appear in the code it frames (was the marker forged?)",
-            ))
-        }
-    }
-}
-
-/// Whether the displaced text of a frame shows in its inserted text, so that revert writes
-/// nothing a reader of the code could not see: a wrapped return keeps the returned value (or
-/// `None` for a bare `return`), an expanded one-line suite keeps the suite. Pure insertions
-/// displace nothing; replaced statements are checked against the recipe's pattern by the
-/// engine, which knows the recipe.
-fn displaced_fits(kind: &str, displaced: &str, content: &str) -> bool {
-    match kind {
-        "inline" => {
-            // Compared as syntax: the value may sit in parentheses, after comments, on several
-            // lines of the displaced statement.
-            let value_of = |text: &str| {
-                let stmts = parse_snippet("<marker>", text).ok()?;
-                match stmts.as_slice() {
-                    [stmt] if stmt.kind() == "Return" => stmt.children().first().cloned(),
-                    _ => None,
-                }
-            };
-            let (Some(old), Some(new)) = (value_of(displaced), value_of(content)) else {
-                return false;
-            };
-            if old.kind() == ABSENT {
-                return content.contains("None");
-            }
-            let mut found = false;
-            new.walk(&mut |node| {
-                found |= node.same_shape(&old);
-                !found
-            });
-            found
-        }
-        "joined" => content.split(['\n', '\r']).any(|line| line.trim() == displaced.trim()),
-        _ => true,
-    }
-}
+use seal::{seal, Broken, Claim};
+pub use strip::{strip, strip_with_anchors, to_framed};
 
 /// What a frame is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -681,74 +568,6 @@ pub(crate) fn newline_before(text: &str, line_start: usize) -> usize {
     } else {
         line_start
     }
-}
-
-/// The text with every frame removed and what it displaced put back.
-#[must_use]
-pub fn strip(text: &str, frames: &[Frame]) -> String {
-    strip_with_anchors(text, frames).0
-}
-
-/// [`strip`], also giving for each frame the offset in the stripped text where it was.
-#[must_use]
-pub fn strip_with_anchors(text: &str, frames: &[Frame]) -> (String, Vec<usize>) {
-    let mut out = String::with_capacity(text.len());
-    let mut anchors = vec![0; frames.len()];
-    let mut seen = vec![false; frames.len()];
-    let mut at = 0;
-    for (range, replacement, i) in pieces(frames) {
-        if range.start < at {
-            continue;
-        }
-        out.push_str(&text[at..range.start]);
-        if !seen[i] {
-            anchors[i] = out.len();
-            seen[i] = true;
-        }
-        out.push_str(replacement);
-        at = range.end;
-    }
-    out.push_str(&text[at..]);
-    (out, anchors)
-}
-
-/// Where `offset` of the stripped text (see [`strip`]) is in the text with the frames: for
-/// messages about the original that must name lines of the file as it is.
-#[must_use]
-pub fn to_framed(frames: &[Frame], offset: usize) -> usize {
-    let (mut at, mut shift) = (0, 0isize);
-    for (range, replacement, _) in pieces(frames) {
-        if range.start < at {
-            continue;
-        }
-        let start = range.start.saturating_add_signed(-shift);
-        if offset < start {
-            break;
-        }
-        if offset < start + replacement.len() {
-            return range.start;
-        }
-        shift += range.len() as isize - replacement.len() as isize;
-        at = range.end;
-    }
-    offset.saturating_add_signed(shift)
-}
-
-/// What [`strip`] replaces: (range of the framed text, its replacement, frame index), in order.
-fn pieces(frames: &[Frame]) -> Vec<(Range<usize>, &str, usize)> {
-    let mut pieces: Vec<(Range<usize>, &str, usize)> = Vec::new();
-    for (i, frame) in frames.iter().enumerate() {
-        match frame.removal.as_slice() {
-            [whole] => pieces.push((whole.clone(), &frame.was, i)),
-            [marker, changed] => {
-                pieces.push((marker.clone(), "", i));
-                pieces.push((changed.clone(), &frame.was, i));
-            }
-            _ => {}
-        }
-    }
-    pieces.sort_by_key(|(range, _, _)| range.start);
-    pieces
 }
 
 #[cfg(test)]

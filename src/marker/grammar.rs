@@ -27,8 +27,8 @@
 //! - **Byte order mark**: ignored at the start of the line (it precedes line 1's code).
 //! - **Position**: a marker is a whole line. A marker comment after code (`x = 1  # >>> pysplice
 //!   r/h`) is an ordinary comment, and a line that starts inside a string literal (a
-//!   triple-quoted string, a backslash continuation) is text, never a marker: [`marker_lines`]
-//!   applies that rule to a whole file.
+//!   triple-quoted string, a backslash continuation) is text, never a marker: the scan of a
+//!   whole file (and [`carries`]) applies that rule, [`parse_line`] sees one line only.
 //! - **Ids** are what recipes may declare ([`is_id`]); a line whose id is anything else (control
 //!   characters that would reach a terminal, a second `/`) is not a marker.
 //!
