@@ -291,6 +291,19 @@ fn regression_a_block_that_moves_is_an_update_here_as_in_apply() {
 }
 
 #[test]
+fn regression_a_marker_line_inside_a_string_is_text_for_marker_at() {
+    // Actual: marker_at named `r/h` for a docstring line, which the scan (rightly) reads as text.
+    let text = "def f():\n    \"\"\"\n    # <<< pysplice r/h\n    \"\"\"\n# <<< pysplice r/h\r\n";
+    let doc = Document::new("m.py", text);
+    assert_eq!(doc.marker_at(pos(2, 0)), None);
+    let named = doc.marker_at(pos(4, 3));
+    assert_eq!(
+        named.map(|m| (m.recipe, m.hook)),
+        Some(("r".to_string(), "h".to_string()))
+    );
+}
+
+#[test]
 fn unparsable_text_and_hand_edited_blocks_are_errors() {
     let recipe = recipe();
     let doc = Document::new("m.py", "class Model:\n    def forward(self, x)\n");
