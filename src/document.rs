@@ -374,8 +374,7 @@ impl Document {
         engine::check_orphans(recipe, &prepared, &plan)?;
         let edits = plan.edits();
         let (frames_now, anchors_now) = prepared.frames();
-        let pieces = displaced_pieces(frames_now);
-        let to_current = |offset: usize| map_to_current(&pieces, offset).min(current.text().len());
+        let to_current = |offset: usize| marker::to_framed(frames_now, offset).min(current.text().len());
         // The planned result: its frames tell "already applied" from "updated", which only
         // matters for hooks whose frames are there now (a file without them skips the scan). A
         // conflict between hooks is reported on both of them.
@@ -656,49 +655,6 @@ fn split_lines(text: &str) -> Vec<&str> {
     lines
 }
 
-/// The ranges of the current text that stand for other text of the original (the frames), with
-/// the length of what they stand for, in order.
-fn displaced_pieces(frames: &[Frame]) -> Vec<(Range<usize>, usize)> {
-    let mut pieces = Vec::new();
-    for frame in frames {
-        match frame.removal.as_slice() {
-            [whole] => pieces.push((whole.clone(), frame.was.len())),
-            [marker_line, changed] => {
-                pieces.push((marker_line.clone(), 0));
-                pieces.push((changed.clone(), frame.was.len()));
-            }
-            _ => {}
-        }
-    }
-    pieces.sort_by_key(|(range, _)| range.start);
-    pieces
-}
-
-/// The offset in the current text of byte `offset` of the original (frames taken out). An
-/// offset inside displaced text maps to the start of the frame; an offset where a block was
-/// inserted maps past the block.
-fn map_to_current(pieces: &[(Range<usize>, usize)], offset: usize) -> usize {
-    let mut current = offset;
-    let mut original_at = 0;
-    let mut current_at = 0;
-    for (range, was_len) in pieces {
-        if range.start < current_at {
-            continue;
-        }
-        let start = original_at + (range.start - current_at);
-        if offset < start {
-            break;
-        }
-        if offset < start + was_len {
-            return range.start;
-        }
-        original_at = start + was_len;
-        current_at = range.end;
-        current = current_at + (offset - original_at);
-    }
-    current
-}
-
 /// The byte offset (in `file`) of a message that starts with `file:line:column: `.
 fn located_offset(file: &SourceFile, message: &str) -> Option<usize> {
     let rest = message.strip_prefix(file.name())?.strip_prefix(':')?;
@@ -745,19 +701,5 @@ mod tests {
         );
         assert_eq!(split_lines("a\n"), ["a\n"]);
         assert!(split_lines("").is_empty());
-    }
-
-    #[test]
-    fn original_offsets_map_past_inserted_blocks() {
-        // Current "ab[XYZ]cd" where [XYZ] (3..6) was inserted; "ab[Q]d" where Q (2..3) replaced "c".
-        let inserted = [(3..6, 0)];
-        assert_eq!(map_to_current(&inserted, 2), 2);
-        assert_eq!(map_to_current(&inserted, 3), 6);
-        assert_eq!(map_to_current(&inserted, 4), 7);
-        let replaced = [(2..3, 1)];
-        assert_eq!(map_to_current(&replaced, 2), 2);
-        assert_eq!(map_to_current(&replaced, 3), 3);
-        let grown = [(2..5, 1)];
-        assert_eq!(map_to_current(&grown, 3), 5);
     }
 }

@@ -71,3 +71,36 @@ fn pieces(frames: &[Frame]) -> Vec<(Range<usize>, &str, usize)> {
     pieces.sort_by_key(|(range, _, _)| range.start);
     pieces
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::marker::FrameKind;
+
+    fn frame(removal: Range<usize>, was: &str) -> Frame {
+        Frame {
+            recipe: "r".into(),
+            hook: "h".into(),
+            hash: String::new(),
+            content: removal.clone(),
+            removal: vec![removal],
+            was: was.into(),
+            line: 1,
+            kind: FrameKind::Insert,
+        }
+    }
+
+    #[test]
+    fn original_offsets_map_past_inserted_blocks() {
+        // Framed "ab[XYZ]cd" where [XYZ] (3..6) was inserted; "ab[Q]d" where Q (2..3) replaced "c".
+        let inserted = [frame(3..6, "")];
+        assert_eq!(to_framed(&inserted, 2), 2);
+        assert_eq!(to_framed(&inserted, 3), 6);
+        assert_eq!(to_framed(&inserted, 4), 7);
+        let replaced = [frame(2..3, "c")];
+        assert_eq!(to_framed(&replaced, 2), 2);
+        assert_eq!(to_framed(&replaced, 3), 3);
+        let grown = [frame(2..5, "c")];
+        assert_eq!(to_framed(&grown, 3), 5);
+    }
+}
