@@ -80,7 +80,8 @@ pub struct MarkerLine<'a> {
     pub recipe: &'a str,
     /// The hook id.
     pub hook: &'a str,
-    /// What follows `RECIPE/HOOK` (seal and attributes), without surrounding blanks.
+    /// What follows `RECIPE/HOOK` and its one space (seal and attributes), without the trailing
+    /// blanks of the line.
     pub fields: &'a str,
 }
 
