@@ -60,7 +60,7 @@ use crate::error::{Error, Location};
 use crate::locate::Target;
 use crate::marker::{self, Frame};
 use crate::outcome;
-use crate::source::SourceFile;
+use crate::source::{lines_inside_strings, SourceFile};
 use crate::spec::Recipe;
 
 /// A position as LSP clients send it: 0-based line, 0-based character in UTF-16 code units.
@@ -323,8 +323,9 @@ impl Document {
     }
 
     /// The recipe and hook named by the marker comment on the line of `at`, if that line is a
-    /// marker line (`# >>> pysplice R/H ...`, `# <<< pysplice R/H`, `# ~~~ pysplice R/H ...`).
-    /// O(log n + length of the line).
+    /// marker line (`# >>> pysplice R/H ...`, `# <<< pysplice R/H`, `# ~~~ pysplice R/H ...`,
+    /// see [`marker::grammar`]); a line inside a string literal is none. O(log n + length of the
+    /// line), O(n) where the line reads as a marker (to rule out a string literal).
     #[must_use]
     pub fn marker_at(&self, at: Utf16Position) -> Option<MarkerRef> {
         let line = usize::try_from(at.line).ok()?;
@@ -332,7 +333,16 @@ impl Document {
             return None;
         }
         let text = self.rope.line(line).to_string();
-        parse_marker_line(&text)
+        let marker = marker::parse_line(&text)?;
+        // A marker-like line inside a string literal is text (the rule of `marker::grammar`);
+        // only marker-like lines pay for the look at the whole text.
+        if lines_inside_strings(&self.text()).binary_search(&(line + 1)).is_ok() {
+            return None;
+        }
+        Some(MarkerRef {
+            recipe: marker.recipe.to_string(),
+            hook: marker.hook.to_string(),
+        })
     }
 
     /// Plans `recipe` on the current text: per hook, its status, where it is or would go, and a
@@ -363,9 +373,8 @@ impl Document {
         // A change whose marker line is gone is a damaged frame, like a hand edit.
         engine::check_orphans(recipe, &prepared, &plan)?;
         let edits = plan.edits();
-        let frames_now = marker::scan(current, &recipe.id)?;
-        let pieces = displaced_pieces(&frames_now);
-        let to_current = |offset: usize| map_to_current(&pieces, offset).min(current.text().len());
+        let (frames_now, _) = prepared.frames();
+        let to_current = |offset: usize| marker::to_framed(frames_now, offset).min(current.text().len());
         // The planned result: its frames tell "already applied" from "updated" (a conflict
         // between hooks is reported on both of them, and leaves no result).
         let (outcomes, planned) = engine::preview(recipe, &prepared, &plan);
@@ -515,14 +524,8 @@ impl Document {
 
     /// The lines a frame occupies in the current text, marker lines included.
     fn frame_range(&self, current: &SourceFile, frame: &Frame) -> Utf16Range {
-        let last = frame
-            .removal
-            .iter()
-            .map(|r| current.lines().line_of(r.end.saturating_sub(1).max(r.start)))
-            .max()
-            .unwrap_or(frame.line)
-            .max(frame.line);
-        let first = self.line_range(frame.line.saturating_sub(1));
+        let (first, last) = frame.lines(current);
+        let first = self.line_range(first.saturating_sub(1));
         let last = self.line_range(last.saturating_sub(1));
         Utf16Range::new(first.start, last.end)
     }
@@ -667,58 +670,6 @@ fn split_lines(text: &str) -> Vec<&str> {
     lines
 }
 
-/// `RECIPE/HOOK` of a marker line (the grammar is [`marker::parse_line`]'s).
-fn parse_marker_line(line: &str) -> Option<MarkerRef> {
-    let line = marker::parse_line(line.trim_end_matches(['\r', '\n']))?;
-    Some(MarkerRef {
-        recipe: line.recipe.to_string(),
-        hook: line.hook.to_string(),
-    })
-}
-
-/// The ranges of the current text that stand for other text of the original (the frames), with
-/// the length of what they stand for, in order.
-fn displaced_pieces(frames: &[Frame]) -> Vec<(Range<usize>, usize)> {
-    let mut pieces = Vec::new();
-    for frame in frames {
-        match frame.removal.as_slice() {
-            [whole] => pieces.push((whole.clone(), frame.was.len())),
-            [marker_line, changed] => {
-                pieces.push((marker_line.clone(), 0));
-                pieces.push((changed.clone(), frame.was.len()));
-            }
-            _ => {}
-        }
-    }
-    pieces.sort_by_key(|(range, _)| range.start);
-    pieces
-}
-
-/// The offset in the current text of byte `offset` of the original (frames taken out). An
-/// offset inside displaced text maps to the start of the frame; an offset where a block was
-/// inserted maps past the block.
-fn map_to_current(pieces: &[(Range<usize>, usize)], offset: usize) -> usize {
-    let mut current = offset;
-    let mut original_at = 0;
-    let mut current_at = 0;
-    for (range, was_len) in pieces {
-        if range.start < current_at {
-            continue;
-        }
-        let start = original_at + (range.start - current_at);
-        if offset < start {
-            break;
-        }
-        if offset < start + was_len {
-            return range.start;
-        }
-        original_at = start + was_len;
-        current_at = range.end;
-        current = current_at + (offset - original_at);
-    }
-    current
-}
-
 /// The byte offset (in `file`) of `location`, when it is a place in `file`.
 fn offset_of(file: &SourceFile, location: &Location) -> Option<usize> {
     if location.file != file.name() {
@@ -759,41 +710,5 @@ mod tests {
         );
         assert_eq!(split_lines("a\n"), ["a\n"]);
         assert!(split_lines("").is_empty());
-    }
-
-    #[test]
-    fn marker_lines_name_recipe_and_hook() {
-        let marker = |r: &str, h: &str| {
-            Some(MarkerRef {
-                recipe: r.into(),
-                hook: h.into(),
-            })
-        };
-        assert_eq!(
-            parse_marker_line("    # >>> pysplice r/h 0123abcd\r\n"),
-            marker("r", "h")
-        );
-        assert_eq!(parse_marker_line("\t# <<< pysplice r/h"), marker("r", "h"));
-        assert_eq!(
-            parse_marker_line("# ~~~ pysplice r/h 1 at=3 len=2 was=\"x\"\n"),
-            marker("r", "h")
-        );
-        assert_eq!(parse_marker_line("x = 1  # >>> pysplice r/h"), None);
-        assert_eq!(parse_marker_line("# >>> pysplice nohook"), None);
-        assert_eq!(parse_marker_line("# >>> pysplice r/h\u{1b}[2J x"), None);
-    }
-
-    #[test]
-    fn original_offsets_map_past_inserted_blocks() {
-        // Current "ab[XYZ]cd" where [XYZ] (3..6) was inserted; "ab[Q]d" where Q (2..3) replaced "c".
-        let inserted = [(3..6, 0)];
-        assert_eq!(map_to_current(&inserted, 2), 2);
-        assert_eq!(map_to_current(&inserted, 3), 6);
-        assert_eq!(map_to_current(&inserted, 4), 7);
-        let replaced = [(2..3, 1)];
-        assert_eq!(map_to_current(&replaced, 2), 2);
-        assert_eq!(map_to_current(&replaced, 3), 3);
-        let grown = [(2..5, 1)];
-        assert_eq!(map_to_current(&grown, 3), 5);
     }
 }

@@ -109,7 +109,7 @@ impl Prepared {
     /// [`Error::Marker`] for damaged or hand-edited frames; [`Error::Syntax`] when the text is not
     /// valid Python.
     pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
-        if let Some((other, line)) = marker::stacked_inside(current.text(), &recipe.id) {
+        if let Some((other, line)) = marker::stacked_inside(&current, &recipe.id) {
             // Taking this recipe's expansion out would take the other recipe's changes with it.
             let offset = current.lines().line_start(line).unwrap_or(0);
             return Err(Error::Marker {
@@ -157,6 +157,11 @@ impl Prepared {
     /// This recipe's blocks in the file as found.
     pub(crate) fn blocks(&self) -> Blocks<'_> {
         Blocks::new(&self.frames, &self.anchors)
+    }
+
+    /// This recipe's frames in the file as found, and where each sits in the original text.
+    pub(crate) fn frames(&self) -> (&[Frame], &[usize]) {
+        (&self.frames, &self.anchors)
     }
 }
 
@@ -811,19 +816,8 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -
 }
 
 fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize, usize)> {
-    let mine: Vec<&Frame> = frames.iter().filter(|f| f.hook == hook).collect();
-    let first = mine.iter().map(|f| f.line).min()?;
-    let last = mine
-        .iter()
-        .map(|f| {
-            f.removal
-                .iter()
-                .map(|r| file.lines().line_of(r.end.saturating_sub(1).max(r.start)))
-                .max()
-                .unwrap_or(f.line)
-        })
-        .max()?;
-    Some((first, last.max(first)))
+    let spans = frames.iter().filter(|f| f.hook == hook).map(|f| f.lines(file));
+    spans.reduce(|(first, last), (f, l)| (first.min(f), last.max(l)))
 }
 
 /// Removes this recipe's changes from `source`, giving back the original bytes.

@@ -385,13 +385,7 @@ impl Error {
 }
 
 fn not_found_hint(candidates: &[String], members: &[String]) -> String {
-    let mut hint = String::new();
-    if !candidates.is_empty() {
-        hint.push_str("; did you mean ");
-        let quoted: Vec<String> = candidates.iter().map(|c| format!("`{c}`")).collect();
-        hint.push_str(&quoted.join(", "));
-        hint.push('?');
-    }
+    let mut hint = crate::suggest::did_you_mean(candidates);
     if !members.is_empty() {
         hint.push_str(" The class defines: ");
         hint.push_str(&members.join(", "));

@@ -39,6 +39,7 @@
 //! | [`parse`] | the parser adapter, the only user of rustpython-parser |
 //! | [`syntax`] | the crate's own small syntax tree |
 //! | [`outline`], [`locate`] | every class and def; finding them by path |
+//! | `suggest` | "did you mean": the one scorer of names close to one not found |
 //! | [`pattern`], [`template`] | statement patterns with metavariables; code templates |
 //! | [`spec`], [`recipes`] | TOML hook specs; the recipes that ship, by name, and a workspace's recipes |
 //! | [`edit`], [`marker`] | text edits; the marker comments that frame inserted code |
@@ -72,6 +73,7 @@ pub mod recipes;
 pub mod report;
 pub mod source;
 pub mod spec;
+mod suggest;
 mod suite;
 pub mod syntax;
 pub mod template;

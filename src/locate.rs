@@ -170,45 +170,12 @@ impl ParsedFile {
         }
     }
 
-    /// Up to `limit` definition paths closest to `path` by edit distance (ties: source order).
+    /// Up to `limit` definition paths closest to `path` (the scorer of `crate::suggest`; ties:
+    /// source order).
     #[must_use]
     pub fn closest_paths(&self, path: &str, limit: usize) -> Vec<String> {
-        let wanted_name = path.rsplit('.').next().unwrap_or(path);
-        let mut scored: Vec<(usize, &str)> = Vec::new();
-        for d in self.definitions() {
-            if scored.iter().any(|(_, p)| *p == d.path()) {
-                continue;
-            }
-            // A matching last segment is a strong hint (the class was renamed, not the method).
-            let distance = edit_distance(path, d.path()).min(edit_distance(wanted_name, d.name()) + 2);
-            scored.push((distance, d.path()));
-        }
-        scored.sort_by_key(|(distance, _)| *distance);
-        let cutoff = (path.len() / 3).max(3);
-        scored
-            .into_iter()
-            .filter(|(distance, _)| *distance <= cutoff)
-            .take(limit)
-            .map(|(_, p)| p.to_string())
-            .collect()
+        crate::suggest::closest(path, self.definitions().iter().map(Definition::path), limit)
     }
-}
-
-/// Levenshtein distance over chars. O(len(a) * len(b)) time, O(len(b)) memory.
-#[must_use]
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (row[j + 1] + 1).min(row[j] + 1).min(diagonal + usize::from(ca != cb));
-            diagonal = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -218,13 +185,6 @@ mod tests {
 
     fn parsed(text: &str) -> ParsedFile {
         ParsedFile::parse(SourceFile::new("t.py", text)).unwrap()
-    }
-
-    #[test]
-    fn edit_distance_counts_single_edits() {
-        assert_eq!(edit_distance("forward", "forwad"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Marker comments: how pysplice frames what it inserted, so that applying again is a no-op,
 //! a changed spec replaces its old blocks, hand edits are caught, and revert is exact. This is
-//! the one module that knows the marker grammar: writing markers, reading them, and telling
-//! marker-like text apart (recipes may not contain any).
+//! the one module that knows markers: writing frames, reading them back (`scan`), checking their
+//! seals (`seal.rs`) and taking them out (`strip.rs`). Its [`grammar`] part is the one place that
+//! spells marker lines out: what a line must look like, which blanks, line breaks and positions
+//! are accepted, and marker-like text that recipes may not contain.
 //!
 //! A block of inserted lines:
 //! ```text
@@ -39,254 +41,20 @@
 //! Files patched before the seal carry an 8-digit hash of the inserted text alone. They are
 //! read, with the same checks of the displaced text, and rewritten sealed by the next apply.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 
-use sha2::{Digest, Sha256};
-
 use crate::error::{Error, HookRef};
-use crate::parse::parse_snippet;
-use crate::source::{lines_inside_strings, SourceFile};
-use crate::syntax::ABSENT;
+use crate::source::SourceFile;
 
-const BEGIN: &str = "# >>> pysplice ";
-const END: &str = "# <<< pysplice ";
-const INLINE: &str = "# ~~~ pysplice ";
-const SEAL: &str = "sha256:";
-/// Bumped when what the seal covers changes, so an old seal never verifies new content.
-const SEAL_VERSION: &str = "pysplice-marker-2";
+pub mod grammar;
+mod seal;
+mod strip;
 
-/// The kind of a marker line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MarkerKind {
-    /// `# >>> pysplice`: opens a block.
-    Begin,
-    /// `# <<< pysplice`: closes a block.
-    End,
-    /// `# ~~~ pysplice`: describes a change in the line below it.
-    Inline,
-}
-
-impl MarkerKind {
-    fn prefix(self) -> &'static str {
-        match self {
-            MarkerKind::Begin => BEGIN,
-            MarkerKind::End => END,
-            MarkerKind::Inline => INLINE,
-        }
-    }
-}
-
-/// A marker line as read: kind, recipe and hook ids, and the rest of the line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MarkerLine<'a> {
-    /// Which marker.
-    pub kind: MarkerKind,
-    /// The recipe id.
-    pub recipe: &'a str,
-    /// The hook id.
-    pub hook: &'a str,
-    /// What follows `RECIPE/HOOK` (seal and attributes), without surrounding blanks.
-    pub fields: &'a str,
-}
-
-/// Reads the code of one line (indentation allowed, no line break) as a marker line.
-#[must_use]
-pub fn parse_line(code: &str) -> Option<MarkerLine<'_>> {
-    let code = code.trim_start_matches('\u{feff}').trim_start();
-    let (kind, rest) = [MarkerKind::Begin, MarkerKind::End, MarkerKind::Inline]
-        .into_iter()
-        .find_map(|kind| code.strip_prefix(kind.prefix()).map(|rest| (kind, rest)))?;
-    let rest = rest.trim_end();
-    let (id, fields) = rest.split_once(' ').unwrap_or((rest, ""));
-    let (recipe, hook) = id.split_once('/')?;
-    // Ids are what recipes may declare; anything else (control characters that would reach a
-    // terminal, a second `/`) is not a marker.
-    if !is_id(recipe) || !is_id(hook) {
-        return None;
-    }
-    Some(MarkerLine {
-        kind,
-        recipe,
-        hook,
-        fields: fields.trim(),
-    })
-}
-
-/// Whether `id` can be a recipe or hook id: non-empty ASCII letters, digits, `-`, `_`, `.`.
-#[must_use]
-pub fn is_id(id: &str) -> bool {
-    !id.is_empty()
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-/// The marker prefix (`# >>> pysplice ` ...) and the `RECIPE/HOOK` word of a marker line, for
-/// placement, which only needs to step over markers.
-pub(crate) fn prefix_and_id(code: &str) -> Option<(&'static str, &str)> {
-    let line = parse_line(code)?;
-    let prefix = line.kind.prefix();
-    let code = code.trim_start_matches('\u{feff}').trim_start();
-    code.get(prefix.len()..prefix.len() + line.recipe.len() + 1 + line.hook.len())
-        .map(|id| (prefix, id))
-}
-
-/// Whether `line` looks like a marker line, also with other spacing or repeated `#` (`#>>>
-/// pysplice`): text that recipes must never write, since the next scan would take it for one.
-#[must_use]
-pub fn looks_like_marker(line: &str) -> bool {
-    let code = line.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
-    let Some(rest) = code.strip_prefix('#') else {
-        return false;
-    };
-    let rest = rest.trim_start_matches(|c: char| c == '#' || c.is_whitespace());
-    [">>>", "<<<", "~~~"].iter().any(|arrow| {
-        rest.strip_prefix(arrow)
-            .is_some_and(|r| r.trim_start().starts_with("pysplice"))
-    })
-}
-
-/// The seal of a frame: SHA-256 over the kind, ids, displaced text, inserted text and column,
-/// each field length-prefixed so no two different frames hash the same input.
-fn seal(kind: &str, recipe: &str, hook: &str, displaced: &str, content: &str, column: usize) -> String {
-    use std::fmt::Write;
-    let mut hasher = Sha256::new();
-    let column = column.to_string();
-    for field in [SEAL_VERSION, kind, recipe, hook, displaced, content, &column] {
-        hasher.update((field.len() as u64).to_le_bytes());
-        hasher.update(field.as_bytes());
-    }
-    let mut out = String::with_capacity(SEAL.len() + 64);
-    out.push_str(SEAL);
-    for byte in hasher.finalize() {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out
-}
-
-/// The hash older markers carry: the low 32 bits of the 64-bit FNV-1a of the inserted text.
-fn legacy_hash(text: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{:08x}", hash & 0xffff_ffff)
-}
-
-/// A seal as read from a marker.
-#[derive(Clone, Debug)]
-enum Seal {
-    /// `sha256:` and 64 hex digits.
-    Current(String),
-    /// 8 hex digits, written before the seal covered the displaced text.
-    Legacy(String),
-}
-
-impl Seal {
-    fn read(token: &str) -> Option<Seal> {
-        let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        match token.strip_prefix(SEAL) {
-            Some(digits) if hex(digits, 64) => Some(Seal::Current(token.to_string())),
-            None if hex(token, 8) => Some(Seal::Legacy(token.to_string())),
-            _ => None,
-        }
-    }
-
-    fn token(&self) -> &str {
-        match self {
-            Seal::Current(token) | Seal::Legacy(token) => token,
-        }
-    }
-}
-
-/// What a frame says about itself, checked against its seal.
-struct Claim<'a> {
-    kind: &'static str,
-    recipe: &'a str,
-    hook: &'a str,
-    displaced: &'a str,
-    content: &'a str,
-    /// The code a reader sees in place of the displaced text: `content`, or for an expanded
-    /// one-line suite, its content without the recipe's other hooks framed inside it.
-    shown: &'a str,
-    column: usize,
-}
-
-/// Why a frame cannot be trusted.
-enum Broken {
-    /// The seal does not match: the frame was edited.
-    Edited,
-    /// An older marker whose displaced text cannot be checked.
-    Unchecked(&'static str),
-}
-
-impl Claim<'_> {
-    /// The seal first (an edit of anything revert relies on), then whether the displaced text
-    /// is visible in the code the frame holds: a marker cannot carry code of its own that
-    /// revert would write (see [`displaced_fits`]).
-    fn check(&self, seal: &Seal) -> Result<(), Broken> {
-        let sealed = match seal {
-            Seal::Current(token) => {
-                *token
-                    == self::seal(
-                        self.kind,
-                        self.recipe,
-                        self.hook,
-                        self.displaced,
-                        self.content,
-                        self.column,
-                    )
-            }
-            Seal::Legacy(token) => *token == legacy_hash(self.content),
-        };
-        if !sealed {
-            return Err(Broken::Edited);
-        }
-        if displaced_fits(self.kind, self.displaced, self.shown) {
-            Ok(())
-        } else {
-            Err(Broken::Unchecked(
-                "the text this marker would put back does not appear in the code it frames (was the marker forged?)",
-            ))
-        }
-    }
-}
-
-/// Whether the displaced text of a frame shows in its inserted text, so that revert writes
-/// nothing a reader of the code could not see: a wrapped return keeps the returned value (or
-/// `None` for a bare `return`), an expanded one-line suite keeps the suite. Pure insertions
-/// displace nothing; replaced statements are checked against the recipe's pattern by the
-/// engine, which knows the recipe.
-fn displaced_fits(kind: &str, displaced: &str, content: &str) -> bool {
-    match kind {
-        "inline" => {
-            // Compared as syntax: the value may sit in parentheses, after comments, on several
-            // lines of the displaced statement.
-            let value_of = |text: &str| {
-                let stmts = parse_snippet("<marker>", text).ok()?;
-                match stmts.as_slice() {
-                    [stmt] if stmt.kind() == "Return" => stmt.children().first().cloned(),
-                    _ => None,
-                }
-            };
-            let (Some(old), Some(new)) = (value_of(displaced), value_of(content)) else {
-                return false;
-            };
-            if old.kind() == ABSENT {
-                return content.contains("None");
-            }
-            let mut found = false;
-            new.walk(&mut |node| {
-                found |= node.same_shape(&old);
-                !found
-            });
-            found
-        }
-        "joined" => content.split(['\n', '\r']).any(|line| line.trim() == displaced.trim()),
-        _ => true,
-    }
-}
+use grammar::{begin_fields, end_fields, inline_fields, marker_lines, BeginFields, Found, InlineFields, Seal};
+pub use grammar::{carries, is_id, looks_like_marker, marker_like_offset, parse_line, MarkerKind, MarkerLine};
+use seal::{seal, Broken, Claim};
+pub use strip::{strip, strip_with_anchors, to_framed};
 
 /// What a frame is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -323,6 +91,38 @@ pub struct Frame {
     pub kind: FrameKind,
 }
 
+impl Frame {
+    /// The 1-based first and last line the frame occupies in `file` (the text it was read from),
+    /// marker lines included.
+    #[must_use]
+    pub fn lines(&self, file: &SourceFile) -> (usize, usize) {
+        let last = self
+            .removal
+            .iter()
+            .map(|r| file.lines().line_of(r.end.saturating_sub(1).max(r.start)))
+            .max()
+            .unwrap_or(self.line);
+        (self.line, last.max(self.line))
+    }
+}
+
+/// Per hook, what each of its frames holds and where it sits in the text without the frames:
+/// (seal, displaced text, offset). Two summaries that agree on a hook mean its blocks are the
+/// same and in the same places; a block that is the same but moved counts as changed.
+pub(crate) type ByHook<'a> = BTreeMap<&'a str, Vec<(&'a str, &'a str, usize)>>;
+
+/// The frames grouped by hook (see [`ByHook`]); `anchors` are where each frame sits in the text
+/// without the frames (see [`strip_with_anchors`]).
+pub(crate) fn by_hook<'a>(frames: &'a [Frame], anchors: &[usize]) -> ByHook<'a> {
+    let mut map: ByHook<'a> = BTreeMap::new();
+    for (frame, &anchor) in frames.iter().zip(anchors) {
+        map.entry(frame.hook.as_str())
+            .or_default()
+            .push((frame.hash.as_str(), frame.was.as_str(), anchor));
+    }
+    map
+}
+
 /// What a block frame took the place of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Displaced<'a> {
@@ -344,14 +144,14 @@ pub fn block(
     lines: &str,
     displaced: Displaced<'_>,
 ) -> BlockText {
-    let (kind, was, was_attr) = match displaced {
-        Displaced::Nothing => ("insert", "", String::new()),
-        Displaced::Lines(was) => ("lines", was, format!(" was={}", json_string(was))),
-        Displaced::Joined(was) => ("joined", was, format!(" joined={}", json_string(was))),
+    let (kind, was, attribute) = match displaced {
+        Displaced::Nothing => ("insert", "", None),
+        Displaced::Lines(was) => ("lines", was, Some(("was", was))),
+        Displaced::Joined(was) => ("joined", was, Some(("joined", was))),
     };
     let hash = seal(kind, recipe, hook, was, lines, 0);
-    let begin = format!("{indent}{BEGIN}{recipe}/{hook} {hash}{was_attr}{newline}");
-    let end = format!("{indent}{END}{recipe}/{hook}");
+    let begin = grammar::begin_line(indent, recipe, hook, &hash, attribute, newline);
+    let end = grammar::end_line(indent, recipe, hook);
     BlockText {
         content_offset: begin.len(),
         text: format!("{begin}{lines}{end}"),
@@ -383,42 +183,7 @@ pub fn inline(
     was: &str,
 ) -> String {
     let hash = seal("inline", recipe, hook, was, new_text, column);
-    let len = new_text.len();
-    let was = json_string(was);
-    format!("{indent}{INLINE}{recipe}/{hook} {hash} at={column} len={len} was={was}{newline}")
-}
-
-fn json_string(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
-}
-
-/// A marker line of any recipe, where it is.
-struct Found<'a> {
-    marker: MarkerLine<'a>,
-    /// 1-based line.
-    line: usize,
-    /// Offset of the line's start (after a BOM).
-    start: usize,
-}
-
-/// Every marker line of every recipe in `file`, in order; lines inside string literals are text,
-/// never markers.
-fn marker_lines(file: &SourceFile) -> Vec<Found<'_>> {
-    let text = file.text();
-    let in_strings = lines_inside_strings(text);
-    let mut found = Vec::new();
-    for line in 1..=file.lines().line_count() {
-        let range = file.line_range(line);
-        let start = file.code_start(line).min(range.end);
-        let code = &text[start..range.end];
-        if !code.trim_start().starts_with('#') || in_strings.binary_search(&line).is_ok() {
-            continue;
-        }
-        if let Some(marker) = parse_line(code) {
-            found.push(Found { marker, line, start });
-        }
-    }
-    found
+    grammar::inline_line(indent, recipe, hook, &hash, (column, new_text.len()), was, newline)
 }
 
 /// The byte ranges of the block frames of every recipe in `file`, from the opening marker's
@@ -507,24 +272,8 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                         &open.hook,
                     ));
                 }
-                let json = |value: &str| {
-                    serde_json::from_str::<String>(value)
-                        .map_err(|_| damaged("the displaced text in this marker is damaged".into(), hook))
-                };
-                // The seal first, then at most one attribute, whose JSON runs to the line end
-                // (and may itself contain ` was=`).
-                let (token, attribute) = fields.split_once(' ').unwrap_or((fields, ""));
-                let displaced = if attribute.is_empty() {
-                    None
-                } else if let Some(was) = attribute.strip_prefix("was=") {
-                    Some((json(was)?, false))
-                } else if let Some(joined) = attribute.strip_prefix("joined=") {
-                    Some((json(joined)?, true))
-                } else {
-                    return Err(damaged("this marker has an unknown attribute".into(), hook));
-                };
-                let seal =
-                    Seal::read(token).ok_or_else(|| damaged("the seal of this marker is damaged".into(), hook))?;
+                let BeginFields { seal, displaced } =
+                    begin_fields(fields).map_err(|reason| damaged(reason.into(), hook))?;
                 open.push(OpenFrame {
                     hook: hook.to_string(),
                     seal,
@@ -544,9 +293,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                         hook,
                     ));
                 }
-                if !fields.is_empty() {
-                    return Err(damaged("this closing marker is damaged".into(), hook));
-                }
+                end_fields(fields).map_err(|reason| damaged(reason.into(), hook))?;
                 let range = file.line_range(m.line);
                 let content = frame.content_start..range.start.max(frame.content_start);
                 let (kind, was) = match &frame.displaced {
@@ -626,19 +373,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
             }
             MarkerKind::Inline => {
                 let bad = |what: &str| damaged(format!("this inline marker is damaged ({what})"), hook);
-                // `SEAL at=N len=N was=JSON`, in this order; the JSON runs to the line end.
-                let mut words = fields.splitn(4, ' ');
-                let mut next = |key: &str| {
-                    words
-                        .next()
-                        .and_then(|word| word.strip_prefix(key))
-                        .ok_or_else(|| bad(&format!("no `{key}`")))
-                };
-                let (token, column, len, was) = (next("")?, next("at=")?, next("len=")?, next("was=")?);
-                let seal = Seal::read(token).ok_or_else(|| bad("bad seal"))?;
-                let column: usize = column.parse().map_err(|_| bad("bad column"))?;
-                let len: usize = len.parse().map_err(|_| bad("bad length"))?;
-                let was: String = serde_json::from_str(was).map_err(|_| bad("bad `was=`"))?;
+                let InlineFields { seal, column, len, was } = inline_fields(fields).map_err(|what| bad(&what))?;
                 let next_line = m.line + 1;
                 let next = lines
                     .line_start(next_line)
@@ -747,13 +482,10 @@ fn check_overlaps(file: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
 
 /// `content` (whole lines of a frame of `recipe`) without the frames of other recipes in it.
 fn without_other_recipes(content: &str, recipe: &str) -> Result<String, Error> {
+    let block = SourceFile::new("<block>", content);
     let mut others: Vec<&str> = Vec::new();
-    for line in content.lines() {
-        let trimmed = line.trim_start();
-        let rest = [BEGIN, INLINE].iter().find_map(|prefix| trimmed.strip_prefix(prefix));
-        let Some(id) = rest.and_then(|r| r.split(['/', ' ']).next()) else {
-            continue;
-        };
+    for found in marker_lines(&block) {
+        let id = found.marker.recipe;
         if id != recipe && !others.contains(&id) {
             others.push(id);
         }
@@ -772,28 +504,21 @@ fn without_other_recipes(content: &str, recipe: &str) -> Result<String, Error> {
 /// marker. Read from the marker lines alone, before the frames are checked: the other recipe's
 /// changes are what make this recipe's inline hashes differ.
 #[must_use]
-pub fn stacked_inside(text: &str, recipe: &str) -> Option<(String, usize)> {
-    if !text.contains(" joined=\"") {
+pub fn stacked_inside(file: &SourceFile, recipe: &str) -> Option<(String, usize)> {
+    // Every joined frame's opening marker holds this text: most files skip the scan.
+    if !file.text().contains(" joined=\"") {
         return None;
     }
-    let in_strings = lines_inside_strings(text);
-    let mut open: Option<(String, usize)> = None;
-    for (i, line) in text.split_inclusive(['\n']).enumerate() {
-        let number = i + 1;
-        if in_strings.binary_search(&number).is_ok() {
-            continue;
-        }
-        let trimmed = line.trim_start_matches('\u{feff}').trim_start();
-        let marker = [BEGIN, END, INLINE]
-            .iter()
-            .find_map(|prefix| trimmed.strip_prefix(prefix).map(|rest| (*prefix, rest)));
-        let Some((prefix, rest)) = marker else { continue };
-        let id = rest.split(' ').next().unwrap_or_default();
-        let mine = id.split('/').next() == Some(recipe);
-        match &open {
-            None if mine && prefix == BEGIN && rest.contains(" joined=") => open = Some((id.to_string(), number)),
-            Some((open_id, _)) if mine && prefix == END && id == open_id => open = None,
-            Some((_, at)) if !mine => return Some((id.split('/').next().unwrap_or_default().to_string(), *at)),
+    let mut open: Option<(&str, usize)> = None;
+    for found in marker_lines(file) {
+        let MarkerLine {
+            kind, recipe: id, hook, ..
+        } = found.marker;
+        let mine = id == recipe;
+        match open {
+            None if mine && found.marker.opens_joined() => open = Some((hook, found.line)),
+            Some((open_hook, _)) if mine && kind == MarkerKind::End && hook == open_hook => open = None,
+            Some((_, at)) if !mine => return Some((id.to_string(), at)),
             _ => {}
         }
     }
@@ -845,110 +570,9 @@ pub(crate) fn newline_before(text: &str, line_start: usize) -> usize {
     }
 }
 
-/// The text with every frame removed and what it displaced put back.
-#[must_use]
-pub fn strip(text: &str, frames: &[Frame]) -> String {
-    strip_with_anchors(text, frames).0
-}
-
-/// [`strip`], also giving for each frame the offset in the stripped text where it was.
-#[must_use]
-pub fn strip_with_anchors(text: &str, frames: &[Frame]) -> (String, Vec<usize>) {
-    let mut out = String::with_capacity(text.len());
-    let mut anchors = vec![0; frames.len()];
-    let mut seen = vec![false; frames.len()];
-    let mut at = 0;
-    for (range, replacement, i) in pieces(frames) {
-        if range.start < at {
-            continue;
-        }
-        out.push_str(&text[at..range.start]);
-        if !seen[i] {
-            anchors[i] = out.len();
-            seen[i] = true;
-        }
-        out.push_str(replacement);
-        at = range.end;
-    }
-    out.push_str(&text[at..]);
-    (out, anchors)
-}
-
-/// Where `offset` of the stripped text (see [`strip`]) is in the text with the frames: for
-/// messages about the original that must name lines of the file as it is.
-#[must_use]
-pub fn to_framed(frames: &[Frame], offset: usize) -> usize {
-    let (mut at, mut shift) = (0, 0isize);
-    for (range, replacement, _) in pieces(frames) {
-        if range.start < at {
-            continue;
-        }
-        let start = range.start.saturating_add_signed(-shift);
-        if offset < start {
-            break;
-        }
-        if offset < start + replacement.len() {
-            return range.start;
-        }
-        shift += range.len() as isize - replacement.len() as isize;
-        at = range.end;
-    }
-    offset.saturating_add_signed(shift)
-}
-
-/// What [`strip`] replaces: (range of the framed text, its replacement, frame index), in order.
-fn pieces(frames: &[Frame]) -> Vec<(Range<usize>, &str, usize)> {
-    let mut pieces: Vec<(Range<usize>, &str, usize)> = Vec::new();
-    for (i, frame) in frames.iter().enumerate() {
-        match frame.removal.as_slice() {
-            [whole] => pieces.push((whole.clone(), &frame.was, i)),
-            [marker, changed] => {
-                pieces.push((marker.clone(), "", i));
-                pieces.push((changed.clone(), &frame.was, i));
-            }
-            _ => {}
-        }
-    }
-    pieces.sort_by_key(|(range, _, _)| range.start);
-    pieces
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn marker_lines_need_valid_ids() {
-        let line = parse_line("    # ~~~ pysplice r/h sha256:00 at=1").unwrap();
-        assert_eq!(
-            (line.kind, line.recipe, line.hook, line.fields),
-            (MarkerKind::Inline, "r", "h", "sha256:00 at=1")
-        );
-        assert!(parse_line("# >>> pysplice r/h\u{1b}[2J x").is_none());
-        assert!(parse_line("# >>> pysplice r/h/x y").is_none());
-        assert!(parse_line("# >>> pysplice rh y").is_none());
-        assert!(parse_line("x = 1  # >>> pysplice r/h").is_none());
-    }
-
-    #[test]
-    fn marker_like_text_is_recognised_loosely() {
-        for line in [
-            "# >>> pysplice r/h",
-            "  #>>>pysplice",
-            "## <<<  pysplice x",
-            "\t# ~~~ pysplice",
-        ] {
-            assert!(looks_like_marker(line), "{line}");
-        }
-        for line in [
-            "x = 1  # >>> pysplice",
-            "# >> pysplice",
-            "# >>> other",
-            "'# >>> pysplice'",
-        ] {
-            assert!(!looks_like_marker(line), "{line}");
-        }
-    }
 
     #[test]
     fn block_ranges_are_merged_and_covers_finds_them() {

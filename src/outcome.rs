@@ -19,7 +19,6 @@
 //! `apply`, `check`, [`crate::Document::plan`] and the programs built on the crate all read
 //! their statuses and verdicts from here.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -174,18 +173,12 @@ impl schemars::JsonSchema for Reason {
 
 /// Per hook, the blocks it has in one text: (seal, displaced text, offset in the original text).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Blocks<'a>(BTreeMap<&'a str, Vec<(&'a str, &'a str, usize)>>);
+pub(crate) struct Blocks<'a>(crate::marker::ByHook<'a>);
 
 impl<'a> Blocks<'a> {
     /// The blocks of `frames`, each anchored where [`crate::marker::strip_with_anchors`] put it.
     pub(crate) fn new(frames: &'a [Frame], anchors: &[usize]) -> Blocks<'a> {
-        let mut map: BTreeMap<&'a str, Vec<(&'a str, &'a str, usize)>> = BTreeMap::new();
-        for (frame, &anchor) in frames.iter().zip(anchors) {
-            map.entry(frame.hook.as_str())
-                .or_default()
-                .push((frame.hash.as_str(), frame.was.as_str(), anchor));
-        }
-        Blocks(map)
+        Blocks(crate::marker::by_hook(frames, anchors))
     }
 
     /// Whether `hook` has a block.

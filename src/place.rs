@@ -8,7 +8,7 @@
 use std::ops::Range;
 
 use crate::edit::Edit;
-use crate::marker::{self, Displaced};
+use crate::marker::{self, Displaced, MarkerKind, MarkerLine};
 use crate::outline::{Definition, ParsedFile};
 use crate::parse::parse_snippet;
 use crate::pattern::{visit_statements, Depth};
@@ -118,13 +118,18 @@ impl<'a> Placer<'a> {
         rest.is_empty() || rest.starts_with('#')
     }
 
-    /// The marker comment on the line holding `at`, if any: its kind and `RECIPE/HOOK`.
-    fn marker_line(&self, at: usize) -> Option<(&'static str, &str)> {
+    /// The marker line holding `at`, if any (never a line inside a string literal).
+    fn marker_line(&self, at: usize) -> Option<MarkerLine<'_>> {
         if self.string_lines.binary_search(&self.line_of(at)).is_ok() {
             return None;
         }
         let line = self.source().line_range(self.line_of(at));
-        marker::prefix_and_id(&self.text()[line])
+        marker::parse_line(&self.text()[line])
+    }
+
+    /// The kind and `(recipe, hook)` of the marker line holding `at`, if any.
+    fn marker_at(&self, at: usize) -> Option<(MarkerKind, (&str, &str))> {
+        self.marker_line(at).map(|m| (m.kind, (m.recipe, m.hook)))
     }
 
     /// `at` (a line start before a statement) moved up over the opening and inline markers of
@@ -134,30 +139,24 @@ impl<'a> Placer<'a> {
             let previous = self.line_start(at - 1);
             match self.marker_line(previous) {
                 // Never out of another recipe's expanded one-line suite: the body is inside it.
-                Some(("# >>> pysplice ", _)) if self.is_joined_opener(previous) => break,
-                Some(("# >>> pysplice " | "# ~~~ pysplice ", _)) if previous < at => at = previous,
+                Some(m) if m.opens_joined() => break,
+                Some(m) if matches!(m.kind, MarkerKind::Begin | MarkerKind::Inline) && previous < at => at = previous,
                 _ => break,
             }
         }
         at
     }
 
-    /// Whether the marker line at `at` opens a joined frame (an expanded one-line suite).
-    fn is_joined_opener(&self, at: usize) -> bool {
-        let line = self.source().line_range(self.line_of(at));
-        self.text()[line].contains(" joined=\"")
-    }
-
     /// Whether the closing marker of block `id` at `at` closes a joined frame: its opening
     /// marker, the nearest one of `id` above, says `joined=`.
-    fn is_joined_closer(&self, at: usize, id: &str) -> bool {
+    fn is_joined_closer(&self, at: usize, id: (&str, &str)) -> bool {
         let mut line = self.line_of(at);
         while line > 1 {
             line -= 1;
             let start = self.source().code_start(line);
-            if let Some(("# >>> pysplice ", found)) = self.marker_line(start) {
-                if found == id {
-                    return self.is_joined_opener(start);
+            if let Some(m) = self.marker_line(start) {
+                if m.kind == MarkerKind::Begin && (m.recipe, m.hook) == id {
+                    return m.opens_joined();
                 }
             }
         }
@@ -168,8 +167,8 @@ impl<'a> Placer<'a> {
     /// recipes' blocks that end there.
     fn after_markers(&self, mut at: usize) -> usize {
         while at < self.text().len() {
-            match self.marker_line(at) {
-                Some(("# <<< pysplice ", id)) if !self.is_joined_closer(at, id) => at = self.next_line_start(at),
+            match self.marker_at(at) {
+                Some((MarkerKind::End, id)) if !self.is_joined_closer(at, id) => at = self.next_line_start(at),
                 _ => break,
             }
         }
@@ -184,7 +183,7 @@ impl<'a> Placer<'a> {
         // Back to the start of the run of whole blocks right above.
         while at > 0 {
             let previous = self.line_start(at - 1);
-            let Some(("# <<< pysplice ", id)) = self.marker_line(previous) else {
+            let Some((MarkerKind::End, id)) = self.marker_at(previous) else {
                 break;
             };
             let Some(begin) = self.opening_marker_above(previous, id) else {
@@ -194,11 +193,10 @@ impl<'a> Placer<'a> {
         }
         // Then forward past the blocks of recipes that sort first.
         while at < self.text().len() {
-            let Some(("# >>> pysplice ", id)) = self.marker_line(at) else {
+            let Some((MarkerKind::Begin, id)) = self.marker_at(at) else {
                 break;
             };
-            let recipe = id.split('/').next().unwrap_or_default();
-            if recipe >= self.recipe {
+            if id.0 >= self.recipe {
                 break;
             }
             let Some(end) = self.closing_marker_below(at, id) else {
@@ -210,14 +208,14 @@ impl<'a> Placer<'a> {
     }
 
     /// The start of the line with the opening marker of block `id` that ends on the line at `end`.
-    fn opening_marker_above(&self, end: usize, id: &str) -> Option<usize> {
+    fn opening_marker_above(&self, end: usize, id: (&str, &str)) -> Option<usize> {
         let mut line = self.line_of(end);
         while line > 1 {
             line -= 1;
             let start = self.source().code_start(line);
-            match self.marker_line(start) {
-                Some(("# >>> pysplice ", found)) if found == id => return Some(start),
-                Some(("# >>> pysplice " | "# <<< pysplice ", _)) => return None,
+            match self.marker_at(start) {
+                Some((MarkerKind::Begin, found)) if found == id => return Some(start),
+                Some((MarkerKind::Begin | MarkerKind::End, _)) => return None,
                 _ => {}
             }
         }
@@ -225,12 +223,12 @@ impl<'a> Placer<'a> {
     }
 
     /// The start of the line with the closing marker of block `id` that opens on the line at `begin`.
-    fn closing_marker_below(&self, begin: usize, id: &str) -> Option<usize> {
+    fn closing_marker_below(&self, begin: usize, id: (&str, &str)) -> Option<usize> {
         let mut at = self.next_line_start(begin);
         while at < self.text().len() {
-            match self.marker_line(at) {
-                Some(("# <<< pysplice ", found)) if found == id => return Some(at),
-                Some(("# >>> pysplice " | "# <<< pysplice ", _)) => return None,
+            match self.marker_at(at) {
+                Some((MarkerKind::End, found)) if found == id => return Some(at),
+                Some((MarkerKind::Begin | MarkerKind::End, _)) => return None,
                 _ => at = self.next_line_start(at),
             }
         }

@@ -33,6 +33,7 @@ use crate::marker;
 use crate::parse::parse_snippet;
 use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;
+use crate::syntax::is_identifier;
 use crate::template::{Bindings, Template};
 
 /// Which of the matching statements an anchor or replacement uses.
@@ -812,22 +813,13 @@ fn placeholder_offset(file: &SourceFile, span: &Range<usize>, from: usize, name:
         .map_or(from, |(i, _)| from + i)
 }
 
-/// The offset of the first marker-like text (`>>> pysplice`, `<<< pysplice`, `~~~ pysplice`)
-/// in `range` of `text`.
+/// The offset of the first marker-like text (see [`marker::marker_like_offset`]) in `range` of
+/// `text`.
 fn marker_offset(text: &str, range: Range<usize>) -> Option<usize> {
-    let window = text.get(range.clone())?;
-    window.match_indices("pysplice").find_map(|(i, _)| {
-        let before = window[..i].trim_end();
-        [">>>", "<<<", "~~~"]
-            .iter()
-            .any(|arrow| before.ends_with(arrow))
-            .then(|| range.start + before.len() - 3)
-    })
-}
-
-fn is_identifier(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
-        && name.chars().all(|c| c == '_' || c.is_alphanumeric())
+    let start = range.start;
+    text.get(range)
+        .and_then(marker::marker_like_offset)
+        .map(|at| start + at)
 }
 
 /// Parses one `ensure-imports` entry: `os`, `numpy as np`, `import a.b`, `from a import b as c`.

@@ -123,3 +123,27 @@ impl Node {
         }
     }
 }
+
+/// Whether `name` is a Python name (an identifier): a letter or `_`, then letters, digits and
+/// `_`. Letters and digits are Unicode's alphabetic and alphanumeric characters, close to
+/// Python's `XID_Start`/`XID_Continue`; keywords count as names.
+#[must_use]
+pub(crate) fn is_identifier(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
+        && name.chars().all(|c| c == '_' || c.is_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_identifier;
+
+    #[test]
+    fn identifiers_start_with_a_letter_or_underscore() {
+        for name in ["x", "_x1", "forward", "données", "class"] {
+            assert!(is_identifier(name), "{name}");
+        }
+        for name in ["", "1x", "a-b", "a.b", "a b", "x\u{1b}"] {
+            assert!(!is_identifier(name), "{name}");
+        }
+    }
+}

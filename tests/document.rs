@@ -275,6 +275,46 @@ fn failures_carry_candidates_and_point_at_the_closest_definition() {
 }
 
 #[test]
+fn regression_a_block_that_moves_is_an_update_here_as_in_apply() {
+    // Actual: after `at = "start"` became `at = "end"`, `apply` said Updated while the plan said
+    // AlreadyApplied (its grouping of blocks by hook ignored where a block sits).
+    let hook = |at: &str| {
+        Recipe::from_toml(
+            "r.toml",
+            &format!(
+                "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"h\"\nsummary = \"s\"\nin = \"f\"\nat = \"{at}\"\ncode = \"y = 1\"\n"
+            ),
+        )
+        .unwrap()
+    };
+    let original = "def f():\n    a = 1\n    b = 2\n";
+    let patched = pysplice::apply(&hook("start"), SourceFile::new("m.py", original)).unwrap();
+    let moved = hook("end");
+    let applied = pysplice::apply(&moved, SourceFile::new("m.py", patched.output())).unwrap();
+    assert_eq!(applied.outcomes()[0].status, Status::Updated);
+    let doc = Document::new("m.py", patched.output());
+    let plan = doc.plan(&moved).unwrap();
+    assert_eq!(plan.hooks[0].status, Status::Updated, "{}", plan.hooks[0].message);
+    assert!(plan.pending);
+    // Unmoved, both say so.
+    let plan = doc.plan(&hook("start")).unwrap();
+    assert_eq!(plan.hooks[0].status, Status::AlreadyApplied);
+}
+
+#[test]
+fn regression_a_marker_line_inside_a_string_is_text_for_marker_at() {
+    // Actual: marker_at named `r/h` for a docstring line, which the scan (rightly) reads as text.
+    let text = "def f():\n    \"\"\"\n    # <<< pysplice r/h\n    \"\"\"\n# <<< pysplice r/h\r\n";
+    let doc = Document::new("m.py", text);
+    assert_eq!(doc.marker_at(pos(2, 0)), None);
+    let named = doc.marker_at(pos(4, 3));
+    assert_eq!(
+        named.map(|m| (m.recipe, m.hook)),
+        Some(("r".to_string(), "h".to_string()))
+    );
+}
+
+#[test]
 fn unparsable_text_and_hand_edited_blocks_are_errors() {
     let recipe = recipe();
     let doc = Document::new("m.py", "class Model:\n    def forward(self, x)\n");

@@ -836,6 +836,62 @@ fn regression_displaced_text_that_looks_like_an_attribute_is_read_as_text() {
 }
 
 #[test]
+fn regression_an_expanded_suite_in_a_crlf_file_closes_at_its_closing_marker() {
+    // Actual: reverting `a` was refused with "recipe `b` has changes inside this recipe's
+    // expanded one-line suite": that check read the closing marker's id with its `\r`, so the
+    // expanded suite never closed and `b`'s block further down seemed to sit inside it.
+    let recipe = |id: &str, target: &str, code: &str| {
+        Recipe::from_toml(
+            "r.toml",
+            &format!(
+                "[recipe]\nid = \"{id}\"\nsummary = \"s\"\n[[hook]]\nid = \"s\"\nsummary = \"s\"\nin = \"{target}\"\nat = \"end\"\ncode = \"{code}\"\n"
+            ),
+        )
+        .unwrap()
+    };
+    let (a, b) = (recipe("a", "f", "y = 1"), recipe("b", "g", "z = 3"));
+    for newline in ["\r\n", "\r", "\n"] {
+        let original = "def f(): return 1\n\ndef g():\n    pass\n".replace('\n', newline);
+        let both = applied(&b, &applied(&a, &original));
+        assert!(
+            both.contains(" joined=") && both.contains("# >>> pysplice b/s "),
+            "{both:?}"
+        );
+        assert_eq!(applied(&a, &both), both, "{newline:?}");
+        assert_eq!(reverted(&a, &both), applied(&b, &original), "{newline:?}");
+        assert_eq!(reverted(&b, &reverted(&a, &both)), original, "{newline:?}");
+    }
+}
+
+#[test]
+fn a_replaced_line_ending_in_joined_is_no_expanded_suite() {
+    // Its `was=` holds ` joined="`, the text placement once took for the opening marker of an
+    // expanded one-line suite (see `marker::grammar`): the frame stays whole under another
+    // recipe, and both come off exactly.
+    let a = Recipe::from_toml(
+        "a.toml",
+        "[recipe]\nid = \"a\"\nsummary = \"s\"\n[[hook]]\nid = \"rep\"\nsummary = \"s\"\nin = \"f\"\nreplace = \"x = 1\"\ncode = \"x = 2\"\n",
+    )
+    .unwrap();
+    let b = Recipe::from_toml(
+        "b.toml",
+        "[recipe]\nid = \"b\"\nsummary = \"s\"\n[[hook]]\nid = \"s\"\nsummary = \"s\"\nin = \"f\"\nat = \"start\"\ncode = \"y = 1\"\n",
+    )
+    .unwrap();
+    let original = "def f():\n    x = 1  # joined=\n    return x\n";
+    let with_a = applied(&a, original);
+    assert!(with_a.contains("# joined=\"\n"), "{with_a}");
+    let both = applied(&b, &with_a);
+    assert!(
+        both.find("# <<< pysplice a/rep").unwrap() < both.find("# >>> pysplice b/s").unwrap(),
+        "{both}"
+    );
+    assert_eq!(applied(&a, &both), both);
+    assert_eq!(reverted(&b, &reverted(&a, &both)), original);
+    assert_eq!(reverted(&a, &reverted(&b, &both)), original);
+}
+
+#[test]
 fn regression_an_aliased_import_in_another_recipes_block_is_no_conflict() {
     // Actual: `b` was refused: "`import os.path as osp` would shadow `osp`, which the module
     // already binds differently", because `a` had framed the very same import.

@@ -263,11 +263,11 @@ pub fn exercise(bytes: Vec<u8>) {
     let text = source.text().to_string();
     if ParsedFile::parse(source).is_err() {
         // Still: planning a document that does not parse must fail cleanly.
-        // (unless it carries markers: the text without them may parse).
+        // (unless it carries the recipe's markers: the text without them may parse).
         let doc = Document::new("fuzz.py", &text);
-        let marked = text.contains("# >>> pysplice") || text.contains("# ~~~ pysplice");
         for recipe in recipes() {
             let planned = doc.plan(recipe);
+            let marked = pysplice::marker::carries(&text, &recipe.id);
             assert!(marked || planned.is_err(), "a text that does not parse was planned");
         }
         return;

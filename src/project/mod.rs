@@ -43,6 +43,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Location};
 use crate::source::SourceFile;
+use crate::syntax::is_identifier;
 
 pub use facts::{
     AttributeFacts, AttributeKind, BaseFacts, ClassFacts, CompositionFacts, Import, MethodFacts, MethodKind,
@@ -171,7 +172,7 @@ pub struct LoadStats {
 #[non_exhaustive]
 pub enum QueryError {
     /// No class of that name in the project.
-    #[error("no class `{name}` in {root}{}", did_you_mean(candidates))]
+    #[error("no class `{name}` in {root}{}", crate::suggest::did_you_mean(candidates))]
     UnknownClass {
         /// The scanned directory.
         root: String,
@@ -183,7 +184,7 @@ pub enum QueryError {
     /// The class exists but neither it nor its bases define the method.
     #[error(
         "`{class}` has no method `{method}` (in the class or its bases){}",
-        did_you_mean(candidates)
+        crate::suggest::did_you_mean(candidates)
     )]
     UnknownMethod {
         /// The class.
@@ -209,14 +210,6 @@ pub enum QueryError {
         /// Target class.
         to: String,
     },
-}
-
-fn did_you_mean(candidates: &[String]) -> String {
-    if candidates.is_empty() {
-        return String::new();
-    }
-    let quoted: Vec<String> = candidates.iter().map(|c| format!("`{c}`")).collect();
-    format!("; did you mean {}?", quoted.join(", "))
 }
 
 /// A scanned package directory.
@@ -586,24 +579,11 @@ impl Project {
         out
     }
 
-    /// Up to `limit` class names closest to `name`.
+    /// Up to `limit` class names closest to `name` (the scorer of `crate::suggest`).
     #[must_use]
     pub fn closest_classes(&self, name: &str, limit: usize) -> Vec<String> {
-        let wanted = name.rsplit('.').next().unwrap_or(name).to_lowercase();
-        let cutoff = (wanted.len() / 2).max(3);
-        // Names containing what was typed come first, then the closest by edit distance.
-        let mut scored: Vec<(bool, usize, String)> = self
-            .class_names()
-            .into_iter()
-            .filter_map(|c| {
-                let lower = c.to_lowercase();
-                let contains = lower.contains(&wanted);
-                let distance = crate::locate::edit_distance(&wanted, &lower);
-                (contains || distance <= cutoff).then_some((!contains, distance, c))
-            })
-            .collect();
-        scored.sort();
-        scored.into_iter().take(limit).map(|(_, _, c)| c).collect()
+        let wanted = name.rsplit('.').next().unwrap_or(name);
+        crate::suggest::closest(wanted, self.class_names().iter().map(String::as_str), limit)
     }
 
     pub(crate) fn unknown_class(&self, name: &str) -> QueryError {
@@ -918,11 +898,6 @@ fn module_name(package: &str, rel: &str) -> (String, bool) {
         parts.pop();
     }
     (parts.join("."), is_package)
-}
-
-fn is_identifier(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
-        && s.chars().all(|c| c == '_' || c.is_alphanumeric())
 }
 
 /// The package name of `dir` (see [`Project::scan`]).

@@ -8,6 +8,7 @@ use std::fmt;
 use super::facts::{AttributeKind, MethodKind, UseKind};
 use super::graph::{looks_like_draft, ClassGraph, ClassId, RunPath};
 use super::{Project, QueryError, Scope};
+use crate::syntax::is_identifier;
 
 /// A place in a file, with a short note on what is there (never a source excerpt).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -582,21 +583,10 @@ impl ClassGraph<'_> {
                 .collect();
             names.sort();
             names.dedup();
-            let mut scored: Vec<(usize, String)> = names
-                .into_iter()
-                .map(|n| (crate::locate::edit_distance(method, &n), n))
-                .collect();
-            scored.sort();
-            let cutoff = (method.len() / 2).max(3);
             return Err(QueryError::UnknownMethod {
                 class,
                 method: method.to_string(),
-                candidates: scored
-                    .into_iter()
-                    .filter(|(d, _)| *d <= cutoff)
-                    .take(5)
-                    .map(|(_, n)| n)
-                    .collect(),
+                candidates: crate::suggest::closest(method, names.iter().map(String::as_str), 5),
             });
         }
         let mut runners = Vec::new();
@@ -903,7 +893,7 @@ impl Project {
                 reason: "write `Class.method`, such as `DeepseekV2Model.forward`".into(),
             });
         };
-        if !super::is_identifier(method) || class.split('.').any(|s| !super::is_identifier(s)) {
+        if !is_identifier(method) || class.split('.').any(|s| !is_identifier(s)) {
             return Err(QueryError::BadPath {
                 path: path.to_string(),
                 reason: "each part must be a Python name".into(),

@@ -172,7 +172,7 @@ pub fn expand(
                         root,
                         format!(
                             "`{name}` is none of the classes this recipe selects{}",
-                            closest(name, &selection.names())
+                            crate::suggest::did_you_mean(&crate::suggest::closest(name, selection.names(), 6))
                         ),
                     ));
                 }
@@ -274,31 +274,6 @@ fn selection_error(root: &str, message: String) -> Error {
         location: Location::new(root, 1, 1),
         message,
     }
-}
-
-fn closest(name: &str, names: &[&str]) -> String {
-    let lower = name.to_lowercase();
-    let mut near: Vec<&str> = names
-        .iter()
-        .copied()
-        .filter(|n| {
-            let n = n.to_lowercase();
-            n.contains(&lower) || lower.contains(&n) || common_prefix(&n, &lower) >= 4
-        })
-        .collect();
-    near.truncate(6);
-    if near.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; did you mean {}?",
-            near.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-        )
-    }
-}
-
-fn common_prefix(a: &str, b: &str) -> usize {
-    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
 
 /// Parsed files and the graph, for one selection.

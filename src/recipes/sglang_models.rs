@@ -133,10 +133,9 @@ pub fn patch(
     if mode == Mode::Revert && wanted.is_none() {
         // Every file carrying the recipe's markers, also those no architecture selects any
         // more (patched by an older recipe or for a class since excluded).
-        let marker = format!("pysplice {}/", recipe.id);
         for f in project.files() {
             let rel = f.relative_path();
-            let marked = crate::files::read_text(f.path()).is_ok_and(|t| t.contains(&marker));
+            let marked = crate::files::read_text(f.path()).is_ok_and(|t| crate::marker::carries(&t, &recipe.id));
             if marked && !files.iter().any(|x| x.file == rel) {
                 files.push(select::FileRecipe {
                     file: rel.to_string(),
