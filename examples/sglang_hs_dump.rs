@@ -706,14 +706,11 @@ fn run_models(args: &Args, mode: Mode) -> u8 {
     };
     let code = u8::from(mode == Mode::Check && patches.iter().any(pending));
     let write = mode != Mode::Check && !args.dry_run;
-    let written = if write {
-        match sglang_models::write_all(&patches) {
-            Ok(n) => n,
-            Err(err) => return fail(&dir, &err.to_string(), exit_code(&err)),
+    if write {
+        if let Err(err) = sglang_models::write_all(&patches) {
+            return fail(&dir, &err.to_string(), exit_code(&err));
         }
-    } else {
-        0
-    };
+    }
     let roots: Vec<_> = selection
         .roots
         .iter()
