@@ -526,12 +526,15 @@ fn run(args: &Args) -> u8 {
                 .into(),
         );
     }
-    // Headers `a/<path>`, `b/<path>` with the path as given (relative to / when absolute).
-    let diff = report::unified_diff(
-        patched.name().trim_start_matches('/'),
-        patched.input(),
-        patched.output(),
-    );
+    // Headers `a/<path>`, `b/<path>` with the path as given (relative to / when absolute);
+    // computed only where it is printed.
+    let diff = || {
+        report::unified_diff(
+            patched.name().trim_start_matches('/'),
+            patched.input(),
+            patched.output(),
+        )
+    };
     let code = u8::from(mode == Mode::Check && (pending || patched.changed()));
 
     if args.json {
@@ -548,7 +551,7 @@ fn run(args: &Args) -> u8 {
         let mut splice = Splice::new(status, patched.outcomes(), failures.words());
         splice.changed = patched.changed();
         splice.written = write;
-        splice.diff = (args.dry_run || demo).then_some(diff);
+        splice.diff = (args.dry_run || demo).then(diff);
         let body = Body::SglangHsDump(Dump {
             splice,
             mode: mode.name(args.dry_run).to_string(),
@@ -590,7 +593,7 @@ fn run(args: &Args) -> u8 {
             return code;
         }
         (_, true) => {
-            out!("{diff}");
+            out!("{}", diff());
             errln!("dry run: nothing was written to {}", patched.name());
             return code;
         }
@@ -608,7 +611,7 @@ fn run(args: &Args) -> u8 {
         (Mode::Apply, false) => {}
     }
     if demo {
-        out!("{diff}");
+        out!("{}", diff());
         outln!();
     }
     out!("{}", report::applied_text(&patched));

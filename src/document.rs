@@ -364,8 +364,9 @@ impl Document {
         // A change whose marker line is gone is a damaged frame, like a hand edit.
         engine::check_orphans(recipe, &prepared, &plan)?;
         let edits = plan.edits();
-        let frames_now = marker::scan(current, &recipe.id)?;
-        let pieces = displaced_pieces(&frames_now);
+        // The frames `Prepared::new` read from this text.
+        let frames_now = prepared.frames();
+        let pieces = displaced_pieces(frames_now);
         let to_current = |offset: usize| map_to_current(&pieces, offset).min(current.text().len());
         // The planned result: its frames tell "already applied" from "updated", which only
         // matters for hooks whose frames are there now (a file without them skips the scan). A
@@ -380,7 +381,7 @@ impl Document {
             }
             _ => Vec::new(),
         };
-        let now = group(&frames_now);
+        let now = group(frames_now);
         let then = group(&frames_then);
         let mut relevant = !frames_now.is_empty();
         let mut hooks = Vec::with_capacity(recipe.hooks.len());

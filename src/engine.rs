@@ -16,7 +16,7 @@ use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::parse::parse_snippet;
 use crate::pattern::Depth;
 use crate::place::{Placer, Refusal};
-use crate::source::{lines_inside_strings, SourceFile};
+use crate::source::{file_lines_inside_strings, SourceFile};
 use crate::spec::{Action, Hook, Recipe};
 use crate::syntax::{Node, ABSENT, LIST};
 use crate::template::Bindings;
@@ -190,6 +190,11 @@ impl Prepared {
         &self.original
     }
 
+    /// This recipe's frames in the file as found.
+    pub(crate) fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+
     /// Whether the recipe has frames in the file.
     #[must_use]
     pub fn is_patched(&self) -> bool {
@@ -254,7 +259,7 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
     // only where a marker can be (every marker line holds " pysplice ").
     let text = file.source().text();
     let string_lines = if text.contains(" pysplice ") {
-        lines_inside_strings(text)
+        file_lines_inside_strings(file.source())
     } else {
         Vec::new()
     };

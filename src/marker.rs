@@ -45,7 +45,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, HookRef};
 use crate::parse::parse_snippet;
-use crate::source::{lines_inside_strings, SourceFile};
+use crate::source::{file_lines_inside_strings, lines_inside_strings, SourceFile};
 use crate::syntax::ABSENT;
 
 const BEGIN: &str = "# >>> pysplice ";
@@ -410,7 +410,7 @@ fn marker_lines(file: &SourceFile) -> Vec<Found<'_>> {
     if !text.contains(" pysplice ") {
         return Vec::new();
     }
-    let in_strings = lines_inside_strings(text);
+    let in_strings = file_lines_inside_strings(file);
     let mut found = Vec::new();
     for line in 1..=file.lines().line_count() {
         let range = file.line_range(line);
