@@ -85,8 +85,9 @@ fn spliced(
         }
         let end = region.end.checked_add_signed(delta)?;
         let text = new.get(start..end)?;
-        // The run must end where the next statement can start afresh (or at the end).
-        if end < new.len() && !ends_cleanly(text) {
+        // The run must end where the next statement can start afresh (or at the end), and
+        // must not begin with what only the start of a file may hold (a byte order mark).
+        if (end < new.len() && !ends_cleanly(text)) || (start > 0 && text.starts_with('\u{feff}')) {
             return None;
         }
         while body.get(next_stmt).is_some_and(|s| extent(s).end <= region.start) {
@@ -199,6 +200,30 @@ mod tests {
             assert!(reparsed.root == whole, "{code:?}");
             assert!(reparsed.regions[0].0.len() < old.len(), "{code:?}: parsed whole");
         }
+    }
+
+    /// Runs that parse on their own only by leaving out their context are parsed whole: an
+    /// `else` that joins the `if` before it, a byte order mark in the middle of the file.
+    #[test]
+    fn context_dependent_runs_are_parsed_whole() {
+        let old = "if x:\n    pass\ny = 2\n";
+        let original = parse_module(&SourceFile::new("m.py", old)).unwrap();
+        let at = old.find("y = 2").unwrap();
+        let code = "else:\n    pass\n";
+        let new = format!("{}{code}{}", &old[..at], &old[at..]);
+        let out = SourceFile::new("m.py", new.as_str());
+        let reparsed = reparse(&original, old, &out, &[(at..at, at..at + code.len())]).unwrap();
+        assert!(reparsed.root == parse_module(&out).unwrap());
+        assert_eq!(reparsed.regions, vec![(0..old.len(), 0..new.len())]);
+
+        let code = "\u{feff}z = 1\n";
+        let new = format!("{}{code}{}", &old[..at], &old[at..]);
+        let out = SourceFile::new("m.py", new.as_str());
+        let spliced = reparse(&original, old, &out, &[(at..at, at..at + code.len())]);
+        assert_eq!(
+            spliced.map(|r| r.root).map_err(|e| e.to_string()),
+            parse_module(&out).map_err(|e| e.to_string())
+        );
     }
 
     /// A run that does not parse on its own falls back to a whole parse, which reports it.
