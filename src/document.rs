@@ -373,7 +373,7 @@ impl Document {
         // A change whose marker line is gone is a damaged frame, like a hand edit.
         engine::check_orphans(recipe, &prepared, &plan)?;
         let edits = plan.edits();
-        let (frames_now, _) = prepared.frames();
+        let frames_now = prepared.frames();
         let to_current = |offset: usize| marker::to_framed(frames_now, offset).min(current.text().len());
         // The planned result: its frames tell "already applied" from "updated" (a conflict
         // between hooks is reported on both of them, and leaves no result).

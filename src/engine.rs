@@ -17,7 +17,7 @@ use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::parse::parse_snippet;
 use crate::pattern::Depth;
 use crate::place::{Placer, Refusal};
-use crate::source::{lines_inside_strings, SourceFile};
+use crate::source::{file_lines_inside_strings, SourceFile};
 use crate::spec::{Action, Hook, Recipe};
 use crate::syntax::{Node, ABSENT, LIST};
 use crate::template::Bindings;
@@ -148,6 +148,11 @@ impl Prepared {
         &self.original
     }
 
+    /// This recipe's frames in the file as found.
+    pub(crate) fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+
     /// Whether the recipe has frames in the file.
     #[must_use]
     pub fn is_patched(&self) -> bool {
@@ -157,11 +162,6 @@ impl Prepared {
     /// This recipe's blocks in the file as found.
     pub(crate) fn blocks(&self) -> Blocks<'_> {
         Blocks::new(&self.frames, &self.anchors)
-    }
-
-    /// This recipe's frames in the file as found, and where each sits in the original text.
-    pub(crate) fn frames(&self) -> (&[Frame], &[usize]) {
-        (&self.frames, &self.anchors)
     }
 }
 
@@ -218,8 +218,14 @@ fn displaced_statements(was: &str) -> Option<Vec<Node>> {
 /// Plans `recipe` on an (unpatched) parsed file.
 #[must_use]
 pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
-    // Lines inside string literals are never marker lines; read them once for all hooks.
-    let string_lines = lines_inside_strings(file.source().text());
+    // Lines inside string literals are never marker lines; read them once for all hooks, and
+    // only where a marker can be (every marker line holds " pysplice ").
+    let text = file.source().text();
+    let string_lines = if text.contains(" pysplice ") {
+        file_lines_inside_strings(file.source())
+    } else {
+        Vec::new()
+    };
     let mut hooks: Vec<(String, String, HookPlan)> = recipe
         .hooks
         .iter()
@@ -866,13 +872,15 @@ fn verify(
         reason,
         hook: HookRef(hook_at(offset)),
     };
-    let parsed = ParsedFile::parse(output.clone()).map_err(|err| {
+    let (old, new) = (original.source().text(), output.text());
+    // Only the top-level statements holding an edit are parsed again (see `verify::reparse`).
+    let spans: Vec<(Range<usize>, Range<usize>)> = map.spans.iter().map(|(o, n, _)| (o.clone(), n.clone())).collect();
+    let reparsed = crate::verify::reparse::reparse(original.root(), old, output, &spans).map_err(|err| {
         let offset = output.lines().line_start(err.location().line).unwrap_or(0);
         fail(offset, format!("the patched text does not parse: {err}"))
     })?;
-    let (old, new) = (original.source().text(), output.text());
     // What CPython's compiler (not only its parser) would refuse, unless the original has it too.
-    let checked = crate::verify::check(parsed.root(), new);
+    let checked = crate::verify::check(&reparsed.root, new);
     if !checked.problems.is_empty() {
         let before = crate::verify::check(original.root(), old).problems;
         if let Some(problem) = crate::verify::new_problems(&before, &checked.problems).first() {
@@ -909,70 +917,113 @@ fn verify(
         ranges.sort_by_key(|r| r.start);
         ranges
     };
-    let before = strip_statements(&original.root().children()[0], &sorted(&map.removed));
-    let after = strip_statements(&parsed.root().children()[0], &sorted(&map.inserted));
     let rewritten: std::collections::HashSet<(usize, usize, usize, usize)> = map
         .rewritten
         .iter()
         .map(|(old, new)| (old.start, old.end, new.start, new.end))
         .collect();
-    if !equivalent(&before, &after, &rewritten) {
-        return Err(fail(
-            0,
-            "without the inserted statements the syntax tree differs from the original".into(),
-        ));
+    // Outside the parts parsed anew the statements are the original's (the bytes are, and so is
+    // the tokenizer's state where the parts begin and end): only those parts are compared.
+    let compare = Comparison {
+        removed: sorted(&map.removed),
+        inserted: sorted(&map.inserted),
+        rewritten,
+    };
+    for (old_range, new_range) in &reparsed.regions {
+        let before = kept_in(true, statements(original.root(), old_range), &compare.removed);
+        let after = kept_in(true, statements(&reparsed.root, new_range), &compare.inserted);
+        if !compare.all_equivalent(before, after) {
+            return Err(fail(
+                0,
+                "without the inserted statements the syntax tree differs from the original".into(),
+            ));
+        }
     }
     Ok((frames, anchors))
 }
 
+/// The top-level statements of `root` that begin inside `range`.
+fn statements<'n>(root: &'n Node, range: &Range<usize>) -> &'n [Node] {
+    let body = root.children().first().map_or(&[][..], Node::children);
+    let first = body.partition_point(|s| s.range().start < range.start);
+    let end = body.partition_point(|s| s.range().start < range.end);
+    &body[first..end.max(first)]
+}
+
 /// A copy of `node` without the statements lying inside `ranges` (disjoint, sorted by start).
 fn strip_statements(node: &Node, ranges: &[Range<usize>]) -> Node {
+    let children = kept(node, ranges)
+        .map(|child| strip_statements(child, ranges))
+        .collect();
+    Node::new(node.kind(), node.range(), node.label().map(Into::into), children)
+}
+
+/// The children of `node` that stay once the statements lying inside `ranges` (disjoint,
+/// sorted by start) are taken out.
+fn kept<'n>(node: &'n Node, ranges: &'n [Range<usize>]) -> impl Iterator<Item = &'n Node> {
+    kept_in(node.kind() == LIST, node.children(), ranges)
+}
+
+/// [`kept`] for the `children` of a list (`list`) or of another node.
+fn kept_in<'n>(list: bool, children: &'n [Node], ranges: &'n [Range<usize>]) -> impl Iterator<Item = &'n Node> {
     let inside = |n: &Node| {
         let r = n.range();
         let before = ranges.partition_point(|x| x.start <= r.start);
         before > 0 && r.end <= ranges[before - 1].end
     };
-    let children = node
-        .children()
+    let list = list && !ranges.is_empty();
+    children
         .iter()
-        .filter(|child| !(node.kind() == LIST && !ranges.is_empty() && inside(child) && is_statement(child)))
-        .map(|child| strip_statements(child, ranges))
-        .collect();
-    Node::new(node.kind(), node.range(), node.label().map(Into::into), children)
+        .filter(move |child| !(list && inside(child) && is_statement(child)))
 }
 
 fn is_statement(node: &Node) -> bool {
     !matches!(node.kind(), LIST | "absent") && node.kind().chars().next().is_some_and(char::is_uppercase)
 }
 
-/// Same shape, where a rewritten statement counts as equal when it keeps the original's kind
-/// and contains the original's value.
-fn equivalent(
-    before: &Node,
-    after: &Node,
-    rewritten: &std::collections::HashSet<(usize, usize, usize, usize)>,
-) -> bool {
-    let (old, new) = (before.range(), after.range());
-    if is_statement(before) && rewritten.contains(&(old.start, old.end, new.start, new.end)) {
-        let value = before.children().first();
-        // A bare `return` has no value to find again.
-        let mut contains = value.is_none_or(|v| v.kind() == ABSENT);
-        if let Some(value) = value {
-            after.walk(&mut |n| {
-                contains |= n.same_shape(value);
-                !contains
-            });
+/// The original's tree without the removed statements against the output's without the
+/// inserted ones, compared in place (neither tree is copied).
+struct Comparison {
+    removed: Vec<Range<usize>>,
+    inserted: Vec<Range<usize>>,
+    rewritten: std::collections::HashSet<(usize, usize, usize, usize)>,
+}
+
+impl Comparison {
+    /// Same shape, where a rewritten statement counts as equal when it keeps the original's
+    /// kind and contains the original's value.
+    fn equivalent(&self, before: &Node, after: &Node) -> bool {
+        let (old, new) = (before.range(), after.range());
+        if is_statement(before) && self.rewritten.contains(&(old.start, old.end, new.start, new.end)) {
+            let after = strip_statements(after, &self.inserted);
+            let value = kept(before, &self.removed).next();
+            // A bare `return` has no value to find again.
+            let mut contains = value.is_none_or(|v| v.kind() == ABSENT);
+            if let Some(value) = value {
+                let value = strip_statements(value, &self.removed);
+                after.walk(&mut |n| {
+                    contains |= n.same_shape(&value);
+                    !contains
+                });
+            }
+            return before.kind() == after.kind() && contains;
         }
-        return before.kind() == after.kind() && contains;
+        if before.kind() != after.kind() || before.label() != after.label() {
+            return false;
+        }
+        self.all_equivalent(kept(before, &self.removed), kept(after, &self.inserted))
     }
-    before.kind() == after.kind()
-        && before.label() == after.label()
-        && before.children().len() == after.children().len()
-        && before
-            .children()
-            .iter()
-            .zip(after.children())
-            .all(|(a, b)| equivalent(a, b, rewritten))
+
+    /// Whether both sequences have the same length and are equivalent pairwise.
+    fn all_equivalent<'n>(&self, mut a: impl Iterator<Item = &'n Node>, mut b: impl Iterator<Item = &'n Node>) -> bool {
+        loop {
+            match (a.next(), b.next()) {
+                (None, None) => return true,
+                (Some(x), Some(y)) if self.equivalent(x, y) => {}
+                _ => return false,
+            }
+        }
+    }
 }
 
 #[cfg(test)]

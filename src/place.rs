@@ -10,7 +10,6 @@ use std::ops::Range;
 use crate::edit::Edit;
 use crate::marker::{self, Displaced, MarkerKind, MarkerLine};
 use crate::outline::{Definition, ParsedFile};
-use crate::parse::parse_snippet;
 use crate::pattern::{visit_statements, Depth};
 use crate::source::{newlines_inside_literals, SourceFile, Style};
 use crate::spec::{Anchor, ImportLine, Nth, Selector};
@@ -240,21 +239,13 @@ impl<'a> Placer<'a> {
     /// Returns the lines, each ending with the file's line break.
     pub(crate) fn indent_code(&self, code: &str, indent: &str) -> Result<String, Refusal> {
         let snippet = SourceFile::new("<code>", code);
-        let nodes = parse_snippet("<code>", code)
-            .map_err(|err| refuse(0, format!("the rendered code does not parse: {err}")))?;
-        let mut string_lines = Vec::new();
-        for node in &nodes {
-            node.walk(&mut |n| {
-                if matches!(n.kind(), "Constant" | "JoinedStr") {
-                    let literal = &code[n.range()];
-                    for newline in newlines_inside_literals(literal) {
-                        string_lines.push(snippet.lines().line_of(n.range().start + newline) + 1);
-                    }
-                    return false;
-                }
-                true
-            });
-        }
+        // The lines a string literal continues onto, read lexically: the code was parsed when
+        // the recipe was compiled, and the output is parsed again by the verification, so a
+        // third parse here (the largest part of planning a long helper) would find nothing new.
+        let string_lines: Vec<usize> = newlines_inside_literals(code)
+            .into_iter()
+            .map(|newline| snippet.lines().line_of(newline) + 1)
+            .collect();
         let unit = snippet.style().indent_unit().to_string();
         // Nested levels follow the block's own indentation: a block indented with spaces in a
         // file whose unit is a tab (or the other way round) must not mix the two.

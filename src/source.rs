@@ -479,6 +479,15 @@ pub(crate) fn lines_inside_strings(text: &str) -> Vec<usize> {
     breaks.into_iter().map(|offset| index.line_of(offset) + 1).collect()
 }
 
+/// [`lines_inside_strings`] of a file, through the line index it already has.
+pub(crate) fn file_lines_inside_strings(file: &SourceFile) -> Vec<usize> {
+    let index = file.lines();
+    newlines_inside_literals(file.text())
+        .into_iter()
+        .map(|offset| index.line_of(offset) + 1)
+        .collect()
+}
+
 /// The largest char boundary at or before `offset`.
 pub(crate) fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
     while offset > 0 && !text.is_char_boundary(offset) {

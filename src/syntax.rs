@@ -25,9 +25,18 @@ pub struct Node {
 impl Drop for Node {
     /// Drops the subtree iteratively, so a deep tree cannot overflow the stack.
     fn drop(&mut self) {
-        let mut pending = std::mem::take(&mut self.children);
-        while let Some(mut node) = pending.pop() {
-            pending.append(&mut node.children);
+        if self.children.is_empty() {
+            return;
+        }
+        // Child lists are detached one by one, so each node is dropped without children of its
+        // own; only the lists move, not the nodes.
+        let mut pending = vec![std::mem::take(&mut self.children)];
+        while let Some(mut list) = pending.pop() {
+            for node in &mut list {
+                if !node.children.is_empty() {
+                    pending.push(std::mem::take(&mut node.children));
+                }
+            }
         }
     }
 }
@@ -42,6 +51,14 @@ impl Node {
             label,
             children,
         }
+    }
+
+    /// A copy of this subtree with every range moved by `delta` bytes, for a tree spliced into
+    /// a text where it sits elsewhere.
+    pub(crate) fn shifted(&self, delta: isize) -> Node {
+        let range = self.range.start.wrapping_add_signed(delta)..self.range.end.wrapping_add_signed(delta);
+        let children = self.children.iter().map(|child| child.shifted(delta)).collect();
+        Node::new(self.kind, range, self.label.clone(), children)
     }
 
     /// CPython's `ast` class name (`If`, `Call`...), [`LIST`] or [`ABSENT`].

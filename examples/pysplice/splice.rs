@@ -166,7 +166,8 @@ pub fn apply(args: &ApplyArgs) -> u8 {
         }
     }
     for (_, patched) in batch.successes() {
-        let diff = report::unified_diff(patched.name(), patched.input(), patched.output());
+        // Computed only where it is printed.
+        let diff = || report::unified_diff(patched.name(), patched.input(), patched.output());
         if json {
             let status = match (placed(patched), args.dry_run) {
                 (true, true) => FileStatus::WouldPatch,
@@ -176,10 +177,10 @@ pub fn apply(args: &ApplyArgs) -> u8 {
             let mut splice = Splice::new(status, patched.outcomes(), Words::Apply);
             splice.changed = patched.changed();
             splice.written = !args.dry_run && patched.changed();
-            splice.diff = args.dry_run.then_some(diff);
+            splice.diff = args.dry_run.then(diff);
             outln!("{}", Output::new(patched.name(), Body::Apply(splice)).to_line());
         } else if args.dry_run {
-            out!("{diff}");
+            out!("{}", diff());
         } else {
             out!("{}", report::applied_text(patched));
         }

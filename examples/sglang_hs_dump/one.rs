@@ -153,11 +153,14 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
     };
     let launch = sglang_install::launch_for(release.as_ref(), outcomes);
     // Headers `a/<path>`, `b/<path>` with the path as given (relative to / when absolute).
-    let diff = report::unified_diff(
-        patched.name().trim_start_matches('/'),
-        patched.input(),
-        patched.output(),
-    );
+    // Computed only where it is printed.
+    let diff = || {
+        report::unified_diff(
+            patched.name().trim_start_matches('/'),
+            patched.input(),
+            patched.output(),
+        )
+    };
     let code = u8::from(mode == Mode::Check && pending);
 
     if args.json {
@@ -165,7 +168,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         let mut splice = Splice::new(status, patched.outcomes(), mode.words());
         splice.changed = patched.changed();
         splice.written = write;
-        splice.diff = (args.dry_run || demo).then_some(diff);
+        splice.diff = (args.dry_run || demo).then(diff);
         let body = Body::SglangHsDump(body(args, splice, release.as_ref(), Some((env, &launch))));
         outln!("{}", Output::new(patched.name(), body).to_line());
         return code;
@@ -189,7 +192,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
             return code;
         }
         (_, true) => {
-            out!("{diff}");
+            out!("{}", diff());
             errln!("dry run: nothing was written to {}", patched.name());
             return code;
         }
@@ -207,7 +210,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         (Mode::Apply, false) => {}
     }
     if demo {
-        out!("{diff}");
+        out!("{}", diff());
         outln!();
     }
     out!("{}", report::applied_text(&patched));

@@ -36,7 +36,7 @@
 //! pysplice`, `## <<<  pysplice`): [`looks_like_marker`] and [`marker_like_offset`] recognise it
 //! loosely, so the next scan never takes inserted code for a frame.
 
-use crate::source::{lines_inside_strings, SourceFile};
+use crate::source::{file_lines_inside_strings, SourceFile};
 
 const BEGIN: &str = "# >>> pysplice ";
 const END: &str = "# <<< pysplice ";
@@ -147,7 +147,12 @@ pub(crate) struct Found<'a> {
 /// literal are text, never markers.
 pub(crate) fn marker_lines(file: &SourceFile) -> Vec<Found<'_>> {
     let text = file.text();
-    let in_strings = lines_inside_strings(text);
+    // Every marker line holds " pysplice ": a file without it (most files) has none, and a
+    // substring search is far cheaper than reading its strings and lines.
+    if !text.contains(" pysplice ") {
+        return Vec::new();
+    }
+    let in_strings = file_lines_inside_strings(file);
     let mut found = Vec::new();
     for line in 1..=file.lines().line_count() {
         let range = file.line_range(line);

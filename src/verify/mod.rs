@@ -6,6 +6,7 @@
 pub(crate) mod brackets;
 mod compile;
 mod names;
+pub(crate) mod reparse;
 mod scopes;
 
 use std::ops::Range;
