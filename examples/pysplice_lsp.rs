@@ -32,6 +32,23 @@
 //! not JSON or not UTF-8, a bad header, a message over 64 MiB) get a `-32700` response and the
 //! session goes on (see `lsp/transport.rs`).
 
+/// `eprintln!` that ignores a standard error that cannot be written: an editor may close the
+/// server's stderr, and `eprintln!` would then panic.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `println!` for `--version` and `--help`, ignoring a standard output that cannot be written.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 #[path = "lsp/actions.rs"]
 mod actions;
 #[path = "lsp/convert.rs"]
@@ -66,18 +83,18 @@ fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {
         None | Some("--stdio") => {}
         Some("--version" | "-V") => {
-            println!("{PROGRAM} {}", env!("CARGO_PKG_VERSION"));
+            outln!("{PROGRAM} {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
         Some("--help" | "-h") => {
-            println!(
+            outln!(
                 "{PROGRAM} {}: the pysplice language server, over stdio (no arguments; --stdio is accepted).",
                 env!("CARGO_PKG_VERSION")
             );
             return ExitCode::SUCCESS;
         }
         Some(other) => {
-            eprintln!("{PROGRAM}: unexpected argument '{other}' (the server speaks LSP on stdio; try --help)");
+            errln!("{PROGRAM}: unexpected argument '{other}' (the server speaks LSP on stdio; try --help)");
             return ExitCode::from(2);
         }
     }
@@ -85,13 +102,13 @@ fn main() -> ExitCode {
     let code = match serve(&connection) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("pysplice-lsp: {err}");
+            errln!("pysplice-lsp: {err}");
             ExitCode::FAILURE
         }
     };
     drop(connection);
     if let Err(err) = io_threads.join() {
-        eprintln!("pysplice-lsp: {err}");
+        errln!("pysplice-lsp: {err}");
     }
     code
 }
@@ -100,7 +117,7 @@ fn main() -> ExitCode {
 fn serve(connection: &Connection) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let (id, params) = connection.initialize_start()?;
     let params: InitializeParams = serde_json::from_value(params).unwrap_or_else(|err| {
-        eprintln!("pysplice-lsp: bad initialize params ({err}); using defaults");
+        errln!("pysplice-lsp: bad initialize params ({err}); using defaults");
         InitializeParams::default()
     });
     let capabilities = ServerCapabilities {

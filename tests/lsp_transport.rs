@@ -23,13 +23,19 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Server::start_with(Stdio::null())
+    }
+
+    fn start_with(stderr: Stdio) -> Server {
         let mut child = Command::new(common::example_binary("pysplice_lsp"))
             .current_dir(std::env::temp_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("the server starts");
+        // A stderr nobody reads any more: every log line meets a broken pipe.
+        drop(child.stderr.take());
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let (sender, incoming) = channel();
@@ -176,6 +182,27 @@ fn bad_framing_is_answered_and_the_session_goes_on() {
         assert_eq!(answer["error"]["code"], -32600, "{answer}");
     }
     server.still_serving(100);
+    server.finish();
+}
+
+/// An editor that closes the server's stderr: logging meets a broken pipe, which must not end
+/// the session (`eprintln!` panics there).
+#[test]
+fn regression_a_closed_stderr_is_no_crash() {
+    let mut server = Server::start_with(Stdio::piped());
+    for (i, body) in [
+        r#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":7}"#,
+        r#"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDocument":{}}}"#,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        server.raw(frame(body).as_bytes());
+        server.still_serving(i as i64 + 1);
+    }
+    server.raw(b"Content-Length: 9\r\n\r\n{not json");
+    assert_parse_error(&server.next(), "Parse error");
+    server.still_serving(10);
     server.finish();
 }
 

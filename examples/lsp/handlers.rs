@@ -81,8 +81,8 @@ impl Server<'_> {
         let result = catch_unwind(AssertUnwindSafe(|| self.notify(notification)));
         match result {
             Ok(Ok(())) => {}
-            Ok(Err(err)) => eprintln!("pysplice-lsp: {method}: {err}"),
-            Err(_) => eprintln!("pysplice-lsp: {method} failed (a bug)"),
+            Ok(Err(err)) => errln!("pysplice-lsp: {method}: {err}"),
+            Err(_) => errln!("pysplice-lsp: {method} failed (a bug)"),
         }
     }
 

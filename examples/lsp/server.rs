@@ -199,7 +199,7 @@ impl<'c> Server<'c> {
     }
 
     pub fn log(&self, message: String) {
-        eprintln!("pysplice-lsp: {message}");
+        errln!("pysplice-lsp: {message}");
         let params = lsp_types::LogMessageParams {
             typ: MessageType::LOG,
             message,
@@ -212,12 +212,12 @@ impl<'c> Server<'c> {
 
     pub fn send(&self, message: Message) {
         if let Err(err) = self.connection.sender.send(message) {
-            eprintln!("pysplice-lsp: cannot send: {err}");
+            errln!("pysplice-lsp: cannot send: {err}");
         }
     }
 
     pub fn show(&self, typ: MessageType, message: String) {
-        eprintln!("pysplice-lsp: {message}");
+        errln!("pysplice-lsp: {message}");
         let params = ShowMessageParams { typ, message };
         self.send(Message::Notification(Notification::new(
             ShowMessage::METHOD.into(),
