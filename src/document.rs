@@ -51,6 +51,7 @@
 //! ```
 
 use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
 use ropey::Rope;
 use similar::{Algorithm, DiffOp};
@@ -60,6 +61,7 @@ use crate::error::{Error, Location};
 use crate::locate::Target;
 use crate::marker::{self, Frame};
 use crate::outcome;
+use crate::outline::ParsedFile;
 use crate::source::{lines_inside_strings, SourceFile};
 use crate::spec::Recipe;
 
@@ -211,6 +213,48 @@ pub struct Document {
     name: String,
     rope: Rope,
     version: i32,
+    parses: LastParses,
+}
+
+/// Per recipe, the original text of the last plan and its parse: the next plan parses again
+/// only the top-level statements an edit touched (any earlier version serves; the result is
+/// always the tree of a whole parse).
+#[derive(Default)]
+struct LastParses(Mutex<Vec<(String, Arc<ParsedFile>)>>);
+
+/// How many recipes' parses a document keeps.
+const KEPT_PARSES: usize = 8;
+
+impl LastParses {
+    fn get(&self, recipe: &str) -> Option<Arc<ParsedFile>> {
+        let kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.iter()
+            .find(|(id, _)| id == recipe)
+            .map(|(_, parsed)| Arc::clone(parsed))
+    }
+
+    fn put(&self, recipe: &str, parsed: Arc<ParsedFile>) {
+        let mut kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.retain(|(id, _)| id != recipe);
+        if kept.len() >= KEPT_PARSES {
+            kept.remove(0);
+        }
+        kept.push((recipe.to_string(), parsed));
+    }
+}
+
+impl Clone for LastParses {
+    fn clone(&self) -> LastParses {
+        let kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        LastParses(Mutex::new(kept.clone()))
+    }
+}
+
+impl std::fmt::Debug for LastParses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        write!(f, "LastParses({} recipes)", kept.len())
+    }
 }
 
 impl Document {
@@ -222,6 +266,7 @@ impl Document {
             name: name.into(),
             rope: Rope::from_str(text),
             version: 0,
+            parses: LastParses::default(),
         }
     }
 
@@ -366,7 +411,10 @@ impl Document {
     /// # Errors
     /// As [`Document::plan`].
     pub fn plan_keeping(&self, recipe: &Recipe) -> Result<(DocumentPlan, KeptPlan), Error> {
-        let prepared = Prepared::new(recipe, SourceFile::new(self.name.clone(), self.text()))?;
+        let source = SourceFile::new(self.name.clone(), self.text());
+        let previous = self.parses.get(&recipe.id);
+        let prepared = Prepared::reusing(recipe, source, previous.as_deref())?;
+        self.parses.put(&recipe.id, prepared.original_shared());
         let current = prepared.current();
         let original = prepared.original();
         let plan = engine::plan(recipe, original);

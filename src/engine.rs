@@ -6,6 +6,7 @@
 //! "already applied", changed or moved ones "updated".
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::edit::{apply_edits, Edit, EditMap};
 use crate::error::{Error, HookRef};
@@ -99,7 +100,8 @@ pub struct Prepared {
     frames: Vec<Frame>,
     /// Where each frame sits in the original text.
     anchors: Vec<usize>,
-    original: ParsedFile,
+    /// Shared, so that an editor's next keystroke can re-parse from it (`Document`).
+    original: Arc<ParsedFile>,
 }
 
 impl Prepared {
@@ -109,6 +111,20 @@ impl Prepared {
     /// [`Error::Marker`] for damaged or hand-edited frames; [`Error::Syntax`] when the text is not
     /// valid Python.
     pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
+        Prepared::reusing(recipe, current, None)
+    }
+
+    /// [`Prepared::new`], parsing the original text again only where it differs from
+    /// `previous` (the original of an earlier version of the same file, for this recipe).
+    pub(crate) fn reusing(
+        recipe: &Recipe,
+        current: SourceFile,
+        previous: Option<&ParsedFile>,
+    ) -> Result<Prepared, Error> {
+        let parse = |source: SourceFile| match previous {
+            Some(previous) => ParsedFile::reparse(source, previous),
+            None => ParsedFile::parse(source),
+        };
         if let Some((other, line)) = marker::stacked_inside(&current, &recipe.id) {
             // Taking this recipe's expansion out would take the other recipe's changes with it.
             let offset = current.lines().line_start(line).unwrap_or(0);
@@ -123,17 +139,22 @@ impl Prepared {
         let frames = marker::scan(&current, &recipe.id)?;
         check_replaced(recipe, &current, &frames)?;
         let (original, anchors) = if frames.is_empty() {
-            (ParsedFile::parse(current.clone())?, Vec::new())
+            (parse(current.clone())?, Vec::new())
         } else {
             let (text, anchors) = marker::strip_with_anchors(current.text(), &frames);
-            (ParsedFile::parse(SourceFile::new(current.name(), text))?, anchors)
+            (parse(SourceFile::new(current.name(), text))?, anchors)
         };
         Ok(Prepared {
             current,
             frames,
             anchors,
-            original,
+            original: Arc::new(original),
         })
+    }
+
+    /// The original, shared.
+    pub(crate) fn original_shared(&self) -> Arc<ParsedFile> {
+        Arc::clone(&self.original)
     }
 
     /// The file as found.
@@ -873,9 +894,9 @@ fn verify(
         hook: HookRef(hook_at(offset)),
     };
     let (old, new) = (original.source().text(), output.text());
-    // Only the top-level statements holding an edit are parsed again (see `verify::reparse`).
+    // Only the top-level statements holding an edit are parsed again (see `parse::reparse`).
     let spans: Vec<(Range<usize>, Range<usize>)> = map.spans.iter().map(|(o, n, _)| (o.clone(), n.clone())).collect();
-    let reparsed = crate::verify::reparse::reparse(original.root(), old, output, &spans).map_err(|err| {
+    let reparsed = crate::parse::reparse::reparse(original.root(), old, output, &spans).map_err(|err| {
         let offset = output.lines().line_start(err.location().line).unwrap_or(0);
         fail(offset, format!("the patched text does not parse: {err}"))
     })?;

@@ -164,6 +164,28 @@ impl ParsedFile {
         })
     }
 
+    /// [`ParsedFile::parse`] of `source`, a later version of `previous`'s text, parsing again
+    /// only the top-level statements the change touches (see `parse::reparse`); the same tree
+    /// and outline as a whole parse.
+    pub(crate) fn reparse(source: SourceFile, previous: &ParsedFile) -> Result<ParsedFile, Error> {
+        let Some(span) = crate::parse::reparse::changed_span(previous.source.text(), source.text()) else {
+            return Ok(ParsedFile {
+                source,
+                root: previous.root.clone(),
+                definitions: previous.definitions.clone(),
+            });
+        };
+        let root = crate::parse::reparse::reparse(&previous.root, previous.source.text(), &source, &[span])?.root;
+        let mut definitions = Vec::new();
+        let mut tree_path = vec![0];
+        collect(&source, &root.children()[0], None, &mut tree_path, &mut definitions);
+        Ok(ParsedFile {
+            source,
+            root,
+            definitions,
+        })
+    }
+
     /// The file's text and style.
     #[must_use]
     pub fn source(&self) -> &SourceFile {
@@ -361,4 +383,90 @@ fn definition(
 fn leading_whitespace(text: &str) -> String {
     let trimmed = text.trim_start_matches([' ', '\t', '\x0c']);
     text[..text.len() - trimmed.len()].replace('\x0c', "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Top-level statements to build files from, and pieces to edit them with: some keep the file
+    /// valid, some open brackets or strings, continue lines, indent, or add what only the start
+    /// of a file may hold.
+    const STATEMENTS: &[&str] = &[
+        "import os\n",
+        "x = (1,\n     2)\n",
+        "@dec\ndef f(a):\n    return a\n",
+        "class A(B):\n    def g(self):\n        # note\n        pass\n",
+        "if x:\n    y = 1\nelse:\n    y = 2\n",
+        "s = \"\"\"doc\nstring\"\"\"\n",
+        "z = 1; w = 2\n",
+        "\n# comment\n\n",
+        "async def h():\n    await q\n",
+        "t = a \\\n    + b\n",
+    ];
+    const PIECES: &[&str] = &[
+        "",
+        "\n",
+        "x",
+        "#",
+        "(",
+        ")",
+        "\"\"\"",
+        "'",
+        "\\\n",
+        ":\n    ",
+        "    ",
+        "\u{feff}",
+        "def k():\n    pass\n",
+        "class C:\n",
+        "# coding: latin-1\n",
+        "\r\n",
+        "\t",
+        "é",
+        "return 1\n",
+        "else:\n",
+    ];
+
+    fn text_of(parts: &[usize]) -> String {
+        parts.iter().map(|&i| STATEMENTS[i % STATEMENTS.len()]).collect()
+    }
+
+    /// The largest char boundary at or before `at`.
+    fn boundary(text: &str, at: usize) -> usize {
+        let mut at = at.min(text.len());
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
+    }
+
+    proptest! {
+        /// Re-parsing from an earlier version gives what a whole parse gives: the same tree and
+        /// outline, or the same error.
+        #[test]
+        fn reparse_equals_a_whole_parse(
+            parts in proptest::collection::vec(0usize..STATEMENTS.len(), 1..8),
+            edits in proptest::collection::vec((0usize..400, 0usize..12, 0usize..PIECES.len()), 1..4),
+        ) {
+            let mut text = text_of(&parts);
+            let mut previous = ParsedFile::parse(SourceFile::new("m.py", text.as_str())).unwrap();
+            for (at, len, piece) in edits {
+                let start = boundary(&text, at);
+                let end = boundary(&text, start + len);
+                text.replace_range(start..end, PIECES[piece]);
+                let whole = ParsedFile::parse(SourceFile::new("m.py", text.as_str()));
+                let again = ParsedFile::reparse(SourceFile::new("m.py", text.as_str()), &previous);
+                match (whole, again) {
+                    (Ok(whole), Ok(again)) => {
+                        prop_assert!(whole.root == again.root, "{text:?}");
+                        prop_assert_eq!(&whole.definitions, &again.definitions);
+                        previous = again;
+                    }
+                    (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+                    (a, b) => prop_assert!(false, "{text:?}: whole {:?}, again {:?}", a.is_ok(), b.is_ok()),
+                }
+            }
+        }
+    }
 }

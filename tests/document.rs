@@ -444,6 +444,56 @@ proptest! {
     }
 }
 
+/// Lines to edit the model with: some keep it valid Python, some break it for a while.
+const EDIT_LINES: &[&str] = &[
+    "x = 1\n",
+    "    y = 2\n",
+    "def g():\n    pass\n",
+    "class Other:\n    pass\n",
+    "# a comment\n",
+    "(",
+    ")\n",
+    "\"\"\"\n",
+    "",
+    "    def forward(self, x):\n        return x\n",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A document planned after every keystroke (re-parsing only what changed since its last
+    /// plan) plans exactly as a fresh document of the same text: edits anywhere, valid or not,
+    /// before and after the recipe is applied.
+    #[test]
+    fn plans_after_edits_equal_plans_of_a_fresh_document(
+        edits in proptest::collection::vec((0u32..12, 0u32..3, 0usize..EDIT_LINES.len(), any::<bool>()), 1..10),
+    ) {
+        let recipe = recipe();
+        let mut doc = Document::new("m.py", MODEL);
+        for (line, lines, piece, apply) in edits {
+            let range = Utf16Range::new(pos(line, 0), pos(line + lines, 0));
+            doc.apply_change(Some(range), EDIT_LINES[piece]);
+            if apply {
+                if let Ok(edits) = doc.apply_edits(&recipe) {
+                    for edit in edits.iter().rev() {
+                        doc.apply_change(Some(edit.range), &edit.new_text);
+                    }
+                }
+            }
+            let fresh = Document::new("m.py", &doc.text());
+            match (doc.plan(&recipe), fresh.plan(&recipe)) {
+                (Ok(mut kept), Ok(mut new)) => {
+                    kept.version = 0;
+                    new.version = 0;
+                    prop_assert_eq!(kept, new, "{}", doc.text());
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => prop_assert!(false, "{:?} / {:?}: {}", a.is_ok(), b.is_ok(), doc.text()),
+            }
+        }
+    }
+}
+
 /// A hook at the end of the module: the edits that apply and revert it stay inside the text
 /// (no position on the line after the final line break, which Neovim turns into an extra empty
 /// line), and still give exactly what `apply` and `revert` give, in every line-break style.

@@ -5,6 +5,7 @@
 
 mod convert;
 mod prescan;
+pub(crate) mod reparse;
 
 pub use prescan::{MAX_BRACKETS, MAX_INDENT, MAX_NESTING};
 

@@ -6,7 +6,6 @@
 pub(crate) mod brackets;
 mod compile;
 mod names;
-pub(crate) mod reparse;
 mod scopes;
 
 use std::ops::Range;

@@ -1,6 +1,6 @@
-//! The syntax tree of a patched file without parsing all of it again: only the runs of
-//! top-level statements that hold an edit are parsed, and the original's other statements are
-//! reused, moved to where they sit now.
+//! The syntax tree of a new version of a file (a patched output, a document after a keystroke)
+//! without parsing all of it again: only the runs of top-level statements that hold an edit are
+//! parsed, and the old version's other statements are reused, moved to where they sit now.
 //!
 //! Why this is the tree a whole parse gives: the text is cut only at the start of a line where
 //! a top-level statement begins after the previous one ended, and the line before the cut does
@@ -12,8 +12,8 @@
 
 use std::ops::Range;
 
+use super::parse_module;
 use crate::error::Error;
-use crate::parse::parse_module;
 use crate::source::SourceFile;
 use crate::syntax::{Node, LIST};
 
@@ -43,6 +43,24 @@ pub(crate) fn reparse(
     }
 }
 
+/// The one span (old range, new range) outside which `old` and `new` are the same bytes: their
+/// common prefix and suffix taken off. `None` when they are equal.
+pub(crate) fn changed_span(old: &str, new: &str) -> Option<(Range<usize>, Range<usize>)> {
+    if old == new {
+        return None;
+    }
+    let prefix = old.bytes().zip(new.bytes()).take_while(|(a, b)| a == b).count();
+    let room = old.len().min(new.len()) - prefix;
+    let suffix = old
+        .bytes()
+        .rev()
+        .zip(new.bytes().rev())
+        .take(room)
+        .take_while(|(a, b)| a == b)
+        .count();
+    Some((prefix..old.len() - suffix, prefix..new.len() - suffix))
+}
+
 /// A whole parse of `output`.
 fn whole(output: &SourceFile, old_len: usize) -> Result<Reparsed, Error> {
     let root = parse_module(output)?;
@@ -67,7 +85,14 @@ fn spliced(
     // Each edit widened to the clean cuts around it; overlapping or touching ones merged.
     let mut regions: Vec<Range<usize>> = Vec::new();
     for (range, _) in &spans {
-        let start = cuts[..cuts.partition_point(|&c| c <= range.start)].last().copied()?;
+        // The end of a text that does not end with a clean line break is no place to start a
+        // run: what is inserted there continues the last statement.
+        let open_end = !ends_cleanly(old);
+        let start = cuts[..cuts.partition_point(|&c| c <= range.start)]
+            .iter()
+            .rev()
+            .find(|&&c| c == 0 || c < old.len() || !open_end)
+            .copied()?;
         let end = cuts.get(cuts.partition_point(|&c| c < range.end)).copied()?;
         match regions.last_mut() {
             Some(last) if start <= last.end => last.end = last.end.max(end),
