@@ -56,6 +56,37 @@ fn main() {
                 black_box(doc.plan(&recipe).expect("plans"))
             });
         });
+        // The same inside the class the recipe patches (a comment in `DeepseekV2Model`): the
+        // whole class is parsed again, not only the edited line.
+        // An original comment line of the class (found in the released text, so never one of
+        // the recipe's lines), then the same line in this text.
+        let original_class = text.find("\nclass DeepseekV2Model(").expect("DeepseekV2Model");
+        let comment_at = original_class + text[original_class..].find("\n        # ").expect("a comment in the class") + 1;
+        let comment = &text[comment_at..comment_at + text[comment_at..].find('\n').unwrap_or(0) + 1];
+        let class = start.find("\nclass DeepseekV2Model(").expect("DeepseekV2Model");
+        let inner = class + start[class..].find(comment).expect("the comment") + "        # ".len();
+        let inner_line = start[..inner].matches('\n').count() as u32;
+        let inner_column = (inner - start[..inner].rfind('\n').map_or(0, |i| i + 1)) as u32;
+        let in_class = Utf16Range::new(
+            Utf16Position::new(inner_line, inner_column),
+            Utf16Position::new(inner_line, inner_column + 1),
+        );
+        group.bench_function(format!("one_char_edit_in_the_patched_class_then_plan/{label}"), |b| {
+            b.iter(|| {
+                flip = !flip;
+                doc.apply_change(Some(in_class), if flip { "x" } else { "y" });
+                black_box(doc.plan(&recipe).expect("plans"))
+            });
+        });
+        // A fresh document per keystroke: every plan parses the whole file.
+        group.bench_function(format!("whole_parse_then_plan/{label}"), |b| {
+            b.iter(|| {
+                flip = !flip;
+                doc.apply_change(Some(range), if flip { "x" } else { "y" });
+                let fresh = Document::new(FILE, &doc.text());
+                black_box(fresh.plan(&recipe).expect("plans"))
+            });
+        });
         // The code action of the same version: planned afresh (two parses, as before), or from
         // the parse and plan the diagnostics kept.
         group.bench_function(format!("edit_plan_then_apply_edits_fresh/{label}"), |b| {
