@@ -61,7 +61,11 @@ fn main() {
         // An original comment line of the class (found in the released text, so never one of
         // the recipe's lines), then the same line in this text.
         let original_class = text.find("\nclass DeepseekV2Model(").expect("DeepseekV2Model");
-        let comment_at = original_class + text[original_class..].find("\n        # ").expect("a comment in the class") + 1;
+        let comment_at = original_class
+            + text[original_class..]
+                .find("\n        # ")
+                .expect("a comment in the class")
+            + 1;
         let comment = &text[comment_at..comment_at + text[comment_at..].find('\n').unwrap_or(0) + 1];
         let class = start.find("\nclass DeepseekV2Model(").expect("DeepseekV2Model");
         let inner = class + start[class..].find(comment).expect("the comment") + "        # ".len();

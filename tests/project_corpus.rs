@@ -20,7 +20,13 @@ fn kimi_versions() -> Vec<String> {
         .into_iter()
         .filter(|v| common::models_dir(v).join("kimi_k25.py").exists())
         .collect();
-    assert_eq!(versions, ["0.5.9", "0.5.10", "0.5.14", "0.5.17", "0.5.23"]);
+    assert_eq!(
+        versions,
+        [
+            "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.16", "0.5.17", "0.5.18", "0.5.20",
+            "0.5.22", "0.5.23"
+        ]
+    );
     versions
 }
 
