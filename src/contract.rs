@@ -304,9 +304,9 @@ pub struct Release {
 pub struct Launch {
     /// Environment variables to set, name to value.
     pub env: std::collections::BTreeMap<String, String>,
-    /// Server flags.
+    /// The server flags, each value its own item (`--chunked-prefill-size`, `-1`).
     pub flags: Vec<String>,
-    /// Notes for this release.
+    /// What to know beyond the flags, one note each.
     pub notes: Vec<String>,
 }
 
@@ -565,7 +565,7 @@ pub struct ReachBody {
 /// `forwards`: public methods of delegates that a wrapper does not expose.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Forwards {
-    /// The wrapper class.
+    /// The class asked about, as given.
     pub wrapper: String,
     /// One entry per delegate (empty on failure).
     pub forwards: Vec<Forwarding>,

@@ -187,7 +187,7 @@ pub enum QueryError {
         crate::suggest::did_you_mean(candidates)
     )]
     UnknownMethod {
-        /// The class.
+        /// The class that was asked about (found, but without the method).
         class: String,
         /// The method asked for.
         method: String,

@@ -72,11 +72,11 @@ pub enum Step {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Chain {
-    /// The start class.
+    /// The class the chain starts from.
     pub start: String,
-    /// Its module.
+    /// The dotted module defining the start class.
     pub module: String,
-    /// The steps, in order.
+    /// One step per inheritance or composition, from the start class on.
     pub steps: Vec<Step>,
 }
 
@@ -262,11 +262,11 @@ pub struct Member {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Forwarding {
-    /// The wrapper class.
+    /// The class that holds the delegate and may forward to it.
     pub wrapper: String,
     /// The attribute holding the delegate.
     pub attr: String,
-    /// The delegate class.
+    /// The class constructed into `attr`.
     pub delegate: String,
     /// The dotted module defining the delegate class.
     pub delegate_module: String,
