@@ -102,7 +102,9 @@ impl Batch {
     /// Writes every changed file, all or nothing, and gives the files written; `None` (nothing
     /// written) when a file failed ([`Batch::first_error`] says why).
     ///
-    /// The errors are those of [`crate::files::write_all`]: [`Error::Changed`],
+    /// # Errors
+    ///
+    /// Those of [`crate::files::write_all`]: [`Error::Changed`],
     /// [`Error::Locked`], [`Error::Io`], ... leave every file as it was, [`Error::PartialWrite`]
     /// names the files that were written.
     #[must_use = "a failed write must be reported"]

@@ -304,9 +304,9 @@ pub struct Release {
 pub struct Launch {
     /// Environment variables to set, name to value.
     pub env: std::collections::BTreeMap<String, String>,
-    /// Server flags.
+    /// The server flags, each value its own item (`--chunked-prefill-size`, `-1`).
     pub flags: Vec<String>,
-    /// Notes for this release.
+    /// What to know beyond the flags, one note each.
     pub notes: Vec<String>,
 }
 
@@ -450,9 +450,9 @@ pub struct GraphBase {
 pub enum GraphBaseTarget {
     /// A class of the project.
     Class {
-        /// Its name.
+        /// The class name.
         class: String,
-        /// Its module.
+        /// The dotted module defining the class.
         module: String,
     },
     /// A name from outside the directory.
@@ -462,7 +462,7 @@ pub enum GraphBaseTarget {
     },
     /// Not found.
     Unresolved {
-        /// Why.
+        /// Why the base could not be found.
         reason: String,
     },
 }
@@ -470,11 +470,11 @@ pub enum GraphBaseTarget {
 /// `self.attr = Class(...)` of a [`GraphClass`].
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct GraphComposition {
-    /// The attribute.
+    /// The attribute assigned, `x` in `self.x = Class(...)`.
     pub attr: String,
     /// The class constructed.
     pub class: String,
-    /// Its module.
+    /// The dotted module defining the constructed class.
     pub module: String,
     /// The file of the assignment.
     pub file: String,
@@ -565,7 +565,7 @@ pub struct ReachBody {
 /// `forwards`: public methods of delegates that a wrapper does not expose.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Forwards {
-    /// The wrapper class.
+    /// The class asked about, as given.
     pub wrapper: String,
     /// One entry per delegate (empty on failure).
     pub forwards: Vec<Forwarding>,

@@ -136,7 +136,7 @@ pub enum Error {
         location: Location,
         /// Why not.
         reason: String,
-        /// The hook.
+        /// The hook whose placement was refused.
         hook: HookRef,
     },
 
@@ -216,11 +216,11 @@ pub enum Error {
     /// The file is larger than pysplice reads ([`crate::files::MAX_FILE_BYTES`]).
     #[error("{location}: the file has {size} bytes, more than the limit of {limit} bytes; not read")]
     TooLarge {
-        /// The file.
+        /// The file that is too large.
         location: Location,
         /// Its size (or how much was read before stopping).
         size: u64,
-        /// The limit.
+        /// The most bytes a file may have.
         limit: u64,
     },
 

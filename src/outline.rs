@@ -211,11 +211,17 @@ impl ParsedFile {
     }
 
     /// The syntax node of a definition of this file.
+    ///
+    /// Never panics: a [`Definition`] of another file gives the node at the same place in this
+    /// file when there is one, else the module ([`ParsedFile::root`]).
     #[must_use]
     pub fn node(&self, definition: &Definition) -> &Node {
         let mut node = &self.root;
         for &i in &definition.tree_path {
-            node = &node.children()[i];
+            match node.children().get(i) {
+                Some(child) => node = child,
+                None => return &self.root,
+            }
         }
         node
     }

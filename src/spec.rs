@@ -110,7 +110,7 @@ pub enum Action {
     EnsureImports(Vec<ImportLine>),
     /// Insert a block of code at an anchor.
     Insert {
-        /// Where.
+        /// Where in the target the code goes.
         at: Anchor,
         /// The code (dedented).
         code: Template,
@@ -131,7 +131,7 @@ pub enum Action {
     },
     /// Add a method to a wrapper class that forwards to an attribute, unless the class has it.
     AddForwarder {
-        /// The method name.
+        /// The name of the method to add (and of the delegate's method it calls).
         method: String,
         /// The attribute holding the delegate (`language_model`).
         via: String,

@@ -652,3 +652,22 @@ fn every_fixture_agrees_with_cpython() {
     assert!(expected[fixture_dir().join("syntax_error.py").to_str().unwrap()]["error"].is_string());
     assert!(expected[fixture_dir().join("non_utf8.py").to_str().unwrap()]["error"].is_string());
 }
+
+/// A definition of another file does not panic: it gives the node at the same place when the
+/// file has one, else the module.
+#[test]
+fn node_of_a_foreign_definition() {
+    let deep = ParsedFile::parse(SourceFile::new(
+        "deep.py",
+        "x = 1\ny = 2\nclass A:\n    class B:\n        def f(self):\n            pass\n",
+    ))
+    .unwrap();
+    let small = ParsedFile::parse(SourceFile::new("small.py", "def g():\n    pass\n")).unwrap();
+    let foreign = deep.locate("A.B.f").unwrap();
+    assert_eq!(deep.node(foreign).kind(), "FunctionDef");
+    assert!(std::ptr::eq(small.node(foreign), small.root()));
+    assert_eq!(small.node(foreign).kind(), "Module");
+    // Same place in both files: that node.
+    let top = ParsedFile::parse(SourceFile::new("top.py", "def h():\n    pass\n")).unwrap();
+    assert_eq!(top.node(small.locate("g").unwrap()).kind(), "FunctionDef");
+}

@@ -157,9 +157,9 @@ pub enum UseKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct UseFacts {
-    /// The attribute used.
+    /// The instance attribute, `x` in `self.x`.
     pub attr: String,
-    /// How.
+    /// How it is used: called, a method called on it, passed on, or returned.
     pub kind: UseKind,
     /// 1-based line.
     pub line: usize,

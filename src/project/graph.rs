@@ -39,7 +39,7 @@ pub struct BaseLink {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct CompositionEdge {
-    /// The instance attribute.
+    /// The attribute assigned, `x` in `self.x = Class(...)`.
     pub attr: String,
     /// The class constructed.
     pub target: ClassId,
@@ -91,22 +91,22 @@ pub struct ClassNode {
 pub enum Diagnostic {
     /// A base class that cannot be found.
     UnresolvedBase {
-        /// The class.
+        /// The class whose base is missing.
         class: String,
-        /// Its file.
+        /// The file that defines the class.
         file: String,
         /// 1-based line of the base.
         line: usize,
         /// The base as written.
         base: String,
-        /// Why.
+        /// Why the base could not be found.
         reason: String,
     },
     /// A module defines the same class name more than once.
     DuplicateClass {
-        /// The file.
+        /// The file defining the class twice.
         file: String,
-        /// The class name.
+        /// The name defined more than once.
         class: String,
         /// The lines of every definition.
         lines: Vec<usize>,
@@ -439,12 +439,20 @@ impl<'p> ClassGraph<'p> {
     }
 
     /// One class.
+    ///
+    /// # Panics
+    ///
+    /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn class(&self, id: ClassId) -> &ClassNode {
         &self.nodes[id]
     }
 
     /// The facts read off a class's source (methods, attributes, uses).
+    ///
+    /// # Panics
+    ///
+    /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn facts(&self, id: ClassId) -> &'p ClassFacts {
         self.class_facts_of(self.nodes[id].key)
@@ -473,6 +481,10 @@ impl<'p> ClassGraph<'p> {
     }
 
     /// The method resolution order of a class (itself first), over project classes.
+    ///
+    /// # Panics
+    ///
+    /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn mro(&self, id: ClassId) -> &[ClassId] {
         &self.mro[id]
@@ -480,6 +492,10 @@ impl<'p> ClassGraph<'p> {
 
     /// The compositions instances of `id` get: their own and those of ancestors whose assigning
     /// method `id` runs, as (ancestor, edge).
+    ///
+    /// # Panics
+    ///
+    /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn compositions_of(&self, id: ClassId) -> Vec<(ClassId, &CompositionEdge)> {
         self.edges[id]
@@ -507,6 +523,10 @@ impl<'p> ClassGraph<'p> {
     }
 
     /// All subclasses of `id`, transitively, in breadth-first order (not `id` itself).
+    ///
+    /// # Panics
+    ///
+    /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn descendants(&self, id: ClassId) -> Vec<ClassId> {
         let mut out = Vec::new();
@@ -523,6 +543,10 @@ impl<'p> ClassGraph<'p> {
     }
 
     /// The first class in the MRO of `id` that defines method `name`.
+    ///
+    /// # Panics
+    ///
+    /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn owner_of(&self, id: ClassId, name: &str) -> Option<ClassId> {
         self.mro[id].iter().copied().find(|&c| self.facts(c).defines(name))
@@ -531,6 +555,10 @@ impl<'p> ClassGraph<'p> {
     /// Whether calling method `m` on an instance of `k` runs the body of `t.m`: `k` is `t`, `k`
     /// inherits `t.m`, or the overriding methods on the way call `super().m(...)` or
     /// `Base.m(self, ...)` until they reach it.
+    ///
+    /// # Panics
+    ///
+    /// When `k` or `t` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn runs(&self, k: ClassId, t: ClassId, m: &str) -> Option<RunPath> {
         let mro = &self.mro[k];
@@ -577,6 +605,11 @@ impl<'p> ClassGraph<'p> {
     }
 
     /// A shortest inheritance path from `from` up to its ancestor `to` (both included).
+    ///
+    /// # Panics
+    ///
+    /// When `from`, or a class on the way up, is not a class of this graph (not an index into
+    /// [`ClassGraph::classes`]).
     #[must_use]
     pub fn inheritance_path(&self, from: ClassId, to: ClassId) -> Option<Vec<ClassId>> {
         let mut parent: HashMap<ClassId, ClassId> = HashMap::new();

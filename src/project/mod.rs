@@ -187,7 +187,7 @@ pub enum QueryError {
         crate::suggest::did_you_mean(candidates)
     )]
     UnknownMethod {
-        /// The class.
+        /// The class that was asked about (found, but without the method).
         class: String,
         /// The method asked for.
         method: String,
@@ -426,6 +426,9 @@ impl Project {
     ///
     /// # Errors
     /// The [`FileProblem`] when the file cannot be read or parsed.
+    ///
+    /// # Panics
+    /// When `index` is not below `files().len()`.
     pub fn facts(&self, index: usize) -> Result<&ModuleFacts, &FileProblem> {
         let file = &self.files[index];
         file.facts
@@ -451,6 +454,9 @@ impl Project {
     }
 
     /// Parses the files at `indices` in parallel (those not parsed yet).
+    ///
+    /// # Panics
+    /// When an index is not below `files().len()`.
     pub fn load(&self, indices: &[usize]) {
         indices.par_iter().for_each(|&i| {
             let _ = self.facts(i);

@@ -38,9 +38,9 @@ pub type UseEvidence = Evidence;
 pub enum Step {
     /// The previous class is a subclass of `class` (written `⊂`).
     Inherits {
-        /// The base class.
+        /// The base class named in the previous class's `class` line.
         class: String,
-        /// Its module.
+        /// The dotted module defining the base class.
         module: String,
         /// The `class Sub(Base)` line.
         evidence: Evidence,
@@ -48,11 +48,11 @@ pub enum Step {
     /// The previous class (or the ancestor the chain stands at) holds a `class` in `attr`
     /// (written `-attr->`).
     Holds {
-        /// The attribute.
+        /// The attribute assigned, `x` in `self.x = Class(...)`.
         attr: String,
         /// The class constructed.
         class: String,
-        /// Its module.
+        /// The dotted module defining the constructed class.
         module: String,
         /// The assignment.
         evidence: Evidence,
@@ -72,11 +72,11 @@ pub enum Step {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Chain {
-    /// The start class.
+    /// The class the chain starts from.
     pub start: String,
-    /// Its module.
+    /// The dotted module defining the start class.
     pub module: String,
-    /// The steps, in order.
+    /// One step per inheritance or composition, from the start class on.
     pub steps: Vec<Step>,
 }
 
@@ -159,9 +159,9 @@ pub enum RunVia {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Runner {
-    /// The class.
+    /// The class name.
     pub class: String,
-    /// Its module.
+    /// The dotted module defining the class.
     pub module: String,
     /// Its `class` line.
     pub evidence: Evidence,
@@ -177,7 +177,7 @@ pub struct Runner {
 pub struct ReachEntry {
     /// The entry class.
     pub class: String,
-    /// Its module.
+    /// The dotted module defining the entry class.
     pub module: String,
     /// The entry class or a class on its chain looks like a draft model.
     pub draft: bool,
@@ -247,14 +247,14 @@ impl fmt::Display for Reach {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Member {
-    /// Its name.
+    /// The member's name as written in the class.
     pub name: String,
     /// The class defining it.
     pub class: String,
     /// `method`, `property`, `classmethod`, `staticmethod`, `class attribute` or
     /// `instance attribute`.
     pub kind: String,
-    /// Where.
+    /// The file and line defining the member.
     pub evidence: Evidence,
 }
 
@@ -262,15 +262,15 @@ pub struct Member {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Forwarding {
-    /// The wrapper class.
+    /// The class that holds the delegate and may forward to it.
     pub wrapper: String,
     /// The attribute holding the delegate.
     pub attr: String,
-    /// The delegate class.
+    /// The class constructed into `attr`.
     pub delegate: String,
-    /// Its module.
+    /// The dotted module defining the delegate class.
     pub delegate_module: String,
-    /// The composition.
+    /// The `self.attr = Delegate(...)` assignment.
     pub composition: Evidence,
     /// The attribute may be `None`.
     pub optional: bool,
@@ -464,6 +464,10 @@ impl ClassGraph<'_> {
 
     /// Every simple chain (up to `limit`, shortest first) from `from` to a class that is a `to`
     /// (is `to` or a subclass of it), through compositions and inheritance.
+    ///
+    /// # Panics
+    ///
+    /// When `from` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn chains(&self, from: ClassId, to: ClassId, limit: usize) -> Vec<Chain> {
         let goal = |k: ClassId| self.mro(k).contains(&to);
@@ -567,6 +571,10 @@ impl ClassGraph<'_> {
     ///
     /// # Errors
     /// [`QueryError::UnknownMethod`] when no target defines or inherits the method.
+    ///
+    /// # Panics
+    ///
+    /// When an id of `targets` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     pub fn reach(&self, targets: &[ClassId], method: &str) -> Result<Reach, QueryError> {
         let mut owners: Vec<ClassId> = targets.iter().filter_map(|&t| self.owner_of(t, method)).collect();
         owners.sort_unstable();
@@ -664,6 +672,10 @@ impl ClassGraph<'_> {
 
     /// The member `name` of class `id` or its bases (first in MRO order): a method, property,
     /// class attribute or instance attribute assigned in a method.
+    ///
+    /// # Panics
+    ///
+    /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn member(&self, id: ClassId, name: &str) -> Option<Member> {
         for &x in self.mro(id) {
@@ -694,6 +706,10 @@ impl ClassGraph<'_> {
 
     /// Whether instances of `wrapper` expose `name` (a method, property or attribute of the
     /// class or its project bases). What a hook that adds a forwarding method checks first.
+    ///
+    /// # Panics
+    ///
+    /// When `wrapper` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn exposes(&self, wrapper: ClassId, name: &str) -> Option<Member> {
         self.member(wrapper, name)
@@ -701,6 +717,10 @@ impl ClassGraph<'_> {
 
     /// The delegates of `wrapper`: (attribute, delegate class, the composition's evidence),
     /// including compositions inherited from bases.
+    ///
+    /// # Panics
+    ///
+    /// When `wrapper` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn delegates(&self, wrapper: ClassId) -> Vec<(String, ClassId, Evidence)> {
         let mut out: Vec<(String, ClassId, Evidence)> = Vec::new();
@@ -722,6 +742,10 @@ impl ClassGraph<'_> {
 
     /// Public methods (no leading underscore) of `delegate` and its project bases, first
     /// definition in MRO order, sorted by name.
+    ///
+    /// # Panics
+    ///
+    /// When `delegate` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn public_methods(&self, delegate: ClassId) -> Vec<Member> {
         let mut out: Vec<Member> = Vec::new();
@@ -745,6 +769,10 @@ impl ClassGraph<'_> {
 
     /// Whether `wrapper` needs a forwarding method for `method` of what it holds in `attr`: the
     /// question a hook that adds forwarders asks before placing one.
+    ///
+    /// # Panics
+    ///
+    /// When `wrapper` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn forwarding_need(&self, wrapper: ClassId, attr: &str, method: &str) -> ForwardNeed {
         if let Some(own) = self.exposes(wrapper, method) {
@@ -766,6 +794,10 @@ impl ClassGraph<'_> {
 
     /// For each delegate of `wrapper` (see [`ClassGraph::delegates`]), the public methods it
     /// does not expose.
+    ///
+    /// # Panics
+    ///
+    /// When `wrapper` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn forwards(&self, wrapper: ClassId) -> Vec<Forwarding> {
         let dynamic = self.member(wrapper, "__getattr__").map(|m| m.evidence);
@@ -816,6 +848,10 @@ impl ClassGraph<'_> {
     /// A text tree of the class `id`: the class with its bases, then one line per composition
     /// (`-attr-> Class ⊂ Bases  class-file:line  (set at file:line)`), recursively to `depth`
     /// levels; classes already shown are marked `(see above)`.
+    ///
+    /// # Panics
+    ///
+    /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn tree(&self, id: ClassId, depth: usize) -> String {
         let mut out = format!("{}\n", self.tree_label(id));

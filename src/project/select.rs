@@ -34,7 +34,7 @@ use crate::syntax::{Node, ABSENT, LIST};
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Selected {
-    /// The hook.
+    /// The id of the hook that lands there.
     pub hook: String,
     /// The file, relative to the project root.
     pub file: String,
@@ -54,7 +54,7 @@ pub struct RootChoice {
     pub selector: String,
     /// The class name (for SGLang: the architecture, as `EntryClass` and `config.json` name it).
     pub class: String,
-    /// Its module.
+    /// The dotted module defining the class.
     pub module: String,
     /// Its file, relative to the project root.
     pub file: String,
