@@ -19,7 +19,7 @@ use crate::pattern::Depth;
 use crate::place::{Placer, Refusal};
 use crate::source::{file_lines_inside_strings, SourceFile};
 use crate::spec::{Action, Hook, Recipe};
-use crate::syntax::{Node, ABSENT, LIST};
+use crate::syntax::{kind, Node, ABSENT, LIST};
 use crate::template::Bindings;
 
 /// A hook's edits, or why it has none.
@@ -328,7 +328,8 @@ fn plan_target(
         reason: refusal.reason,
         hook: HookRef(Some(hook.id.clone())),
     };
-    let body = target.map_or(&file.root().children()[0], |def| {
+    let module = file.root().module_body().expect("a parsed file has a module body");
+    let body = target.map_or(module, |def| {
         file.node(def).field("body").expect("definitions have a body")
     });
     if let Some(when) = &hook.when {
@@ -460,7 +461,7 @@ fn target_text(target: &Target) -> String {
 
 /// Parameter names of a function node in order: positional-only, regular, `*args`, keyword-only, `**kwargs`.
 pub(crate) fn parameter_names(def: &Node) -> Vec<String> {
-    let Some(args) = def.children().iter().find(|c| c.kind() == "arguments") else {
+    let Some(args) = def.children().iter().find(|c| c.is(kind::ARGUMENTS)) else {
         return Vec::new();
     };
     let mut names = Vec::new();
@@ -469,7 +470,7 @@ pub(crate) fn parameter_names(def: &Node) -> Vec<String> {
             for item in child.children() {
                 names.extend(item.children().first().and_then(Node::label).map(str::to_string));
             }
-        } else if child.kind() == "arg" {
+        } else if child.is(kind::ARG) {
             names.extend(child.label().map(str::to_string));
         }
     }
@@ -504,12 +505,7 @@ fn class_member(file: &ParsedFile, class: &Definition, name: &str) -> Option<(St
                 }
             }
             if let Some(bases) = node.field("bases") {
-                queue.extend(
-                    bases
-                        .children()
-                        .iter()
-                        .filter_map(|b| (b.kind() == "Name").then(|| b.label()).flatten().map(str::to_string)),
-                );
+                queue.extend(bases.children().iter().filter_map(|b| b.as_name().map(str::to_string)));
             }
         }
         seen.push(path);
@@ -520,19 +516,15 @@ fn class_member(file: &ParsedFile, class: &Definition, name: &str) -> Option<(St
 fn assigns_self_attribute(class: &Node, attr: &str) -> bool {
     let mut found = false;
     class.walk(&mut |n| {
-        if matches!(n.kind(), "Assign" | "AnnAssign") {
-            let targets = if n.kind() == "Assign" {
-                n.children()[0].children()
-            } else {
-                &n.children()[..1]
-            };
-            found |= targets.iter().any(|t| {
-                t.kind() == "Attribute"
-                    && t.label() == Some(attr)
-                    && t.children()[0].kind() == "Name"
-                    && t.children()[0].label() == Some("self")
-            });
-        }
+        let targets = match (n.as_assign(), n.as_ann_assign()) {
+            (Some(assign), _) => assign.targets,
+            (None, Some(ann)) => std::slice::from_ref(ann.target),
+            (None, None) => &[],
+        };
+        found |= targets.iter().any(|t| {
+            t.as_attribute()
+                .is_some_and(|a| a.attr == attr && a.value.as_name() == Some("self"))
+        });
         !found
     });
     found

@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::parse::parse_module;
 use crate::pattern::{visit_statements, Depth};
 use crate::source::SourceFile;
-use crate::syntax::Node;
+use crate::syntax::{kind, Node};
 
 /// What a definition is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -156,7 +156,10 @@ impl ParsedFile {
         let root = parse_module(&source)?;
         let mut definitions = Vec::new();
         let mut tree_path = vec![0];
-        collect(&source, &root.children()[0], None, &mut tree_path, &mut definitions);
+        // `parse_module` always gives a `Module` with its body.
+        if let Some(body) = root.module_body() {
+            collect(&source, body, None, &mut tree_path, &mut definitions);
+        }
         Ok(ParsedFile {
             source,
             root,
@@ -179,7 +182,7 @@ impl ParsedFile {
     /// The statements at the top level of the module.
     #[must_use]
     pub fn module_body(&self) -> &[Node] {
-        self.root.children()[0].children()
+        self.root.module_body().map(Node::children).unwrap_or_default()
     }
 
     /// Every class and function in source order, parents before their children.
@@ -191,11 +194,9 @@ impl ParsedFile {
     /// The syntax node of a definition of this file.
     #[must_use]
     pub fn node(&self, definition: &Definition) -> &Node {
-        let mut node = &self.root;
-        for &i in &definition.tree_path {
-            node = &node.children()[i];
-        }
-        node
+        self.root
+            .at_path(&definition.tree_path)
+            .expect("the definition belongs to this file")
     }
 }
 
@@ -267,7 +268,7 @@ fn global_names(def: &Node) -> Vec<String> {
     let mut names = Vec::new();
     if let Some(body) = def.field("body") {
         visit_statements(body, Depth::Nested, &mut |stmt| {
-            if stmt.kind() == "Global" {
+            if stmt.is(kind::GLOBAL) {
                 let declared = stmt.field("names").map(Node::children).unwrap_or_default();
                 names.extend(declared.iter().filter_map(Node::label).map(str::to_string));
             }
@@ -295,7 +296,7 @@ fn definition(
         Some(p) => format!("{}.<locals>.{name}", p.path),
     };
     let kind = match (stmt.kind(), parent_def.map(|p| p.kind)) {
-        ("ClassDef", _) => DefKind::Class,
+        (kind::CLASS_DEF, _) => DefKind::Class,
         (_, Some(DefKind::Class)) => DefKind::Method,
         _ => DefKind::Function,
     };
@@ -336,14 +337,13 @@ fn definition(
         None => (false, format!("{header_indent}{}", source.style().indent_unit())),
     };
     let docstring = first
-        .filter(|f| f.kind() == "Expr")
-        .and_then(|f| f.children().first())
-        .filter(|value| value.kind() == "Constant" && value.label().is_some_and(|l| l.starts_with("str:")))
+        .and_then(Node::as_expr_stmt)
+        .filter(|value| value.is(kind::CONSTANT) && value.label().is_some_and(|l| l.starts_with("str:")))
         .map(Node::range);
     Definition {
         path,
         kind,
-        is_async: stmt.kind() == "AsyncFunctionDef",
+        is_async: stmt.is(kind::ASYNC_FUNCTION_DEF),
         line: lines.line_of(range.start),
         end_line: lines.line_of(range.end.saturating_sub(1).max(range.start)),
         decorator_line,

@@ -12,7 +12,7 @@ use rustpython_parser::{self as parser, Mode};
 
 use crate::error::{Error, HookRef, Location};
 use crate::source::{floor_char_boundary, SourceFile};
-use crate::syntax::Node;
+use crate::syntax::{kind, Node};
 
 /// The deepest syntax tree pysplice accepts. Deeper files are refused with a clear error rather
 /// than risking the caller's stack in the recursive passes over the tree: a debug build on a
@@ -35,7 +35,7 @@ pub fn parse_module(file: &SourceFile) -> Result<Node, Error> {
     let parsed = stacker::grow(PARSE_STACK, || match parser::parse(text, Mode::Module, file.name()) {
         Ok(parser::ast::Mod::Module(module)) => {
             let body = convert::stmts("body", &module.body, text.len());
-            Ok(Node::new("Module", 0..text.len(), None, vec![body]))
+            Ok(Node::new(kind::MODULE, 0..text.len(), None, vec![body]))
         }
         Ok(_) => Err((0, "expected a module".to_string())),
         Err(err) => Err((err.offset.to_usize(), err.error.to_string())),
@@ -57,8 +57,11 @@ pub fn parse_module(file: &SourceFile) -> Result<Node, Error> {
 fn bare_starred_value(root: &Node) -> Option<usize> {
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
-        if matches!(node.kind(), "Return" | "Expr" | "Assign" | "AugAssign" | "AnnAssign") {
-            if let Some(value) = node.children().iter().find(|child| child.kind() == "Starred") {
+        if matches!(
+            node.kind(),
+            kind::RETURN | kind::EXPR | kind::ASSIGN | kind::AUG_ASSIGN | kind::ANN_ASSIGN
+        ) {
+            if let Some(value) = node.children().iter().find(|child| child.is(kind::STARRED)) {
                 return Some(value.range().start);
             }
         }
@@ -86,7 +89,7 @@ fn deeper_than(root: &Node, limit: usize) -> Option<usize> {
 pub fn parse_snippet(name: &str, text: &str) -> Result<Vec<Node>, Error> {
     let file = SourceFile::new(name, text);
     let module = parse_module(&file)?;
-    Ok(module.children()[0].children().to_vec())
+    Ok(module.module_body().map(Node::children).unwrap_or_default().to_vec())
 }
 
 fn syntax_error(file: &SourceFile, offset: usize, message: String) -> Error {

@@ -1,0 +1,500 @@
+//! Typed views of the nodes the crate reads field by field.
+//!
+//! `parse::convert` writes each node's children in a fixed order; this module is the one place
+//! that reads that order, so the rest of the crate names fields instead of indexing children.
+//! The child order of every viewed kind (list fields are `list` nodes, optional fields are
+//! `absent` nodes when missing):
+//!
+//! | kind | children |
+//! |---|---|
+//! | `Module` | `body` |
+//! | `FunctionDef`, `AsyncFunctionDef` (label: name) | `decorator_list`, `arguments`, returns?, `type_params`, `body` |
+//! | `ClassDef` (label: name) | `decorator_list`, `bases`, `keywords`, `type_params`, `body` |
+//! | `Return` | value? |
+//! | `Assign` | `targets`, value |
+//! | `AugAssign` (label: operator) | target, value |
+//! | `AnnAssign` (label: `simple`/`complex`) | target, annotation, value? |
+//! | `If`, `While` | test, `body`, `orelse` |
+//! | `For`, `AsyncFor` | target, iter, `body`, `orelse` |
+//! | `Expr` | value |
+//! | `Call` | func, `args`, `keywords` |
+//! | `Attribute` (label: attribute) | value |
+//! | `keyword` (label: name, none for `**`) | value |
+//! | `Subscript` | value, slice |
+//! | `Starred`, `Await`, `YieldFrom` | value |
+//! | `Yield` | value? |
+//! | `Tuple`, `List`, `Set` | `elts` |
+//!
+//! A view is `None` for a node of another kind, and for a node cut short by the depth limit,
+//! so reading a view never panics.
+
+use super::{kind, Node, ABSENT};
+
+/// `Some(node)` unless it stands for a missing optional field.
+fn present(node: &Node) -> Option<&Node> {
+    (node.kind() != ABSENT).then_some(node)
+}
+
+/// A `def` or `async def` statement.
+#[derive(Clone, Copy, Debug)]
+pub struct FunctionDef<'a> {
+    /// The function's name.
+    pub name: &'a str,
+    /// Decorator expressions, top first.
+    pub decorators: &'a [Node],
+    /// The `arguments` node.
+    pub args: &'a Node,
+    /// The return annotation.
+    pub returns: Option<&'a Node>,
+    /// The `body` list node.
+    pub body: &'a Node,
+    /// Whether it is `async def`.
+    pub is_async: bool,
+}
+
+/// A `class` statement.
+#[derive(Clone, Copy, Debug)]
+pub struct ClassDef<'a> {
+    /// The class's name.
+    pub name: &'a str,
+    /// Decorator expressions, top first.
+    pub decorators: &'a [Node],
+    /// Base class expressions.
+    pub bases: &'a [Node],
+    /// `keyword` nodes (`metaclass=...`).
+    pub keywords: &'a [Node],
+    /// The `body` list node.
+    pub body: &'a Node,
+}
+
+/// An `a = b = value` statement.
+#[derive(Clone, Copy, Debug)]
+pub struct Assign<'a> {
+    /// Assignment targets, left to right.
+    pub targets: &'a [Node],
+    /// The assigned expression.
+    pub value: &'a Node,
+}
+
+/// An `a: T = value` statement.
+#[derive(Clone, Copy, Debug)]
+pub struct AnnAssign<'a> {
+    /// The single target.
+    pub target: &'a Node,
+    /// The annotation.
+    pub annotation: &'a Node,
+    /// The assigned expression, if any.
+    pub value: Option<&'a Node>,
+}
+
+/// An `a += value` statement.
+#[derive(Clone, Copy, Debug)]
+pub struct AugAssign<'a> {
+    /// The single target.
+    pub target: &'a Node,
+    /// The right-hand side.
+    pub value: &'a Node,
+}
+
+/// An `if` or `while` statement.
+#[derive(Clone, Copy, Debug)]
+pub struct Conditional<'a> {
+    /// The condition.
+    pub test: &'a Node,
+    /// The `body` list node.
+    pub body: &'a Node,
+    /// The `orelse` list node.
+    pub orelse: &'a Node,
+}
+
+/// A `for` or `async for` statement.
+#[derive(Clone, Copy, Debug)]
+pub struct For<'a> {
+    /// The loop target.
+    pub target: &'a Node,
+    /// The iterated expression.
+    pub iter: &'a Node,
+    /// The `body` list node.
+    pub body: &'a Node,
+    /// The `orelse` list node.
+    pub orelse: &'a Node,
+}
+
+/// A call `func(args, keywords)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Call<'a> {
+    /// The called expression.
+    pub func: &'a Node,
+    /// Positional arguments (`Starred` for `*x`).
+    pub args: &'a [Node],
+    /// `keyword` nodes.
+    pub keywords: &'a [Node],
+}
+
+/// An attribute access `value.attr`.
+#[derive(Clone, Copy, Debug)]
+pub struct Attribute<'a> {
+    /// The object expression.
+    pub value: &'a Node,
+    /// The attribute name.
+    pub attr: &'a str,
+}
+
+/// A keyword argument `arg=value`, or `**value` when `arg` is `None`.
+#[derive(Clone, Copy, Debug)]
+pub struct Keyword<'a> {
+    /// The keyword's name.
+    pub arg: Option<&'a str>,
+    /// The passed expression.
+    pub value: &'a Node,
+}
+
+/// A subscript `value[slice]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Subscript<'a> {
+    /// The subscripted expression.
+    pub value: &'a Node,
+    /// The index or slice.
+    pub slice: &'a Node,
+}
+
+impl Node {
+    /// Whether this node is of `kind` (one of [`kind`]'s constants).
+    #[must_use]
+    pub fn is(&self, kind: &str) -> bool {
+        self.kind() == kind
+    }
+
+    /// The `body` list of a `Module`.
+    #[must_use]
+    pub fn module_body(&self) -> Option<&Node> {
+        match (self.kind(), self.children()) {
+            (kind::MODULE, [body]) => Some(body),
+            _ => None,
+        }
+    }
+
+    /// The view of a `def` or `async def`.
+    #[must_use]
+    pub fn as_function_def(&self) -> Option<FunctionDef<'_>> {
+        let is_async = match self.kind() {
+            kind::FUNCTION_DEF => false,
+            kind::ASYNC_FUNCTION_DEF => true,
+            _ => return None,
+        };
+        match self.children() {
+            [decorators, args, returns, _type_params, body] => Some(FunctionDef {
+                name: self.label()?,
+                decorators: decorators.children(),
+                args,
+                returns: present(returns),
+                body,
+                is_async,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The view of a `class`.
+    #[must_use]
+    pub fn as_class_def(&self) -> Option<ClassDef<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::CLASS_DEF, [decorators, bases, keywords, _type_params, body]) => Some(ClassDef {
+                name: self.label()?,
+                decorators: decorators.children(),
+                bases: bases.children(),
+                keywords: keywords.children(),
+                body,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The value of a `return`: `Some(None)` for a bare `return`.
+    #[must_use]
+    pub fn as_return(&self) -> Option<Option<&Node>> {
+        match (self.kind(), self.children()) {
+            (kind::RETURN, [value]) => Some(present(value)),
+            _ => None,
+        }
+    }
+
+    /// The view of an `Assign`.
+    #[must_use]
+    pub fn as_assign(&self) -> Option<Assign<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::ASSIGN, [targets, value]) => Some(Assign {
+                targets: targets.children(),
+                value,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The view of an `AnnAssign`.
+    #[must_use]
+    pub fn as_ann_assign(&self) -> Option<AnnAssign<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::ANN_ASSIGN, [target, annotation, value]) => Some(AnnAssign {
+                target,
+                annotation,
+                value: present(value),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The view of an `AugAssign`.
+    #[must_use]
+    pub fn as_aug_assign(&self) -> Option<AugAssign<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::AUG_ASSIGN, [target, value]) => Some(AugAssign { target, value }),
+            _ => None,
+        }
+    }
+
+    /// The view of an `if` or `while`.
+    #[must_use]
+    pub fn as_conditional(&self) -> Option<Conditional<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::IF | kind::WHILE, [test, body, orelse]) => Some(Conditional { test, body, orelse }),
+            _ => None,
+        }
+    }
+
+    /// The view of a `for` or `async for`.
+    #[must_use]
+    pub fn as_for(&self) -> Option<For<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::FOR | kind::ASYNC_FOR, [target, iter, body, orelse]) => Some(For {
+                target,
+                iter,
+                body,
+                orelse,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The expression of an expression statement.
+    #[must_use]
+    pub fn as_expr_stmt(&self) -> Option<&Node> {
+        match (self.kind(), self.children()) {
+            (kind::EXPR, [value]) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// The view of a `Call`.
+    #[must_use]
+    pub fn as_call(&self) -> Option<Call<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::CALL, [func, args, keywords]) => Some(Call {
+                func,
+                args: args.children(),
+                keywords: keywords.children(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The view of an `Attribute`.
+    #[must_use]
+    pub fn as_attribute(&self) -> Option<Attribute<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::ATTRIBUTE, [value]) => Some(Attribute {
+                value,
+                attr: self.label()?,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The view of a `keyword`.
+    #[must_use]
+    pub fn as_keyword(&self) -> Option<Keyword<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::KEYWORD, [value]) => Some(Keyword {
+                arg: self.label(),
+                value,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The view of a `Subscript`.
+    #[must_use]
+    pub fn as_subscript(&self) -> Option<Subscript<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::SUBSCRIPT, [value, slice]) => Some(Subscript { value, slice }),
+            _ => None,
+        }
+    }
+
+    /// The identifier of a `Name`.
+    #[must_use]
+    pub fn as_name(&self) -> Option<&str> {
+        if self.kind() == kind::NAME {
+            self.label()
+        } else {
+            None
+        }
+    }
+
+    /// The single operand of `Starred`, `Await`, `YieldFrom` or `Yield` (absent for a bare `yield`).
+    #[must_use]
+    pub fn operand(&self) -> Option<&Node> {
+        match (self.kind(), self.children()) {
+            (kind::STARRED | kind::AWAIT | kind::YIELD_FROM | kind::YIELD, [value]) => present(value),
+            _ => None,
+        }
+    }
+
+    /// The items of a `Tuple`, `List` or `Set` display.
+    #[must_use]
+    pub fn elements(&self) -> Option<&[Node]> {
+        match (self.kind(), self.children()) {
+            (kind::TUPLE | kind::LIST_DISPLAY | kind::SET, [elts]) => Some(elts.children()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse::parse_snippet;
+    use crate::syntax::Node;
+
+    fn one(text: &str) -> Node {
+        let mut body = parse_snippet("t.py", text).expect("valid snippet");
+        assert_eq!(body.len(), 1, "{text}");
+        body.remove(0)
+    }
+
+    fn expr(text: &str) -> Node {
+        one(text).as_expr_stmt().expect("expression statement").clone()
+    }
+
+    fn name(node: &Node) -> &str {
+        node.as_name().expect("a name")
+    }
+
+    #[test]
+    fn function_def_fields() {
+        let node = one("@d\nasync def f(a, b=1) -> int:\n    pass\n    return a\n");
+        let f = node.as_function_def().expect("def");
+        assert_eq!(f.name, "f");
+        assert!(f.is_async);
+        assert_eq!(f.decorators.len(), 1);
+        assert_eq!(name(&f.decorators[0]), "d");
+        assert_eq!(f.args.kind(), "arguments");
+        assert_eq!(name(f.returns.expect("annotated")), "int");
+        assert_eq!(f.body.children().len(), 2);
+        let plain = one("def g(): pass\n");
+        let g = plain.as_function_def().expect("def");
+        assert!(!g.is_async && g.returns.is_none() && g.decorators.is_empty());
+        assert!(plain.as_class_def().is_none());
+    }
+
+    #[test]
+    fn class_def_fields() {
+        let node = one("@dec\nclass C(A, B, metaclass=M):\n    x = 1\n");
+        let c = node.as_class_def().expect("class");
+        assert_eq!(c.name, "C");
+        assert_eq!(c.decorators.len(), 1);
+        assert_eq!(c.bases.iter().map(name).collect::<Vec<_>>(), ["A", "B"]);
+        assert_eq!(c.keywords.len(), 1);
+        assert_eq!(c.keywords[0].as_keyword().expect("keyword").arg, Some("metaclass"));
+        assert_eq!(c.body.children().len(), 1);
+        assert!(node.as_function_def().is_none());
+    }
+
+    #[test]
+    fn return_value_is_optional() {
+        let node = one("return x\n");
+        assert_eq!(node.as_return().expect("return").map(name), Some("x"));
+        assert_eq!(one("return\n").as_return().expect("return").map(name), None);
+        assert!(one("x\n").as_return().is_none());
+    }
+
+    #[test]
+    fn assignments() {
+        let node = one("a = b = c\n");
+        let assign = node.as_assign().expect("assign");
+        assert_eq!(assign.targets.iter().map(name).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(name(assign.value), "c");
+
+        let node = one("a: int = 1\n");
+        let ann = node.as_ann_assign().expect("annotated");
+        assert_eq!(name(ann.target), "a");
+        assert_eq!(name(ann.annotation), "int");
+        assert_eq!(ann.value.and_then(Node::label), Some("int:1"));
+        assert!(one("a: int\n").as_ann_assign().expect("annotated").value.is_none());
+
+        let node = one("a += b\n");
+        let aug = node.as_aug_assign().expect("augmented");
+        assert_eq!((name(aug.target), name(aug.value)), ("a", "b"));
+        assert!(node.as_assign().is_none());
+    }
+
+    #[test]
+    fn conditionals_and_loops() {
+        let node = one("if t:\n    a\nelse:\n    b\n    c\n");
+        let cond = node.as_conditional().expect("if");
+        assert_eq!(name(cond.test), "t");
+        assert_eq!((cond.body.children().len(), cond.orelse.children().len()), (1, 2));
+        let node = one("while w:\n    a\n");
+        assert_eq!(name(node.as_conditional().expect("while").test), "w");
+        let node = one("for i in xs:\n    a\nelse:\n    b\n");
+        let f = node.as_for().expect("for");
+        assert_eq!((name(f.target), name(f.iter)), ("i", "xs"));
+        assert_eq!((f.body.children().len(), f.orelse.children().len()), (1, 1));
+    }
+
+    #[test]
+    fn call_fields() {
+        let node = expr("f(a, *b, k=1, **m)\n");
+        let call = node.as_call().expect("call");
+        assert_eq!(name(call.func), "f");
+        assert_eq!(call.args.len(), 2);
+        assert_eq!(name(&call.args[0]), "a");
+        assert_eq!(name(call.args[1].operand().expect("starred")), "b");
+        let keywords: Vec<_> = call.keywords.iter().map(|k| k.as_keyword().expect("keyword")).collect();
+        assert_eq!(keywords[0].arg, Some("k"));
+        assert_eq!(keywords[0].value.label(), Some("int:1"));
+        assert_eq!((keywords[1].arg, name(keywords[1].value)), (None, "m"));
+        assert!(node.as_attribute().is_none());
+    }
+
+    #[test]
+    fn attribute_and_subscript() {
+        let node = expr("self.x\n");
+        let attr = node.as_attribute().expect("attribute");
+        assert_eq!((name(attr.value), attr.attr), ("self", "x"));
+        let node = expr("a[i]\n");
+        let sub = node.as_subscript().expect("subscript");
+        assert_eq!((name(sub.value), name(sub.slice)), ("a", "i"));
+    }
+
+    #[test]
+    fn operands_and_elements() {
+        assert_eq!(name(expr("await x\n").operand().expect("await")), "x");
+        assert!(expr("(yield)\n").operand().is_none());
+        assert_eq!(name(expr("(yield from g)\n").operand().expect("yield from")), "g");
+        for text in ["(a, b)\n", "[a, b]\n", "{a, b}\n"] {
+            let node = expr(text);
+            let items = node.elements().expect("display");
+            assert_eq!(items.iter().map(name).collect::<Vec<_>>(), ["a", "b"], "{text}");
+        }
+        assert!(expr("x\n").elements().is_none());
+    }
+
+    #[test]
+    fn module_body_and_kinds() {
+        let file = crate::source::SourceFile::new("t.py", "a\nb\n");
+        let root = crate::parse::parse_module(&file).expect("valid");
+        assert!(root.is(crate::syntax::kind::MODULE));
+        assert_eq!(root.module_body().expect("module").children().len(), 2);
+        assert!(one("a\n").module_body().is_none());
+    }
+}
