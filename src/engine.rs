@@ -328,8 +328,7 @@ fn plan_target(
         reason: refusal.reason,
         hook: HookRef(Some(hook.id.clone())),
     };
-    let module = file.root().module_body().expect("a parsed file has a module body");
-    let body = target.map_or(module, |def| {
+    let body = target.map_or(file.module_block(), |def| {
         file.node(def).field("body").expect("definitions have a body")
     });
     if let Some(when) = &hook.when {

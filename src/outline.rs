@@ -185,6 +185,12 @@ impl ParsedFile {
         self.root.module_body().map(Node::children).unwrap_or_default()
     }
 
+    /// The `body` list node of the module.
+    pub(crate) fn module_block(&self) -> &Node {
+        // `parse_module` always gives a `Module` with its body.
+        self.root.module_body().expect("a parsed file has a module body")
+    }
+
     /// Every class and function in source order, parents before their children.
     #[must_use]
     pub fn definitions(&self) -> &[Definition] {

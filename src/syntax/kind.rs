@@ -111,6 +111,8 @@ pub const TUPLE: &str = "Tuple";
 pub const ARGUMENTS: &str = "arguments";
 /// One parameter.
 pub const ARG: &str = "arg";
+/// One item of a `with`.
+pub const WITH_ITEM: &str = "withitem";
 /// One keyword argument of a call or class.
 pub const KEYWORD: &str = "keyword";
 /// `case` pattern matching a value.

@@ -14,7 +14,8 @@ pub mod kind;
 mod view;
 
 pub use view::{
-    AnnAssign, Assign, Attribute, AugAssign, Call, ClassDef, Conditional, For, FunctionDef, Keyword, Subscript,
+    AnnAssign, Assign, Attribute, AugAssign, Call, ClassDef, Conditional, For, FunctionDef, Keyword, Subscript, With,
+    WithItem,
 };
 
 use std::ops::Range;

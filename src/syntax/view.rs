@@ -16,6 +16,8 @@
 //! | `AnnAssign` (label: `simple`/`complex`) | target, annotation, value? |
 //! | `If`, `While` | test, `body`, `orelse` |
 //! | `For`, `AsyncFor` | target, iter, `body`, `orelse` |
+//! | `With`, `AsyncWith` | `items` (of `withitem`), `body` |
+//! | `withitem` | context, vars? |
 //! | `Expr` | value |
 //! | `Call` | func, `args`, `keywords` |
 //! | `Attribute` (label: attribute) | value |
@@ -118,6 +120,24 @@ pub struct For<'a> {
     pub body: &'a Node,
     /// The `orelse` list node.
     pub orelse: &'a Node,
+}
+
+/// A `with` or `async with` statement.
+#[derive(Clone, Copy, Debug)]
+pub struct With<'a> {
+    /// `withitem` nodes.
+    pub items: &'a [Node],
+    /// The `body` list node.
+    pub body: &'a Node,
+}
+
+/// One item of a `with`: `context as vars`.
+#[derive(Clone, Copy, Debug)]
+pub struct WithItem<'a> {
+    /// The context manager expression.
+    pub context: &'a Node,
+    /// The `as` target, if any.
+    pub vars: Option<&'a Node>,
 }
 
 /// A call `func(args, keywords)`.
@@ -271,6 +291,30 @@ impl Node {
                 iter,
                 body,
                 orelse,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The view of a `with` or `async with`.
+    #[must_use]
+    pub fn as_with(&self) -> Option<With<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::WITH | kind::ASYNC_WITH, [items, body]) => Some(With {
+                items: items.children(),
+                body,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The view of a `withitem`.
+    #[must_use]
+    pub fn as_with_item(&self) -> Option<WithItem<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::WITH_ITEM, [context, vars]) => Some(WithItem {
+                context,
+                vars: present(vars),
             }),
             _ => None,
         }
@@ -449,6 +493,17 @@ mod tests {
         let f = node.as_for().expect("for");
         assert_eq!((name(f.target), name(f.iter)), ("i", "xs"));
         assert_eq!((f.body.children().len(), f.orelse.children().len()), (1, 1));
+    }
+
+    #[test]
+    fn with_fields() {
+        let node = one("async with a as b, c:\n    x\n");
+        let with = node.as_with().expect("with");
+        assert_eq!(with.body.children().len(), 1);
+        let items: Vec<_> = with.items.iter().map(|i| i.as_with_item().expect("item")).collect();
+        assert_eq!((name(items[0].context), items[0].vars.map(name)), ("a", Some("b")));
+        assert_eq!((name(items[1].context), items[1].vars.map(name)), ("c", None));
+        assert!(node.as_conditional().is_none());
     }
 
     #[test]
