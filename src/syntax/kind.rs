@@ -113,6 +113,12 @@ pub const ARGUMENTS: &str = "arguments";
 pub const ARG: &str = "arg";
 /// One item of a `with`.
 pub const WITH_ITEM: &str = "withitem";
+/// One `except` clause.
+pub const EXCEPT_HANDLER: &str = "ExceptHandler";
+/// One `case` of a `match`.
+pub const MATCH_CASE: &str = "match_case";
+/// A name in a pattern, `global` or handler.
+pub const IDENTIFIER: &str = "identifier";
 /// One keyword argument of a call or class.
 pub const KEYWORD: &str = "keyword";
 /// `case` pattern matching a value.

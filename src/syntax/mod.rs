@@ -14,8 +14,8 @@ pub mod kind;
 mod view;
 
 pub use view::{
-    AnnAssign, Assign, Attribute, AugAssign, Call, ClassDef, Conditional, For, FunctionDef, Keyword, Subscript, With,
-    WithItem,
+    AnnAssign, Assign, Attribute, AugAssign, Call, ClassDef, Conditional, ExceptHandler, For, FunctionDef, Generator,
+    Keyword, MatchCase, Subscript, Try, With, WithItem,
 };
 
 use std::ops::Range;

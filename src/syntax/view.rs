@@ -18,6 +18,21 @@
 //! | `For`, `AsyncFor` | target, iter, `body`, `orelse` |
 //! | `With`, `AsyncWith` | `items` (of `withitem`), `body` |
 //! | `withitem` | context, vars? |
+//! | `Try`, `TryStar` | `body`, `handlers` (of `ExceptHandler`), `orelse`, `finalbody` |
+//! | `ExceptHandler` | type?, name? (`identifier`), `body` |
+//! | `Match` | subject, `cases` (of `match_case`) |
+//! | `match_case` | pattern, guard?, `body` |
+//! | `TypeAlias` | name, `type_params`, value |
+//! | `Delete` | `targets` |
+//! | `Import`, `ImportFrom`, `Global`, `Nonlocal` | `names` |
+//! | `arguments` | `posonlyargs`, `args`, vararg?, `kwonlyargs`, kwarg? |
+//! | `arg_with_default` | `arg`, default? |
+//! | `arg` (label: name) | annotation? |
+//! | `Lambda` | `arguments`, body |
+//! | `NamedExpr` | target, value |
+//! | `ListComp`, `SetComp`, `GeneratorExp` | elt, `generators` |
+//! | `DictComp` | key, value, `generators` |
+//! | `comprehension` (label: `async`/`sync`) | target, iter, `ifs` |
 //! | `Expr` | value |
 //! | `Call` | func, `args`, `keywords` |
 //! | `Attribute` (label: attribute) | value |
@@ -48,6 +63,8 @@ pub struct FunctionDef<'a> {
     pub args: &'a Node,
     /// The return annotation.
     pub returns: Option<&'a Node>,
+    /// Type parameters (PEP 695).
+    pub type_params: &'a [Node],
     /// The `body` list node.
     pub body: &'a Node,
     /// Whether it is `async def`.
@@ -65,6 +82,8 @@ pub struct ClassDef<'a> {
     pub bases: &'a [Node],
     /// `keyword` nodes (`metaclass=...`).
     pub keywords: &'a [Node],
+    /// Type parameters (PEP 695).
+    pub type_params: &'a [Node],
     /// The `body` list node.
     pub body: &'a Node,
 }
@@ -140,6 +159,56 @@ pub struct WithItem<'a> {
     pub vars: Option<&'a Node>,
 }
 
+/// A `try` statement (with `except` or `except*`).
+#[derive(Clone, Copy, Debug)]
+pub struct Try<'a> {
+    /// The `body` list node.
+    pub body: &'a Node,
+    /// `ExceptHandler` nodes.
+    pub handlers: &'a [Node],
+    /// The `orelse` list node.
+    pub orelse: &'a Node,
+    /// The `finalbody` list node.
+    pub finalbody: &'a Node,
+}
+
+/// One `except` clause.
+#[derive(Clone, Copy, Debug)]
+pub struct ExceptHandler<'a> {
+    /// The caught type, absent for a bare `except:`.
+    pub type_: Option<&'a Node>,
+    /// The `as` name.
+    pub name: Option<&'a str>,
+    /// The `body` list node.
+    pub body: &'a Node,
+}
+
+/// One `case` of a `match`.
+#[derive(Clone, Copy, Debug)]
+pub struct MatchCase<'a> {
+    /// The pattern.
+    pub pattern: &'a Node,
+    /// The `if` guard.
+    pub guard: Option<&'a Node>,
+    /// The `body` list node.
+    pub body: &'a Node,
+}
+
+/// A comprehension's `for target in iter if ...` clause.
+#[derive(Clone, Copy, Debug)]
+pub struct Generator<'a> {
+    /// The loop target.
+    pub target: &'a Node,
+    /// The iterated expression.
+    pub iter: &'a Node,
+    /// `if` conditions.
+    pub ifs: &'a [Node],
+    /// Whether it is `async for`.
+    pub is_async: bool,
+    /// Where the clause starts.
+    pub at: usize,
+}
+
 /// A call `func(args, keywords)`.
 #[derive(Clone, Copy, Debug)]
 pub struct Call<'a> {
@@ -203,11 +272,12 @@ impl Node {
             _ => return None,
         };
         match self.children() {
-            [decorators, args, returns, _type_params, body] => Some(FunctionDef {
+            [decorators, args, returns, type_params, body] => Some(FunctionDef {
                 name: self.label()?,
                 decorators: decorators.children(),
                 args,
                 returns: present(returns),
+                type_params: type_params.children(),
                 body,
                 is_async,
             }),
@@ -219,11 +289,12 @@ impl Node {
     #[must_use]
     pub fn as_class_def(&self) -> Option<ClassDef<'_>> {
         match (self.kind(), self.children()) {
-            (kind::CLASS_DEF, [decorators, bases, keywords, _type_params, body]) => Some(ClassDef {
+            (kind::CLASS_DEF, [decorators, bases, keywords, type_params, body]) => Some(ClassDef {
                 name: self.label()?,
                 decorators: decorators.children(),
                 bases: bases.children(),
                 keywords: keywords.children(),
+                type_params: type_params.children(),
                 body,
             }),
             _ => None,
@@ -316,6 +387,172 @@ impl Node {
                 context,
                 vars: present(vars),
             }),
+            _ => None,
+        }
+    }
+
+    /// The view of a `try`.
+    #[must_use]
+    pub fn as_try(&self) -> Option<Try<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::TRY | kind::TRY_STAR, [body, handlers, orelse, finalbody]) => Some(Try {
+                body,
+                handlers: handlers.children(),
+                orelse,
+                finalbody,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The view of an `ExceptHandler`.
+    #[must_use]
+    pub fn as_except_handler(&self) -> Option<ExceptHandler<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::EXCEPT_HANDLER, [type_, name, body]) => Some(ExceptHandler {
+                type_: present(type_),
+                name: present(name).and_then(Node::label),
+                body,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The subject and `match_case` nodes of a `match`.
+    #[must_use]
+    pub fn as_match(&self) -> Option<(&Node, &[Node])> {
+        match (self.kind(), self.children()) {
+            (kind::MATCH, [subject, cases]) => Some((subject, cases.children())),
+            _ => None,
+        }
+    }
+
+    /// The view of a `match_case`.
+    #[must_use]
+    pub fn as_match_case(&self) -> Option<MatchCase<'_>> {
+        match (self.kind(), self.children()) {
+            (kind::MATCH_CASE, [pattern, guard, body]) => Some(MatchCase {
+                pattern,
+                guard: present(guard),
+                body,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The name, type parameters and value of a `type X = ...`.
+    #[must_use]
+    pub fn as_type_alias(&self) -> Option<(&Node, &[Node], &Node)> {
+        match (self.kind(), self.children()) {
+            (kind::TYPE_ALIAS, [name, params, value]) => Some((name, params.children(), value)),
+            _ => None,
+        }
+    }
+
+    /// The items of the single list field of `Delete` (targets), `Import`, `ImportFrom`,
+    /// `Global` and `Nonlocal` (names).
+    #[must_use]
+    pub fn items(&self) -> Option<&[Node]> {
+        match (self.kind(), self.children()) {
+            (kind::DELETE | kind::IMPORT | kind::IMPORT_FROM | kind::GLOBAL | kind::NONLOCAL, [list]) => {
+                Some(list.children())
+            }
+            _ => None,
+        }
+    }
+
+    /// The parameters of an `arguments` node in order (positional-only, regular, `*args`,
+    /// keyword-only, `**kwargs`), each an `arg` node with its default.
+    #[must_use]
+    pub fn parameters(&self) -> Option<Vec<(&Node, Option<&Node>)>> {
+        if self.kind() != kind::ARGUMENTS {
+            return None;
+        }
+        let mut out = Vec::new();
+        for child in self.children() {
+            match child.kind() {
+                super::LIST => {
+                    for item in child.children() {
+                        if let [arg, default] = item.children() {
+                            out.push((arg, present(default)));
+                        }
+                    }
+                }
+                kind::ARG => out.push((child, None)),
+                _ => {}
+            }
+        }
+        Some(out)
+    }
+
+    /// The annotation of an `arg`.
+    #[must_use]
+    pub fn annotation(&self) -> Option<&Node> {
+        match (self.kind(), self.children()) {
+            (kind::ARG, [annotation]) => present(annotation),
+            _ => None,
+        }
+    }
+
+    /// The `arguments` node and body of a `lambda`.
+    #[must_use]
+    pub fn as_lambda(&self) -> Option<(&Node, &Node)> {
+        match (self.kind(), self.children()) {
+            (kind::LAMBDA, [args, body]) => Some((args, body)),
+            _ => None,
+        }
+    }
+
+    /// The target and value of `(target := value)`.
+    #[must_use]
+    pub fn as_named_expr(&self) -> Option<(&Node, &Node)> {
+        match (self.kind(), self.children()) {
+            (kind::NAMED_EXPR, [target, value]) => Some((target, value)),
+            _ => None,
+        }
+    }
+
+    /// The element expressions (`elt`, or `key` and `value`) and the generators of a
+    /// comprehension or generator expression.
+    #[must_use]
+    pub fn as_comprehension(&self) -> Option<(&[Node], Vec<Generator<'_>>)> {
+        if !matches!(
+            self.kind(),
+            kind::LIST_COMP | kind::SET_COMP | kind::DICT_COMP | kind::GENERATOR_EXP
+        ) {
+            return None;
+        }
+        let (generators, elements) = self.children().split_last()?;
+        let generators = generators
+            .children()
+            .iter()
+            .filter_map(|g| match g.children() {
+                [target, iter, ifs] => Some(Generator {
+                    target,
+                    iter,
+                    ifs: ifs.children(),
+                    is_async: g.label() == Some("async"),
+                    at: g.range().start,
+                }),
+                _ => None,
+            })
+            .collect();
+        Some((elements, generators))
+    }
+
+    /// The expressions and sub-patterns of a `MatchValue` (value), `MatchClass` (class;
+    /// positional and keyword patterns) or `MatchMapping` (keys; value patterns and the
+    /// `**rest` identifier), in the order they are evaluated.
+    #[must_use]
+    pub fn match_pattern_parts(&self) -> Option<(Vec<&Node>, Vec<&Node>)> {
+        match (self.kind(), self.children()) {
+            (kind::MATCH_VALUE, [value]) => Some((vec![value], Vec::new())),
+            (kind::MATCH_CLASS, [class, patterns, _attrs, kwd_patterns]) => {
+                Some((vec![class], vec![patterns, kwd_patterns]))
+            }
+            (kind::MATCH_MAPPING, [keys, patterns, rest]) => {
+                Some((keys.children().iter().collect(), vec![patterns, rest]))
+            }
             _ => None,
         }
     }
@@ -504,6 +741,87 @@ mod tests {
         assert_eq!((name(items[0].context), items[0].vars.map(name)), ("a", Some("b")));
         assert_eq!((name(items[1].context), items[1].vars.map(name)), ("c", None));
         assert!(node.as_conditional().is_none());
+    }
+
+    #[test]
+    fn try_and_handlers() {
+        let node = one("try:\n    a\nexcept E as e:\n    b\nexcept:\n    c\nelse:\n    d\nfinally:\n    f\n");
+        let t = node.as_try().expect("try");
+        assert_eq!(t.body.children().len(), 1);
+        assert_eq!((t.orelse.children().len(), t.finalbody.children().len()), (1, 1));
+        let h: Vec<_> = t
+            .handlers
+            .iter()
+            .map(|h| h.as_except_handler().expect("handler"))
+            .collect();
+        assert_eq!((h[0].type_.map(name), h[0].name), (Some("E"), Some("e")));
+        assert_eq!((h[1].type_.map(name), h[1].name), (None, None));
+        assert_eq!(h[1].body.children().len(), 1);
+    }
+
+    #[test]
+    fn match_cases() {
+        let node = one("match s:\n    case 1 if g:\n        a\n    case _:\n        b\n");
+        let (subject, cases) = node.as_match().expect("match");
+        assert_eq!(name(subject), "s");
+        let first = cases[0].as_match_case().expect("case");
+        assert_eq!(first.pattern.kind(), "MatchValue");
+        assert_eq!(first.guard.map(name), Some("g"));
+        assert_eq!(first.body.children().len(), 1);
+        assert!(cases[1].as_match_case().expect("case").guard.is_none());
+    }
+
+    #[test]
+    fn lists_of_names_and_targets() {
+        let names = |n: &Node| {
+            n.items()
+                .expect("items")
+                .iter()
+                .map(|a| a.label().unwrap_or_default().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&one("import a.b, c\n")), ["a.b", "c"]);
+        assert_eq!(names(&one("from m import x\n")), ["x"]);
+        assert_eq!(names(&one("global g, h\n")), ["g", "h"]);
+        assert_eq!(one("del a, b\n").items().expect("del").len(), 2);
+        let node = one("type T[X] = list[X]\n");
+        let (alias, params, value) = node.as_type_alias().expect("type alias");
+        assert_eq!((name(alias), params.len(), value.kind()), ("T", 1, "Subscript"));
+    }
+
+    #[test]
+    fn parameters_and_lambdas() {
+        let node = one("def f(a, /, b: int = 1, *c, d, **e): pass\n");
+        let params = node
+            .as_function_def()
+            .expect("def")
+            .args
+            .parameters()
+            .expect("arguments");
+        let names: Vec<_> = params.iter().map(|(arg, _)| arg.label().unwrap_or_default()).collect();
+        assert_eq!(names, ["a", "b", "c", "d", "e"]);
+        assert_eq!(params[1].1.and_then(Node::label), Some("int:1"));
+        assert_eq!(params[1].0.annotation().map(name), Some("int"));
+        assert!(params[0].1.is_none() && params[0].0.annotation().is_none());
+        let node = expr("lambda x: x\n");
+        let (args, body) = node.as_lambda().expect("lambda");
+        assert_eq!(args.parameters().expect("arguments").len(), 1);
+        assert_eq!(name(body), "x");
+        let node = expr("(y := z)\n");
+        let (target, value) = node.as_named_expr().expect("walrus");
+        assert_eq!((name(target), name(value)), ("y", "z"));
+    }
+
+    #[test]
+    fn comprehensions() {
+        let node = expr("{k: v async for k in a if c for v in b}\n");
+        let (elements, generators) = node.as_comprehension().expect("dict comprehension");
+        assert_eq!(elements.iter().map(name).collect::<Vec<_>>(), ["k", "v"]);
+        assert_eq!(generators.len(), 2);
+        assert!(generators[0].is_async && !generators[1].is_async);
+        assert_eq!((name(generators[0].target), name(generators[0].iter)), ("k", "a"));
+        assert_eq!(generators[0].ifs.len(), 1);
+        assert_eq!(expr("[x for x in y]\n").as_comprehension().expect("list").0.len(), 1);
     }
 
     #[test]
