@@ -119,6 +119,8 @@ pub const EXCEPT_HANDLER: &str = "ExceptHandler";
 pub const MATCH_CASE: &str = "match_case";
 /// A name in a pattern, `global` or handler.
 pub const IDENTIFIER: &str = "identifier";
+/// One item of a parameter list: an `arg` and its default.
+pub const ARG_WITH_DEFAULT: &str = "arg_with_default";
 /// One keyword argument of a call or class.
 pub const KEYWORD: &str = "keyword";
 /// `case` pattern matching a value.

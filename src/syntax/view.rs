@@ -485,6 +485,15 @@ impl Node {
         Some(out)
     }
 
+    /// The `arg` node and default of an `arg_with_default` (an item of a parameter list).
+    #[must_use]
+    pub fn as_arg_with_default(&self) -> Option<(&Node, Option<&Node>)> {
+        match (self.kind(), self.children()) {
+            (kind::ARG_WITH_DEFAULT, [arg, default]) => Some((arg, present(default))),
+            _ => None,
+        }
+    }
+
     /// The annotation of an `arg`.
     #[must_use]
     pub fn annotation(&self) -> Option<&Node> {
@@ -553,6 +562,24 @@ impl Node {
             (kind::MATCH_MAPPING, [keys, patterns, rest]) => {
                 Some((keys.children().iter().collect(), vec![patterns, rest]))
             }
+            _ => None,
+        }
+    }
+
+    /// The two branches (`body`, `orelse`) of `body if test else orelse`.
+    #[must_use]
+    pub fn if_exp_branches(&self) -> Option<Vec<&Node>> {
+        match (self.kind(), self.children()) {
+            (kind::IF_EXP, [_test, body, orelse]) => Some(vec![body, orelse]),
+            _ => None,
+        }
+    }
+
+    /// The operands of `a and b` or `a or b`.
+    #[must_use]
+    pub fn bool_op_values(&self) -> Option<&[Node]> {
+        match (self.kind(), self.children()) {
+            (kind::BOOL_OP, [values]) => Some(values.children()),
             _ => None,
         }
     }
@@ -803,6 +830,9 @@ mod tests {
         assert_eq!(params[1].1.and_then(Node::label), Some("int:1"));
         assert_eq!(params[1].0.annotation().map(name), Some("int"));
         assert!(params[0].1.is_none() && params[0].0.annotation().is_none());
+        let lists = node.as_function_def().expect("def").args.children();
+        let (arg, default) = lists[1].children()[0].as_arg_with_default().expect("parameter");
+        assert_eq!((arg.label(), default.and_then(Node::label)), (Some("b"), Some("int:1")));
         let node = expr("lambda x: x\n");
         let (args, body) = node.as_lambda().expect("lambda");
         assert_eq!(args.parameters().expect("arguments").len(), 1);
@@ -810,6 +840,17 @@ mod tests {
         let node = expr("(y := z)\n");
         let (target, value) = node.as_named_expr().expect("walrus");
         assert_eq!((name(target), name(value)), ("y", "z"));
+    }
+
+    #[test]
+    fn conditional_and_boolean_expressions() {
+        let node = expr("a if t else b\n");
+        let branches = node.if_exp_branches().expect("if expression");
+        assert_eq!(branches.into_iter().map(name).collect::<Vec<_>>(), ["a", "b"]);
+        let node = expr("a or b or c\n");
+        let values = node.bool_op_values().expect("or");
+        assert_eq!(values.iter().map(name).collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert!(node.if_exp_branches().is_none());
     }
 
     #[test]
