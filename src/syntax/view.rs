@@ -485,6 +485,23 @@ impl Node {
         Some(out)
     }
 
+    /// The `arg` nodes of the positional parameters (positional-only, then regular) of an
+    /// `arguments` node.
+    #[must_use]
+    pub fn positional_parameters(&self) -> Option<Vec<&Node>> {
+        match (self.kind(), self.children()) {
+            (kind::ARGUMENTS, [posonly, args, ..]) => Some(
+                posonly
+                    .children()
+                    .iter()
+                    .chain(args.children())
+                    .filter_map(|item| item.as_arg_with_default().map(|(arg, _)| arg))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
     /// The `arg` node and default of an `arg_with_default` (an item of a parameter list).
     #[must_use]
     pub fn as_arg_with_default(&self) -> Option<(&Node, Option<&Node>)> {
@@ -571,6 +588,15 @@ impl Node {
     pub fn if_exp_branches(&self) -> Option<Vec<&Node>> {
         match (self.kind(), self.children()) {
             (kind::IF_EXP, [_test, body, orelse]) => Some(vec![body, orelse]),
+            _ => None,
+        }
+    }
+
+    /// The two operands of a binary operation.
+    #[must_use]
+    pub fn bin_op_operands(&self) -> Option<Vec<&Node>> {
+        match (self.kind(), self.children()) {
+            (kind::BIN_OP, [left, right]) => Some(vec![left, right]),
             _ => None,
         }
     }
@@ -830,7 +856,16 @@ mod tests {
         assert_eq!(params[1].1.and_then(Node::label), Some("int:1"));
         assert_eq!(params[1].0.annotation().map(name), Some("int"));
         assert!(params[0].1.is_none() && params[0].0.annotation().is_none());
-        let lists = node.as_function_def().expect("def").args.children();
+        let args = node.as_function_def().expect("def").args;
+        let positional = args.positional_parameters().expect("arguments");
+        assert_eq!(
+            positional
+                .iter()
+                .map(|a| a.label().unwrap_or_default())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        let lists = args.children();
         let (arg, default) = lists[1].children()[0].as_arg_with_default().expect("parameter");
         assert_eq!((arg.label(), default.and_then(Node::label)), (Some("b"), Some("int:1")));
         let node = expr("lambda x: x\n");
@@ -851,6 +886,9 @@ mod tests {
         let values = node.bool_op_values().expect("or");
         assert_eq!(values.iter().map(name).collect::<Vec<_>>(), ["a", "b", "c"]);
         assert!(node.if_exp_branches().is_none());
+        let node = expr("a | b\n");
+        let operands = node.bin_op_operands().expect("binary operation");
+        assert_eq!(operands.into_iter().map(name).collect::<Vec<_>>(), ["a", "b"]);
     }
 
     #[test]
