@@ -935,7 +935,7 @@ fn verify(
 
 /// The top-level statements of `root` that begin inside `range`.
 fn statements<'n>(root: &'n Node, range: &Range<usize>) -> &'n [Node] {
-    let body = root.children().first().map_or(&[][..], Node::children);
+    let body = root.module_body().map_or(&[][..], Node::children);
     let first = body.partition_point(|s| s.range().start < range.start);
     let end = body.partition_point(|s| s.range().start < range.end);
     &body[first..end.max(first)]
@@ -969,7 +969,7 @@ fn kept_in<'n>(list: bool, children: &'n [Node], ranges: &'n [Range<usize>]) -> 
 }
 
 fn is_statement(node: &Node) -> bool {
-    !matches!(node.kind(), LIST | "absent") && node.kind().chars().next().is_some_and(char::is_uppercase)
+    !matches!(node.kind(), LIST | ABSENT) && node.kind().chars().next().is_some_and(char::is_uppercase)
 }
 
 /// The original's tree without the removed statements against the output's without the

@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::parse::parse_module;
 use crate::pattern::{visit_statements, Depth};
 use crate::source::SourceFile;
-use crate::syntax::{kind, Node};
+use crate::syntax::{kind, Node, LIST};
 
 /// What a definition is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -255,8 +255,8 @@ fn descend(
     for (i, child) in stmt.children().iter().enumerate() {
         tree_path.push(i);
         match (child.kind(), child.label()) {
-            ("list", Some("body" | "orelse" | "finalbody")) => collect(source, child, scope, tree_path, out),
-            ("list", Some("handlers" | "cases")) => {
+            (LIST, Some("body" | "orelse" | "finalbody")) => collect(source, child, scope, tree_path, out),
+            (LIST, Some("handlers" | "cases")) => {
                 for (j, inner) in child.children().iter().enumerate() {
                     tree_path.push(j);
                     descend(source, inner, scope, tree_path, out);

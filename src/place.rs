@@ -908,7 +908,7 @@ fn always_binds(stmt: &Node, name: &str) -> bool {
         kind::IMPORT | kind::IMPORT_FROM => stmt.field("names").is_some_and(|names| {
             names.children().iter().any(|alias| {
                 let full = alias.label().unwrap_or_default();
-                let bound = match alias.children().first().and_then(Node::label) {
+                let bound = match alias.asname() {
                     Some(asname) => asname,
                     None if stmt.is(kind::IMPORT) => full.split('.').next().unwrap_or(full),
                     None => full,
@@ -973,7 +973,7 @@ fn target_binds(target: &Node, name: &str) -> bool {
 /// `import os`: it binds `os` to the same package).
 fn is_same_import(stmt: &Node, import: &ImportLine) -> bool {
     let names = stmt.field("names").map(Node::children).unwrap_or_default();
-    let alias_of = |a: &Node| a.children().first().and_then(Node::label).map(str::to_string);
+    let alias_of = |a: &Node| a.asname().map(str::to_string);
     match (stmt.kind(), &import.from) {
         (kind::IMPORT, None) => names.iter().any(|a| {
             let name = a.label().unwrap_or_default();
@@ -1008,7 +1008,7 @@ fn binding_of<'n>(module_level: &[&'n Node], import: &ImportLine) -> Option<&'n 
         kind::IMPORT | kind::IMPORT_FROM if is_same_import(stmt, import) => false,
         kind::IMPORT | kind::IMPORT_FROM => stmt.field("names").is_some_and(|names| {
             names.children().iter().any(|a| {
-                let alias = a.children().first().and_then(Node::label);
+                let alias = a.asname();
                 let full = a.label().unwrap_or_default();
                 let plain = stmt.is(kind::IMPORT) && alias.is_none();
                 let bound = alias.unwrap_or_else(|| {

@@ -121,7 +121,7 @@ mod tests {
         let body = module.field("body").unwrap().children();
         assert_eq!(body.len(), 2);
         assert_eq!(file.slice(body[0].range()), "import os");
-        assert_eq!(body[1].kind(), "FunctionDef");
+        assert_eq!(body[1].kind(), kind::FUNCTION_DEF);
         assert_eq!(body[1].label(), Some("f"));
         assert!(file.slice(body[1].range()).starts_with("def f"));
     }

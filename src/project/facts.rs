@@ -292,7 +292,7 @@ impl ModuleContext<'_> {
 /// Reads the facts of a parsed module.
 pub(crate) fn extract(source: &SourceFile, root: &Node, ctx: &ModuleContext<'_>) -> ModuleFacts {
     let mut facts = ModuleFacts::default();
-    let Some(body) = root.children().first() else {
+    let Some(body) = root.module_body() else {
         return facts;
     };
     let mut walker = ModuleWalker {
@@ -1000,7 +1000,7 @@ fn imports(stmt: &Node, ctx: &ModuleContext<'_>, line: usize, conditional: bool)
     if stmt.is(kind::IMPORT) {
         for alias in names.children() {
             let module = alias.label().unwrap_or_default().to_string();
-            let asname = alias.children().first().and_then(Node::label);
+            let asname = alias.asname();
             let (local, bound) = match asname {
                 Some(local) => (local.to_string(), module.clone()),
                 None => {

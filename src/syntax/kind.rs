@@ -121,6 +121,8 @@ pub const MATCH_CASE: &str = "match_case";
 pub const IDENTIFIER: &str = "identifier";
 /// One item of a parameter list: an `arg` and its default.
 pub const ARG_WITH_DEFAULT: &str = "arg_with_default";
+/// One imported name.
+pub const ALIAS: &str = "alias";
 /// One keyword argument of a call or class.
 pub const KEYWORD: &str = "keyword";
 /// `case` pattern matching a value.

@@ -28,6 +28,7 @@
 //! | `arguments` | `posonlyargs`, `args`, vararg?, `kwonlyargs`, kwarg? |
 //! | `arg_with_default` | `arg`, default? |
 //! | `arg` (label: name) | annotation? |
+//! | `alias` (label: dotted name) | asname? (`identifier`) |
 //! | `Lambda` | `arguments`, body |
 //! | `NamedExpr` | target, value |
 //! | `ListComp`, `SetComp`, `GeneratorExp` | elt, `generators` |
@@ -511,6 +512,15 @@ impl Node {
         }
     }
 
+    /// The `as` name of an `alias` (an imported name).
+    #[must_use]
+    pub fn asname(&self) -> Option<&str> {
+        match (self.kind(), self.children()) {
+            (kind::ALIAS, [asname]) => present(asname).and_then(Node::label),
+            _ => None,
+        }
+    }
+
     /// The annotation of an `arg`.
     #[must_use]
     pub fn annotation(&self) -> Option<&Node> {
@@ -835,6 +845,9 @@ mod tests {
         };
         assert_eq!(names(&one("import a.b, c\n")), ["a.b", "c"]);
         assert_eq!(names(&one("from m import x\n")), ["x"]);
+        let node = one("import a.b as c, d\n");
+        let aliases = node.items().expect("import");
+        assert_eq!((aliases[0].asname(), aliases[1].asname()), (Some("c"), None));
         assert_eq!(names(&one("global g, h\n")), ["g", "h"]);
         assert_eq!(one("del a, b\n").items().expect("del").len(), 2);
         let node = one("type T[X] = list[X]\n");

@@ -76,7 +76,7 @@ pub(crate) fn analyze(root: &Node) -> (Vec<Scope<'_>>, Vec<Problem>) {
         problems: Vec::new(),
         lazy_annotations: false,
     };
-    if let Some(body) = root.children().first() {
+    if let Some(body) = root.module_body() {
         walker.future_imports(body);
         walker.block(body, 0, Ctx::default());
     }
@@ -340,7 +340,7 @@ impl<'t> Walker<'t> {
                         self.event(scope, at, "*", Use::StarImport);
                         continue;
                     }
-                    let bound = match alias.children().first().and_then(Node::label) {
+                    let bound = match alias.asname() {
                         Some(asname) => asname,
                         None if stmt.is(kind::IMPORT) => full.split('.').next().unwrap_or(full),
                         None => full,
