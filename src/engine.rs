@@ -463,17 +463,11 @@ pub(crate) fn parameter_names(def: &Node) -> Vec<String> {
     let Some(args) = def.children().iter().find(|c| c.is(kind::ARGUMENTS)) else {
         return Vec::new();
     };
-    let mut names = Vec::new();
-    for child in args.children() {
-        if child.kind() == LIST {
-            for item in child.children() {
-                names.extend(item.children().first().and_then(Node::label).map(str::to_string));
-            }
-        } else if child.is(kind::ARG) {
-            names.extend(child.label().map(str::to_string));
-        }
-    }
-    names
+    args.parameters()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(arg, _)| arg.label().map(str::to_string))
+        .collect()
 }
 
 /// Where `class`, or a base class defined in the same file, binds `name` at class level: a
