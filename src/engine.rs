@@ -20,7 +20,7 @@ use crate::pattern::Depth;
 use crate::place::{Placer, Refusal};
 use crate::source::{file_lines_inside_strings, SourceFile};
 use crate::spec::{Action, Hook, Recipe};
-use crate::syntax::{Node, ABSENT, LIST};
+use crate::syntax::{kind, Node, ABSENT, LIST};
 use crate::template::Bindings;
 
 /// A hook's edits, or why it has none.
@@ -349,7 +349,7 @@ fn plan_target(
         reason: refusal.reason,
         hook: HookRef(Some(hook.id.clone())),
     };
-    let body = target.map_or(&file.root().children()[0], |def| {
+    let body = target.map_or(file.module_block(), |def| {
         file.node(def).field("body").expect("definitions have a body")
     });
     if let Some(when) = &hook.when {
@@ -481,20 +481,14 @@ fn target_text(target: &Target) -> String {
 
 /// Parameter names of a function node in order: positional-only, regular, `*args`, keyword-only, `**kwargs`.
 pub(crate) fn parameter_names(def: &Node) -> Vec<String> {
-    let Some(args) = def.children().iter().find(|c| c.kind() == "arguments") else {
+    let Some(args) = def.children().iter().find(|c| c.is(kind::ARGUMENTS)) else {
         return Vec::new();
     };
-    let mut names = Vec::new();
-    for child in args.children() {
-        if child.kind() == LIST {
-            for item in child.children() {
-                names.extend(item.children().first().and_then(Node::label).map(str::to_string));
-            }
-        } else if child.kind() == "arg" {
-            names.extend(child.label().map(str::to_string));
-        }
-    }
-    names
+    args.parameters()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(arg, _)| arg.label().map(str::to_string))
+        .collect()
 }
 
 /// Where `class`, or a base class defined in the same file, binds `name` at class level: a
@@ -525,12 +519,7 @@ fn class_member(file: &ParsedFile, class: &Definition, name: &str) -> Option<(St
                 }
             }
             if let Some(bases) = node.field("bases") {
-                queue.extend(
-                    bases
-                        .children()
-                        .iter()
-                        .filter_map(|b| (b.kind() == "Name").then(|| b.label()).flatten().map(str::to_string)),
-                );
+                queue.extend(bases.children().iter().filter_map(|b| b.as_name().map(str::to_string)));
             }
         }
         seen.push(path);
@@ -541,19 +530,15 @@ fn class_member(file: &ParsedFile, class: &Definition, name: &str) -> Option<(St
 fn assigns_self_attribute(class: &Node, attr: &str) -> bool {
     let mut found = false;
     class.walk(&mut |n| {
-        if matches!(n.kind(), "Assign" | "AnnAssign") {
-            let targets = if n.kind() == "Assign" {
-                n.children()[0].children()
-            } else {
-                &n.children()[..1]
-            };
-            found |= targets.iter().any(|t| {
-                t.kind() == "Attribute"
-                    && t.label() == Some(attr)
-                    && t.children()[0].kind() == "Name"
-                    && t.children()[0].label() == Some("self")
-            });
-        }
+        let targets = match (n.as_assign(), n.as_ann_assign()) {
+            (Some(assign), _) => assign.targets,
+            (None, Some(ann)) => std::slice::from_ref(ann.target),
+            (None, None) => &[],
+        };
+        found |= targets.iter().any(|t| {
+            t.as_attribute()
+                .is_some_and(|a| a.attr == attr && a.value.as_name() == Some("self"))
+        });
         !found
     });
     found
@@ -965,7 +950,7 @@ fn verify(
 
 /// The top-level statements of `root` that begin inside `range`.
 fn statements<'n>(root: &'n Node, range: &Range<usize>) -> &'n [Node] {
-    let body = root.children().first().map_or(&[][..], Node::children);
+    let body = root.module_body().map_or(&[][..], Node::children);
     let first = body.partition_point(|s| s.range().start < range.start);
     let end = body.partition_point(|s| s.range().start < range.end);
     &body[first..end.max(first)]
@@ -999,7 +984,7 @@ fn kept_in<'n>(list: bool, children: &'n [Node], ranges: &'n [Range<usize>]) -> 
 }
 
 fn is_statement(node: &Node) -> bool {
-    !matches!(node.kind(), LIST | "absent") && node.kind().chars().next().is_some_and(char::is_uppercase)
+    !matches!(node.kind(), LIST | ABSENT) && node.kind().chars().next().is_some_and(char::is_uppercase)
 }
 
 /// The original's tree without the removed statements against the output's without the

@@ -37,7 +37,7 @@
 //! |---|---|
 //! | [`source`] | a file's text, style (indent, newline, BOM), line index, UTF-8/UTF-16 positions |
 //! | [`parse`] | the parser adapter, the only user of rustpython-parser |
-//! | [`syntax`] | the crate's own small syntax tree |
+//! | [`syntax`] | the crate's own small syntax tree, its kinds and typed views |
 //! | [`outline`], [`locate`] | every class and def; finding them by path |
 //! | `suggest` | "did you mean": the one scorer of names close to one not found |
 //! | [`pattern`], [`template`] | statement patterns with metavariables; code templates |

@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::parse::parse_module;
 use crate::pattern::{visit_statements, Depth};
 use crate::source::SourceFile;
-use crate::syntax::Node;
+use crate::syntax::{kind, Node, LIST};
 
 /// What a definition is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -154,14 +154,7 @@ impl ParsedFile {
     /// [`Error::Syntax`] when the text is not valid Python.
     pub fn parse(source: SourceFile) -> Result<ParsedFile, Error> {
         let root = parse_module(&source)?;
-        let mut definitions = Vec::new();
-        let mut tree_path = vec![0];
-        collect(&source, &root.children()[0], None, &mut tree_path, &mut definitions);
-        Ok(ParsedFile {
-            source,
-            root,
-            definitions,
-        })
+        Ok(ParsedFile::outlined(source, root))
     }
 
     /// [`ParsedFile::parse`] of `source`, a later version of `previous`'s text, parsing again
@@ -176,14 +169,22 @@ impl ParsedFile {
             });
         };
         let root = crate::parse::reparse::reparse(&previous.root, previous.source.text(), &source, &[span])?.root;
+        Ok(ParsedFile::outlined(source, root))
+    }
+
+    /// The file with the outline of `root`, its tree.
+    fn outlined(source: SourceFile, root: Node) -> ParsedFile {
         let mut definitions = Vec::new();
         let mut tree_path = vec![0];
-        collect(&source, &root.children()[0], None, &mut tree_path, &mut definitions);
-        Ok(ParsedFile {
+        // `parse_module` and `parse::reparse` always give a `Module` with its body.
+        if let Some(body) = root.module_body() {
+            collect(&source, body, None, &mut tree_path, &mut definitions);
+        }
+        ParsedFile {
             source,
             root,
             definitions,
-        })
+        }
     }
 
     /// The file's text and style.
@@ -201,7 +202,13 @@ impl ParsedFile {
     /// The statements at the top level of the module.
     #[must_use]
     pub fn module_body(&self) -> &[Node] {
-        self.root.children()[0].children()
+        self.root.module_body().map(Node::children).unwrap_or_default()
+    }
+
+    /// The `body` list node of the module.
+    pub(crate) fn module_block(&self) -> &Node {
+        // `parse_module` always gives a `Module` with its body.
+        self.root.module_body().expect("a parsed file has a module body")
     }
 
     /// Every class and function in source order, parents before their children.
@@ -216,14 +223,7 @@ impl ParsedFile {
     /// file when there is one, else the module ([`ParsedFile::root`]).
     #[must_use]
     pub fn node(&self, definition: &Definition) -> &Node {
-        let mut node = &self.root;
-        for &i in &definition.tree_path {
-            match node.children().get(i) {
-                Some(child) => node = child,
-                None => return &self.root,
-            }
-        }
-        node
+        self.root.at_path(&definition.tree_path).unwrap_or(&self.root)
     }
 }
 
@@ -276,8 +276,8 @@ fn descend(
     for (i, child) in stmt.children().iter().enumerate() {
         tree_path.push(i);
         match (child.kind(), child.label()) {
-            ("list", Some("body" | "orelse" | "finalbody")) => collect(source, child, scope, tree_path, out),
-            ("list", Some("handlers" | "cases")) => {
+            (LIST, Some("body" | "orelse" | "finalbody")) => collect(source, child, scope, tree_path, out),
+            (LIST, Some("handlers" | "cases")) => {
                 for (j, inner) in child.children().iter().enumerate() {
                     tree_path.push(j);
                     descend(source, inner, scope, tree_path, out);
@@ -295,7 +295,7 @@ fn global_names(def: &Node) -> Vec<String> {
     let mut names = Vec::new();
     if let Some(body) = def.field("body") {
         visit_statements(body, Depth::Nested, &mut |stmt| {
-            if stmt.kind() == "Global" {
+            if stmt.is(kind::GLOBAL) {
                 let declared = stmt.field("names").map(Node::children).unwrap_or_default();
                 names.extend(declared.iter().filter_map(Node::label).map(str::to_string));
             }
@@ -323,7 +323,7 @@ fn definition(
         Some(p) => format!("{}.<locals>.{name}", p.path),
     };
     let kind = match (stmt.kind(), parent_def.map(|p| p.kind)) {
-        ("ClassDef", _) => DefKind::Class,
+        (kind::CLASS_DEF, _) => DefKind::Class,
         (_, Some(DefKind::Class)) => DefKind::Method,
         _ => DefKind::Function,
     };
@@ -364,14 +364,13 @@ fn definition(
         None => (false, format!("{header_indent}{}", source.style().indent_unit())),
     };
     let docstring = first
-        .filter(|f| f.kind() == "Expr")
-        .and_then(|f| f.children().first())
-        .filter(|value| value.kind() == "Constant" && value.label().is_some_and(|l| l.starts_with("str:")))
+        .and_then(Node::as_expr_stmt)
+        .filter(|value| value.is(kind::CONSTANT) && value.label().is_some_and(|l| l.starts_with("str:")))
         .map(Node::range);
     Definition {
         path,
         kind,
-        is_async: stmt.kind() == "AsyncFunctionDef",
+        is_async: stmt.is(kind::ASYNC_FUNCTION_DEF),
         line: lines.line_of(range.start),
         end_line: lines.line_of(range.end.saturating_sub(1).max(range.start)),
         decorator_line,

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, HookRef, Location};
 use crate::parse::parse_snippet;
-use crate::syntax::{Node, LIST};
+use crate::syntax::{kind, Node, LIST};
 
 const SEQ: &str = "__pysplice_seq__";
 const ANY: &str = "__pysplice_any__";
@@ -111,10 +111,7 @@ impl Pattern {
 
     /// The expression of an expression pattern (`f($$$)`), unless it is a lone wildcard.
     fn expression(&self) -> Option<&Node> {
-        if self.stmt.kind() != "Expr" {
-            return None;
-        }
-        let value = &self.stmt.children()[0];
+        let value = self.stmt.as_expr_stmt()?;
         (!is_wildcard(value)).then_some(value)
     }
 }
@@ -175,15 +172,19 @@ fn encode_metavariables(text: &str) -> String {
 
 fn wildcard_name(node: &Node) -> Option<&str> {
     let name = match node.kind() {
-        "Name" => node.label(),
-        "Expr" => node
-            .children()
-            .first()
-            .filter(|v| v.kind() == "Name")
-            .and_then(Node::label),
+        kind::NAME => node.label(),
+        kind::EXPR => node.as_expr_stmt().and_then(Node::as_name),
         _ => None,
     }?;
     (name == ANY || name == SEQ || name.starts_with(VAR_PREFIX)).then_some(name)
+}
+
+/// Whether `pattern` is a call whose arguments hold a sequence wildcard and no keywords
+/// (`f($$$)`), which then admits any keywords.
+fn open_keywords(pattern: &Node) -> bool {
+    pattern
+        .as_call()
+        .is_some_and(|call| call.args.iter().any(is_seq) && call.keywords.is_empty())
 }
 
 fn is_wildcard(node: &Node) -> bool {
@@ -230,7 +231,7 @@ fn match_node<'a>(pattern: &Node, node: &'a Node, bindings: &mut Bindings<'a>) -
         return false;
     }
     // `f($$$)` matches any call of f: a sequence wildcard in the arguments also admits keywords.
-    let open_keywords = pattern.kind() == "Call" && p[1].children().iter().any(is_seq) && p[2].children().is_empty();
+    let open_keywords = open_keywords(pattern);
     p.iter()
         .zip(n)
         .enumerate()
@@ -531,8 +532,7 @@ mod tests {
         if p.len() != n.len() {
             return false;
         }
-        let open_keywords =
-            pattern.kind() == "Call" && p[1].children().iter().any(is_seq) && p[2].children().is_empty();
+        let open_keywords = open_keywords(pattern);
         p.iter()
             .zip(n)
             .enumerate()

@@ -13,7 +13,7 @@ use crate::outline::{Definition, ParsedFile};
 use crate::pattern::{visit_statements, Depth};
 use crate::source::{newlines_inside_literals, SourceFile, Style};
 use crate::spec::{Anchor, ImportLine, Nth, Selector};
-use crate::syntax::Node;
+use crate::syntax::{kind, Node, LIST};
 
 /// Why a hook cannot be placed, with the offset it concerns.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -359,7 +359,7 @@ impl<'a> Placer<'a> {
         }
         match anchor {
             Anchor::Start => {
-                let first = &body.children()[0];
+                let first = body.children().first().expect("a body has statements");
                 let at = match def.docstring() {
                     Some(doc) if body.children().len() > 1 || self.line_ends_after(doc.end) => {
                         if !self.line_ends_after(doc.end) {
@@ -391,7 +391,7 @@ impl<'a> Placer<'a> {
 
     /// `def f(): return x` with code at its start or end: the suite becomes a block.
     fn expand_suite(&self, def: &Definition, body: &Node, anchor: &Anchor, code: &str) -> Placed {
-        let first = &body.children()[0];
+        let first = body.children().first().expect("a body has statements");
         let last = body.children().last().expect("a body has statements");
         let text = self.text();
         let colon_end = text[..first.range().start].trim_end_matches([' ', '\t']).len();
@@ -515,7 +515,7 @@ impl<'a> Placer<'a> {
 
     /// Inserts module-level `code` at `anchor`.
     pub(crate) fn insert_in_module(&self, anchor: &Anchor, code: &str) -> Placed {
-        let body = &self.file.root().children()[0];
+        let body = self.file.module_block();
         match anchor {
             Anchor::Start => Ok(vec![self.block_at_line(
                 self.module_start(false)?,
@@ -554,8 +554,8 @@ impl<'a> Placer<'a> {
             // Past the imports, a string statement after the docstring (a licence, a second
             // docstring) is part of the header too: code never goes above imports below it.
             let docstring = (i == 0 || after_imports) && is_docstring(stmt);
-            let future = stmt.kind() == "ImportFrom" && stmt.label() == Some("__future__");
-            let import = after_imports && matches!(stmt.kind(), "Import" | "ImportFrom");
+            let future = stmt.is(kind::IMPORT_FROM) && stmt.label() == Some("__future__");
+            let import = after_imports && matches!(stmt.kind(), kind::IMPORT | kind::IMPORT_FROM);
             if docstring || future || import {
                 last = Some(stmt);
             } else {
@@ -581,7 +581,7 @@ impl<'a> Placer<'a> {
 
     /// Frames the imports of `wanted` that the module lacks, after its leading imports.
     pub(crate) fn ensure_imports(&self, wanted: &[ImportLine]) -> Result<(Vec<Edit>, Vec<String>), Refusal> {
-        let body = &self.file.root().children()[0];
+        let body = self.file.module_block();
         let mut module_level = Vec::new();
         visit_statements(body, Depth::Nested, &mut |stmt| module_level.push(stmt));
         // Imports inside other recipes' blocks are theirs: reverting one must not take away an
@@ -651,7 +651,7 @@ impl<'a> Placer<'a> {
         let body = self.file.node(def).field("body").expect("definitions have a body");
         let mut returns = Vec::new();
         visit_statements(body, Depth::Nested, &mut |stmt| {
-            if stmt.kind() == "Return" {
+            if stmt.is(kind::RETURN) {
                 returns.push(stmt);
             }
         });
@@ -663,7 +663,7 @@ impl<'a> Placer<'a> {
             let r = ret.range();
             // A bare `return` ends a generator: it returns no value to wrap (and an async
             // generator may not return one), so it is left alone.
-            let bare_in_generator = generator && ret.children()[0].kind() == "absent";
+            let bare_in_generator = generator && ret.as_return() == Some(None);
             if bare_in_generator || exclude.iter().any(|x| x.start <= r.start && r.end <= x.end) {
                 left_alone += 1;
                 continue;
@@ -702,10 +702,7 @@ impl<'a> Placer<'a> {
 
     /// The statement that takes the place of `ret`: `return TEMPLATE` with its value.
     fn wrapped_return(&self, ret: &Node, render: &dyn Fn(&str) -> String) -> String {
-        let value = &ret.children()[0];
-        let value_text = if value.kind() == "absent" {
-            "None".to_string()
-        } else {
+        let value_text = if let Some(value) = ret.as_return().flatten() {
             // Everything after `return`, brackets included: a parenthesised value may span
             // lines or be an implicit concatenation that needs them.
             let text = return_value_text(self.source().slice(ret.range()));
@@ -714,6 +711,8 @@ impl<'a> Placer<'a> {
             } else {
                 format!("({text})")
             }
+        } else {
+            "None".to_string()
         };
         format!("return {}", render(&value_text))
     }
@@ -725,7 +724,7 @@ impl<'a> Placer<'a> {
     pub(crate) fn compose_suite(&self, def: &Definition, parts: &[(&str, SuitePart<'_>)]) -> Placed {
         let node = self.file.node(def);
         let body = node.field("body").expect("definitions have a body");
-        let first = &body.children()[0];
+        let first = body.children().first().expect("a body has statements");
         let last = body.children().last().expect("a body has statements");
         let text = self.text();
         let colon_end = text[..first.range().start].trim_end_matches([' ', '\t']).len();
@@ -835,9 +834,8 @@ pub(crate) enum SuitePart<'a> {
 
 /// Whether `stmt` is a string expression statement.
 pub(crate) fn is_docstring(stmt: &Node) -> bool {
-    stmt.kind() == "Expr"
-        && stmt.children()[0].kind() == "Constant"
-        && stmt.children()[0].label().is_some_and(|l| l.starts_with("str:"))
+    stmt.as_expr_stmt()
+        .is_some_and(|value| value.is(kind::CONSTANT) && value.label().is_some_and(|l| l.starts_with("str:")))
 }
 
 /// The value of a `return` statement's text: what follows the keyword, from its first bracket
@@ -860,7 +858,7 @@ fn is_atom(value: &Node, text: &str) -> bool {
     crate::verify::brackets::is_enclosed(text)
         || matches!(
             value.kind(),
-            "Name" | "Attribute" | "Call" | "Subscript" | "Constant" | "JoinedStr"
+            kind::NAME | kind::ATTRIBUTE | kind::CALL | kind::SUBSCRIPT | kind::CONSTANT | kind::JOINED_STR
         )
 }
 
@@ -868,8 +866,8 @@ fn is_atom(value: &Node, text: &str) -> bool {
 fn is_generator(body: &Node) -> bool {
     let mut found = false;
     body.walk(&mut |n| {
-        found |= matches!(n.kind(), "Yield" | "YieldFrom");
-        !found && !matches!(n.kind(), "FunctionDef" | "AsyncFunctionDef" | "ClassDef" | "Lambda")
+        found |= matches!(n.kind(), kind::YIELD | kind::YIELD_FROM);
+        !found && !n.is_definition() && !n.is(kind::LAMBDA)
     });
     found
 }
@@ -906,24 +904,28 @@ fn holds_import(stmt: &Node, import: &ImportLine) -> bool {
 fn always_binds(stmt: &Node, name: &str) -> bool {
     let block = |field: &str| stmt.field(field).is_some_and(|b| block_binds(b, name));
     match stmt.kind() {
-        "Raise" => true,
-        "Import" | "ImportFrom" => stmt.field("names").is_some_and(|names| {
+        kind::RAISE => true,
+        kind::IMPORT | kind::IMPORT_FROM => stmt.field("names").is_some_and(|names| {
             names.children().iter().any(|alias| {
                 let full = alias.label().unwrap_or_default();
-                let bound = match alias.children().first().and_then(Node::label) {
+                let bound = match alias.asname() {
                     Some(asname) => asname,
-                    None if stmt.kind() == "Import" => full.split('.').next().unwrap_or(full),
+                    None if stmt.is(kind::IMPORT) => full.split('.').next().unwrap_or(full),
                     None => full,
                 };
                 bound == name
             })
         }),
-        "FunctionDef" | "AsyncFunctionDef" | "ClassDef" => stmt.label() == Some(name),
-        "Assign" => stmt.children()[0].children().iter().any(|t| target_binds(t, name)),
-        "AnnAssign" => stmt.children()[2].kind() != "absent" && target_binds(&stmt.children()[0], name),
-        "If" => block("body") && block("orelse"),
-        "With" | "AsyncWith" => block("body"),
-        "Try" | "TryStar" => {
+        kind::FUNCTION_DEF | kind::ASYNC_FUNCTION_DEF | kind::CLASS_DEF => stmt.label() == Some(name),
+        kind::ASSIGN => stmt
+            .as_assign()
+            .is_some_and(|a| a.targets.iter().any(|t| target_binds(t, name))),
+        kind::ANN_ASSIGN => stmt
+            .as_ann_assign()
+            .is_some_and(|a| a.value.is_some() && target_binds(a.target, name)),
+        kind::IF => block("body") && block("orelse"),
+        kind::WITH | kind::ASYNC_WITH => block("body"),
+        kind::TRY | kind::TRY_STAR => {
             let handlers = stmt.field("handlers").map(Node::children).unwrap_or_default();
             block("finalbody")
                 || ((block("body") || block("orelse"))
@@ -939,13 +941,17 @@ fn always_binds(stmt: &Node, name: &str) -> bool {
 /// `for` or `with` target), whether or not it always runs.
 pub(crate) fn binds_name(stmt: &Node, name: &str) -> bool {
     match stmt.kind() {
-        "AugAssign" | "For" | "AsyncFor" => target_binds(&stmt.children()[0], name),
-        "AnnAssign" => target_binds(&stmt.children()[0], name),
-        "With" | "AsyncWith" => stmt.children()[0]
-            .children()
-            .iter()
-            .any(|item| target_binds(&item.children()[1], name)),
-        "If" | "Try" | "TryStar" | "Raise" => false,
+        kind::AUG_ASSIGN => stmt.as_aug_assign().is_some_and(|a| target_binds(a.target, name)),
+        kind::FOR | kind::ASYNC_FOR => stmt.as_for().is_some_and(|f| target_binds(f.target, name)),
+        kind::ANN_ASSIGN => stmt.as_ann_assign().is_some_and(|a| target_binds(a.target, name)),
+        kind::WITH | kind::ASYNC_WITH => stmt.as_with().is_some_and(|with| {
+            with.items.iter().any(|item| {
+                item.as_with_item()
+                    .and_then(|item| item.vars)
+                    .is_some_and(|vars| target_binds(vars, name))
+            })
+        }),
+        kind::IF | kind::TRY | kind::TRY_STAR | kind::RAISE => false,
         _ => always_binds(stmt, name),
     }
 }
@@ -956,9 +962,9 @@ fn block_binds(block: &Node, name: &str) -> bool {
 
 fn target_binds(target: &Node, name: &str) -> bool {
     match target.kind() {
-        "Name" => target.label() == Some(name),
-        "Tuple" | "List" | "list" => target.children().iter().any(|t| target_binds(t, name)),
-        "Starred" => target_binds(&target.children()[0], name),
+        kind::NAME => target.label() == Some(name),
+        kind::TUPLE | kind::LIST_DISPLAY | LIST => target.children().iter().any(|t| target_binds(t, name)),
+        kind::STARRED => target.operand().is_some_and(|value| target_binds(value, name)),
         _ => false,
     }
 }
@@ -967,9 +973,9 @@ fn target_binds(target: &Node, name: &str) -> bool {
 /// `import os`: it binds `os` to the same package).
 fn is_same_import(stmt: &Node, import: &ImportLine) -> bool {
     let names = stmt.field("names").map(Node::children).unwrap_or_default();
-    let alias_of = |a: &Node| a.children().first().and_then(Node::label).map(str::to_string);
+    let alias_of = |a: &Node| a.asname().map(str::to_string);
     match (stmt.kind(), &import.from) {
-        ("Import", None) => names.iter().any(|a| {
+        (kind::IMPORT, None) => names.iter().any(|a| {
             let name = a.label().unwrap_or_default();
             let alias = alias_of(a);
             match &import.alias {
@@ -981,7 +987,7 @@ fn is_same_import(stmt: &Node, import: &ImportLine) -> bool {
                 }
             }
         }),
-        ("ImportFrom", Some(from)) => {
+        (kind::IMPORT_FROM, Some(from)) => {
             stmt.label() == Some(from.as_str())
                 && names
                     .iter()
@@ -997,14 +1003,14 @@ fn binding_of<'n>(module_level: &[&'n Node], import: &ImportLine) -> Option<&'n 
     // `import a.b` and `import a` bind `a` to the same package.
     let same_package = import.from.is_none() && import.alias.is_none();
     module_level.iter().copied().find(|stmt| match stmt.kind() {
-        "FunctionDef" | "AsyncFunctionDef" | "ClassDef" => stmt.label() == Some(name),
+        kind::FUNCTION_DEF | kind::ASYNC_FUNCTION_DEF | kind::CLASS_DEF => stmt.label() == Some(name),
         // The same import, only conditional (`if TYPE_CHECKING:`), binds the same thing.
-        "Import" | "ImportFrom" if is_same_import(stmt, import) => false,
-        "Import" | "ImportFrom" => stmt.field("names").is_some_and(|names| {
+        kind::IMPORT | kind::IMPORT_FROM if is_same_import(stmt, import) => false,
+        kind::IMPORT | kind::IMPORT_FROM => stmt.field("names").is_some_and(|names| {
             names.children().iter().any(|a| {
-                let alias = a.children().first().and_then(Node::label);
+                let alias = a.asname();
                 let full = a.label().unwrap_or_default();
-                let plain = stmt.kind() == "Import" && alias.is_none();
+                let plain = stmt.is(kind::IMPORT) && alias.is_none();
                 let bound = alias.unwrap_or_else(|| {
                     if plain {
                         full.split('.').next().unwrap_or(full)
@@ -1015,18 +1021,23 @@ fn binding_of<'n>(module_level: &[&'n Node], import: &ImportLine) -> Option<&'n 
                 bound == name && !(same_package && plain)
             })
         }),
-        "Assign" | "AnnAssign" | "AugAssign" => {
+        kind::ASSIGN | kind::ANN_ASSIGN | kind::AUG_ASSIGN => {
             let mut found = false;
-            let targets: Vec<&Node> = match stmt.kind() {
-                "Assign" => stmt.children()[0].children().iter().collect(),
-                _ => vec![&stmt.children()[0]],
+            let targets: Vec<&Node> = if let Some(assign) = stmt.as_assign() {
+                assign.targets.iter().collect()
+            } else {
+                stmt.as_ann_assign()
+                    .map(|a| a.target)
+                    .or_else(|| stmt.as_aug_assign().map(|a| a.target))
+                    .into_iter()
+                    .collect()
             };
             for target in targets {
                 target.walk(&mut |n| {
-                    if n.kind() == "Name" && n.label() == Some(name) {
+                    if n.as_name() == Some(name) {
                         found = true;
                     }
-                    !matches!(n.kind(), "Attribute" | "Subscript")
+                    !matches!(n.kind(), kind::ATTRIBUTE | kind::SUBSCRIPT)
                 });
             }
             found

@@ -33,7 +33,7 @@ use crate::marker;
 use crate::parse::parse_snippet;
 use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;
-use crate::syntax::is_identifier;
+use crate::syntax::{is_identifier, kind};
 use crate::template::{Bindings, Template};
 
 /// Which of the matching statements an anchor or replacement uses.
@@ -844,15 +844,15 @@ fn import_line(text: &str) -> Result<ImportLine, String> {
     if name == "*" {
         return Err(bad());
     }
-    let asname = alias.children().first().and_then(|a| a.label()).map(str::to_string);
+    let asname = alias.asname().map(str::to_string);
     match stmt.kind() {
-        "Import" => Ok(ImportLine {
+        kind::IMPORT => Ok(ImportLine {
             statement,
             from: None,
             name,
             alias: asname,
         }),
-        "ImportFrom" => Ok(ImportLine {
+        kind::IMPORT_FROM => Ok(ImportLine {
             statement,
             from: Some(stmt.label().unwrap_or_default().to_string()),
             name,

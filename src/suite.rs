@@ -10,7 +10,7 @@ use crate::outline::{Definition, ParsedFile};
 use crate::pattern::{visit_statements, Depth};
 use crate::place::{Placer, Refusal, SuitePart};
 use crate::spec::{Action, Anchor, Hook, Recipe};
-use crate::syntax::Node;
+use crate::syntax::{kind, Node};
 use crate::template::Bindings;
 
 /// For each one-line suite that two or more placed hooks change: the definition and the indices
@@ -79,7 +79,7 @@ pub(crate) fn compose(
             Action::WrapReturns { template, .. } => {
                 let mut returns: Vec<&Node> = Vec::new();
                 visit_statements(body, Depth::Nested, &mut |stmt| {
-                    if stmt.kind() == "Return" {
+                    if stmt.is(kind::RETURN) {
                         returns.push(stmt);
                     }
                 });

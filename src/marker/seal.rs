@@ -5,7 +5,7 @@ use sha2::{Digest, Sha256};
 
 use super::grammar::{self, Seal};
 use crate::parse::parse_snippet;
-use crate::syntax::ABSENT;
+use crate::syntax::{kind, ABSENT};
 
 /// Bumped when what the seal covers changes, so an old seal never verifies new content.
 const SEAL_VERSION: &str = "pysplice-marker-2";
@@ -98,7 +98,7 @@ fn displaced_fits(kind: &str, displaced: &str, content: &str) -> bool {
             let value_of = |text: &str| {
                 let stmts = parse_snippet("<marker>", text).ok()?;
                 match stmts.as_slice() {
-                    [stmt] if stmt.kind() == "Return" => stmt.children().first().cloned(),
+                    [stmt] if stmt.is(kind::RETURN) => stmt.children().first().cloned(),
                     _ => None,
                 }
             };

@@ -1,4 +1,7 @@
 //! Conversion of rustpython-ast nodes into the crate's own [`Node`] tree.
+//!
+//! The order in which each node's children are written here is read in one place only,
+//! `syntax::view` (its module doc lists it): a change of order here is a change there.
 
 use std::cell::Cell;
 use std::ops::Range;

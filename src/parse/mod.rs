@@ -13,7 +13,7 @@ use rustpython_parser::{self as parser, Mode};
 
 use crate::error::{Error, HookRef, Location};
 use crate::source::{floor_char_boundary, SourceFile};
-use crate::syntax::Node;
+use crate::syntax::{kind, Node};
 
 /// The deepest syntax tree pysplice accepts. Deeper files are refused with a clear error rather
 /// than risking the caller's stack in the recursive passes over the tree: a debug build on a
@@ -36,7 +36,7 @@ pub fn parse_module(file: &SourceFile) -> Result<Node, Error> {
     let parsed = stacker::grow(PARSE_STACK, || match parser::parse(text, Mode::Module, file.name()) {
         Ok(parser::ast::Mod::Module(module)) => {
             let body = convert::stmts("body", &module.body, text.len());
-            Ok(Node::new("Module", 0..text.len(), None, vec![body]))
+            Ok(Node::new(kind::MODULE, 0..text.len(), None, vec![body]))
         }
         Ok(_) => Err((0, "expected a module".to_string())),
         Err(err) => Err((err.offset.to_usize(), err.error.to_string())),
@@ -58,8 +58,11 @@ pub fn parse_module(file: &SourceFile) -> Result<Node, Error> {
 fn bare_starred_value(root: &Node) -> Option<usize> {
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
-        if matches!(node.kind(), "Return" | "Expr" | "Assign" | "AugAssign" | "AnnAssign") {
-            if let Some(value) = node.children().iter().find(|child| child.kind() == "Starred") {
+        if matches!(
+            node.kind(),
+            kind::RETURN | kind::EXPR | kind::ASSIGN | kind::AUG_ASSIGN | kind::ANN_ASSIGN
+        ) {
+            if let Some(value) = node.children().iter().find(|child| child.is(kind::STARRED)) {
                 return Some(value.range().start);
             }
         }
@@ -87,7 +90,7 @@ fn deeper_than(root: &Node, limit: usize) -> Option<usize> {
 pub fn parse_snippet(name: &str, text: &str) -> Result<Vec<Node>, Error> {
     let file = SourceFile::new(name, text);
     let module = parse_module(&file)?;
-    Ok(module.children()[0].children().to_vec())
+    Ok(module.module_body().map(Node::children).unwrap_or_default().to_vec())
 }
 
 fn syntax_error(file: &SourceFile, offset: usize, message: String) -> Error {
@@ -119,7 +122,7 @@ mod tests {
         let body = module.field("body").unwrap().children();
         assert_eq!(body.len(), 2);
         assert_eq!(file.slice(body[0].range()), "import os");
-        assert_eq!(body[1].kind(), "FunctionDef");
+        assert_eq!(body[1].kind(), kind::FUNCTION_DEF);
         assert_eq!(body[1].label(), Some("f"));
         assert!(file.slice(body[1].range()).starts_with("def f"));
     }

@@ -15,7 +15,7 @@ use std::ops::Range;
 use super::parse_module;
 use crate::error::Error;
 use crate::source::SourceFile;
-use crate::syntax::{Node, LIST};
+use crate::syntax::{kind, Node, LIST};
 
 /// The output's tree, and the parts that were parsed anew: (range in the original, range in
 /// the output), sorted. Outside them the output's statements are the original's, moved.
@@ -139,7 +139,7 @@ fn spliced(
     };
     let list = Node::new(LIST, range, Some("body".into()), out_body);
     Some(Reparsed {
-        root: Node::new("Module", 0..new.len(), None, vec![list]),
+        root: Node::new(kind::MODULE, 0..new.len(), None, vec![list]),
         regions: pairs,
     })
 }

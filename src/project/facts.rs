@@ -3,7 +3,7 @@
 //! compositions, delegation uses) and the `EntryClass` list.
 
 use crate::source::SourceFile;
-use crate::syntax::Node;
+use crate::syntax::{kind, Node};
 
 /// One import statement's binding, as written and resolved to an absolute module.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -292,7 +292,7 @@ impl ModuleContext<'_> {
 /// Reads the facts of a parsed module.
 pub(crate) fn extract(source: &SourceFile, root: &Node, ctx: &ModuleContext<'_>) -> ModuleFacts {
     let mut facts = ModuleFacts::default();
-    let Some(body) = root.children().first() else {
+    let Some(body) = root.module_body() else {
         return facts;
     };
     let mut walker = ModuleWalker {
@@ -331,14 +331,14 @@ impl ModuleWalker<'_, '_> {
 
     fn statement(&mut self, stmt: &Node, conditional: bool) {
         match stmt.kind() {
-            "ClassDef" => {
+            kind::CLASS_DEF => {
                 let index = self.class(stmt, "");
                 self.bind(stmt.label().unwrap_or_default(), Binding::Class(index), conditional);
             }
-            "FunctionDef" | "AsyncFunctionDef" => {
+            kind::FUNCTION_DEF | kind::ASYNC_FUNCTION_DEF => {
                 self.bind(stmt.label().unwrap_or_default(), Binding::Opaque, conditional);
             }
-            "Import" | "ImportFrom" => {
+            kind::IMPORT | kind::IMPORT_FROM => {
                 let line = self.line(stmt.range().start);
                 for (import, binding) in imports(stmt, self.ctx, line, conditional) {
                     match &binding {
@@ -348,7 +348,7 @@ impl ModuleWalker<'_, '_> {
                     self.facts.imports.push(import);
                 }
             }
-            "Assign" | "AnnAssign" | "AugAssign" => self.assignment(stmt, conditional),
+            kind::ASSIGN | kind::ANN_ASSIGN | kind::AUG_ASSIGN => self.assignment(stmt, conditional),
             _ => {
                 for block in stmt.blocks() {
                     self.block(block, true);
@@ -358,17 +358,18 @@ impl ModuleWalker<'_, '_> {
     }
 
     fn assignment(&mut self, stmt: &Node, conditional: bool) {
-        let (targets, value): (Vec<&Node>, Option<&Node>) = match stmt.kind() {
-            "Assign" => (stmt.children()[0].children().iter().collect(), stmt.children().get(1)),
-            _ => (
-                stmt.children().first().into_iter().collect(),
-                stmt.children().get(if stmt.kind() == "AnnAssign" { 2 } else { 1 }),
-            ),
+        let (targets, value): (Vec<&Node>, Option<&Node>) = if let Some(assign) = stmt.as_assign() {
+            (assign.targets.iter().collect(), Some(assign.value))
+        } else if let Some(ann) = stmt.as_ann_assign() {
+            (vec![ann.target], ann.value)
+        } else if let Some(aug) = stmt.as_aug_assign() {
+            (vec![aug.target], Some(aug.value))
+        } else {
+            (Vec::new(), None)
         };
-        let value = value.filter(|v| v.kind() != crate::syntax::ABSENT);
-        let augmented = stmt.kind() == "AugAssign";
+        let augmented = stmt.is(kind::AUG_ASSIGN);
         for target in targets {
-            let Some(name) = (target.kind() == "Name").then(|| target.label()).flatten() else {
+            let Some(name) = target.as_name() else {
                 continue;
             };
             match name {
@@ -418,7 +419,7 @@ impl ModuleWalker<'_, '_> {
                 list.children()
                     .iter()
                     .map(|b| {
-                        let named = if b.kind() == "Subscript" { &b.children()[0] } else { b };
+                        let named = b.as_subscript().map_or(b, |s| s.value);
                         let (text, is_name) = match dotted(named) {
                             Some(d) => (d, true),
                             None => (self.source.slice(b.range()).to_string(), false),
@@ -490,15 +491,16 @@ impl<'n> ClassWalker<'_, '_, 'n> {
     fn body(&mut self, list: &'n Node) {
         for stmt in list.children() {
             match stmt.kind() {
-                "FunctionDef" | "AsyncFunctionDef" => self.method(stmt),
-                "ClassDef" => self.nested.push(stmt),
-                "Assign" | "AnnAssign" => {
-                    let targets: Vec<&Node> = if stmt.kind() == "Assign" {
-                        stmt.children()[0].children().iter().collect()
+                kind::FUNCTION_DEF | kind::ASYNC_FUNCTION_DEF => self.method(stmt),
+                kind::CLASS_DEF => self.nested.push(stmt),
+                kind::ASSIGN | kind::ANN_ASSIGN => {
+                    let (targets, value): (Vec<&Node>, Option<&Node>) = if let Some(assign) = stmt.as_assign() {
+                        (assign.targets.iter().collect(), Some(assign.value))
+                    } else if let Some(ann) = stmt.as_ann_assign() {
+                        (vec![ann.target], ann.value)
                     } else {
-                        stmt.children().first().into_iter().collect()
+                        (Vec::new(), None)
                     };
-                    let value = stmt.children().last();
                     for target in targets {
                         for name in target_names(target) {
                             self.facts.attributes.push(AttributeFacts {
@@ -524,16 +526,9 @@ impl<'n> ClassWalker<'_, '_, 'n> {
         let name = def.label().unwrap_or_default().to_string();
         let kind = method_kind(def);
         let self_name = def
-            .children()
-            .get(1)
-            .and_then(|args| {
-                args.children()[..2]
-                    .iter()
-                    .flat_map(|list| list.children())
-                    .next()
-                    .and_then(|a| a.children().first())
-                    .and_then(Node::label)
-            })
+            .as_function_def()
+            .and_then(|f| f.args.positional_parameters())
+            .and_then(|params| params.first().and_then(|arg| arg.label()))
             .filter(|_| kind != MethodKind::Staticmethod)
             .map(str::to_string);
         let mut method = MethodFacts {
@@ -564,9 +559,9 @@ impl<'n> ClassWalker<'_, '_, 'n> {
             let mut explicit = Vec::new();
             body.walk(&mut |node| {
                 match node.kind() {
-                    "Call" => call_facts(node, me, &mut uses, &mut supers, &mut explicit),
-                    "Return" => {
-                        if let Some(attr) = node.children().first().and_then(|v| self_attr(v, me)) {
+                    kind::CALL => call_facts(node, me, &mut uses, &mut supers, &mut explicit),
+                    kind::RETURN => {
+                        if let Some(attr) = node.as_return().flatten().and_then(|v| self_attr(v, me)) {
                             uses.push((attr.to_string(), UseKind::Returned, node.range().start));
                         }
                     }
@@ -604,20 +599,22 @@ impl MethodScan<'_, '_, '_, '_> {
     fn block(&mut self, list: &Node, conditional: bool) {
         for stmt in list.children() {
             match stmt.kind() {
-                "FunctionDef" | "AsyncFunctionDef" | "ClassDef" => {}
-                "Assign" => {
-                    let value = &stmt.children()[1];
-                    for target in stmt.children()[0].children() {
-                        self.assign(target, value, conditional);
+                kind::FUNCTION_DEF | kind::ASYNC_FUNCTION_DEF | kind::CLASS_DEF => {}
+                kind::ASSIGN => {
+                    if let Some(assign) = stmt.as_assign() {
+                        for target in assign.targets {
+                            self.assign(target, assign.value, conditional);
+                        }
                     }
                 }
-                "AnnAssign" => {
-                    let value = &stmt.children()[2];
-                    if value.kind() != crate::syntax::ABSENT {
-                        self.assign(&stmt.children()[0], value, conditional);
+                kind::ANN_ASSIGN => {
+                    if let Some(ann) = stmt.as_ann_assign() {
+                        if let Some(value) = ann.value {
+                            self.assign(ann.target, value, conditional);
+                        }
                     }
                 }
-                "Import" | "ImportFrom" => {
+                kind::IMPORT | kind::IMPORT_FROM => {
                     let line = self.walker.line(stmt.range().start);
                     for (import, binding) in imports(stmt, self.walker.ctx, line, true) {
                         if let Some(binding) = binding {
@@ -640,11 +637,14 @@ impl MethodScan<'_, '_, '_, '_> {
 
     fn assign(&mut self, target: &Node, value: &Node, conditional: bool) {
         match target.kind() {
-            "Tuple" | "List" => {
-                let targets = target.children()[0].children();
-                match value.kind() {
-                    "Tuple" | "List" if value.children()[0].children().len() == targets.len() => {
-                        for (t, v) in targets.iter().zip(value.children()[0].children()) {
+            kind::TUPLE | kind::LIST_DISPLAY => {
+                let targets = target.elements().unwrap_or_default();
+                let values = value
+                    .elements()
+                    .filter(|_| matches!(value.kind(), kind::TUPLE | kind::LIST_DISPLAY));
+                match values {
+                    Some(values) if values.len() == targets.len() => {
+                        for (t, v) in targets.iter().zip(values) {
                             self.assign(t, v, conditional);
                         }
                     }
@@ -660,7 +660,7 @@ impl MethodScan<'_, '_, '_, '_> {
                     }
                 }
             }
-            "Name" => {
+            kind::NAME => {
                 let name = target.label().unwrap_or_default().to_string();
                 let mut classes = Vec::new();
                 class_exprs(value, &mut classes);
@@ -705,7 +705,7 @@ impl MethodScan<'_, '_, '_, '_> {
         }
         let mut nested = Vec::new();
         value.walk(&mut |node| {
-            if node.kind() == "Call" && !seen.iter().any(|s| std::ptr::eq(*s, node)) {
+            if node.is(kind::CALL) && !seen.iter().any(|s| std::ptr::eq(*s, node)) {
                 nested.push(node);
             }
             true
@@ -715,8 +715,9 @@ impl MethodScan<'_, '_, '_, '_> {
             .map(|c| (*c, true))
             .chain(nested.iter().map(|c| (*c, false)));
         for (call, is_direct) in calls {
-            let func = &call.children()[0];
-            let Some(callee) = dotted(func) else { continue };
+            let Some(callee) = call.as_call().and_then(|call| dotted(call.func)) else {
+                continue;
+            };
             if callee.split('.').next() == Some(self.me) || callee == "super" {
                 continue;
             }
@@ -768,17 +769,22 @@ impl MethodScan<'_, '_, '_, '_> {
 /// The calls that are the value itself or a branch of it (`a if c else b`, `a or b`, `(a)`).
 fn direct_calls<'n>(value: &'n Node, out: &mut Vec<&'n Node>) {
     match value.kind() {
-        "Call" => out.push(value),
-        "IfExp" => {
-            direct_calls(&value.children()[1], out);
-            direct_calls(&value.children()[2], out);
+        kind::CALL => out.push(value),
+        kind::IF_EXP => {
+            for branch in value.if_exp_branches().unwrap_or_default() {
+                direct_calls(branch, out);
+            }
         }
-        "BoolOp" => {
-            for v in value.children()[0].children() {
+        kind::BOOL_OP => {
+            for v in value.bool_op_values().unwrap_or_default() {
                 direct_calls(v, out);
             }
         }
-        "NamedExpr" => direct_calls(&value.children()[1], out),
+        kind::NAMED_EXPR => {
+            if let Some((_, inner)) = value.as_named_expr() {
+                direct_calls(inner, out);
+            }
+        }
         _ => {}
     }
 }
@@ -786,13 +792,14 @@ fn direct_calls<'n>(value: &'n Node, out: &mut Vec<&'n Node>) {
 /// Class-like expressions a local may be bound to: names, dotted names, branches of them.
 fn class_exprs<'n>(value: &'n Node, out: &mut Vec<&'n Node>) {
     match value.kind() {
-        "Name" | "Attribute" if dotted(value).is_some() => out.push(value),
-        "IfExp" => {
-            class_exprs(&value.children()[1], out);
-            class_exprs(&value.children()[2], out);
+        kind::NAME | kind::ATTRIBUTE if dotted(value).is_some() => out.push(value),
+        kind::IF_EXP => {
+            for branch in value.if_exp_branches().unwrap_or_default() {
+                class_exprs(branch, out);
+            }
         }
-        "BoolOp" => {
-            for v in value.children()[0].children() {
+        kind::BOOL_OP => {
+            for v in value.bool_op_values().unwrap_or_default() {
                 class_exprs(v, out);
             }
         }
@@ -802,17 +809,20 @@ fn class_exprs<'n>(value: &'n Node, out: &mut Vec<&'n Node>) {
 
 /// Uses, super calls and explicit base calls found at one `Call` node.
 fn call_facts(
-    call: &Node,
+    call_node: &Node,
     me: &str,
     uses: &mut Vec<(String, UseKind, usize)>,
     supers: &mut Vec<String>,
     explicit: &mut Vec<(String, String)>,
 ) {
-    let func = &call.children()[0];
-    let at = call.range().start;
-    if func.kind() == "Attribute" {
-        let inner = &func.children()[0];
-        let method = func.label().unwrap_or_default();
+    let Some(call) = call_node.as_call() else {
+        return;
+    };
+    let func = call.func;
+    let at = call_node.range().start;
+    if let Some(attribute) = func.as_attribute() {
+        let inner = attribute.value;
+        let method = attribute.attr;
         if let Some(attr) = self_attr(func, me) {
             uses.push((attr.to_string(), UseKind::Call, at));
         } else if let Some(attr) = self_attr(inner, me) {
@@ -823,13 +833,15 @@ fn call_facts(
                 },
                 at,
             ));
-        } else if inner.kind() == "Call" && dotted(&inner.children()[0]).as_deref() == Some("super") {
+        } else if inner
+            .as_call()
+            .is_some_and(|inner| dotted(inner.func).as_deref() == Some("super"))
+        {
             if !supers.iter().any(|s| s == method) {
                 supers.push(method.to_string());
             }
         } else if let Some(base) = dotted(inner) {
-            let first_arg = call.children()[1].children().first();
-            if first_arg.is_some_and(|a| a.kind() == "Name" && a.label() == Some(me)) {
+            if call.args.first().is_some_and(|a| a.as_name() == Some(me)) {
                 let pair = (base, method.to_string());
                 if !explicit.contains(&pair) {
                     explicit.push(pair);
@@ -841,7 +853,7 @@ fn call_facts(
     if INTROSPECTION.contains(&callee.as_str()) {
         return;
     }
-    for arg in call.children()[1].children() {
+    for arg in call.args {
         if let Some(attr) = self_attr(arg, me) {
             uses.push((
                 attr.to_string(),
@@ -853,8 +865,8 @@ fn call_facts(
             ));
         }
     }
-    for kw in call.children()[2].children() {
-        if let Some(attr) = kw.children().first().and_then(|v| self_attr(v, me)) {
+    for kw in call.keywords {
+        if let Some(attr) = kw.as_keyword().and_then(|k| self_attr(k.value, me)) {
             uses.push((
                 attr.to_string(),
                 UseKind::Argument {
@@ -888,26 +900,22 @@ const INTROSPECTION: &[&str] = &[
 
 /// `attr` when `node` is `<me>.attr`.
 fn self_attr<'n>(node: &'n Node, me: &str) -> Option<&'n str> {
-    if node.kind() != "Attribute" {
-        return None;
-    }
-    let value = node.children().first()?;
-    (value.kind() == "Name" && value.label() == Some(me))
-        .then(|| node.label())
-        .flatten()
+    let attribute = node.as_attribute()?;
+    (attribute.value.as_name() == Some(me)).then_some(attribute.attr)
 }
 
 fn is_none(node: &Node) -> bool {
-    node.kind() == "Constant" && node.label() == Some("None")
+    node.is(kind::CONSTANT) && node.label() == Some("None")
 }
 
 /// `a.b.c` for a chain of attributes over a name.
 pub(crate) fn dotted(node: &Node) -> Option<String> {
     match node.kind() {
-        "Name" => node.label().map(str::to_string),
-        "Attribute" => {
-            let base = dotted(node.children().first()?)?;
-            Some(format!("{base}.{}", node.label()?))
+        kind::NAME => node.label().map(str::to_string),
+        kind::ATTRIBUTE => {
+            let attribute = node.as_attribute()?;
+            let base = dotted(attribute.value)?;
+            Some(format!("{base}.{}", attribute.attr))
         }
         _ => None,
     }
@@ -915,8 +923,13 @@ pub(crate) fn dotted(node: &Node) -> Option<String> {
 
 fn target_names(target: &Node) -> Vec<String> {
     match target.kind() {
-        "Name" => target.label().map(str::to_string).into_iter().collect(),
-        "Tuple" | "List" => target.children()[0].children().iter().flat_map(target_names).collect(),
+        kind::NAME => target.label().map(str::to_string).into_iter().collect(),
+        kind::TUPLE | kind::LIST_DISPLAY => target
+            .elements()
+            .unwrap_or_default()
+            .iter()
+            .flat_map(target_names)
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -924,33 +937,35 @@ fn target_names(target: &Node) -> Vec<String> {
 /// Items of an `EntryClass` value: a name, a list or tuple of names, branches of `a if c else b`.
 fn entry_items<'n>(value: &'n Node, out: &mut Vec<&'n Node>) {
     match value.kind() {
-        "List" | "Tuple" | "Set" => {
-            for item in value.children()[0].children() {
+        kind::LIST_DISPLAY | kind::TUPLE | kind::SET => {
+            for item in value.elements().unwrap_or_default() {
                 entry_items(item, out);
             }
         }
-        "IfExp" => {
-            entry_items(&value.children()[1], out);
-            entry_items(&value.children()[2], out);
+        kind::IF_EXP => {
+            for branch in value.if_exp_branches().unwrap_or_default() {
+                entry_items(branch, out);
+            }
         }
-        "BinOp" => {
-            entry_items(&value.children()[0], out);
-            entry_items(&value.children()[1], out);
+        kind::BIN_OP => {
+            for operand in value.bin_op_operands().unwrap_or_default() {
+                entry_items(operand, out);
+            }
         }
-        "Name" | "Attribute" => out.push(value),
+        kind::NAME | kind::ATTRIBUTE => out.push(value),
         _ => {}
     }
 }
 
 fn string_list(value: &Node) -> Option<Vec<String>> {
-    if !matches!(value.kind(), "List" | "Tuple") {
+    if !matches!(value.kind(), kind::LIST_DISPLAY | kind::TUPLE) {
         return None;
     }
-    value.children()[0]
-        .children()
+    value
+        .elements()?
         .iter()
         .map(|item| {
-            (item.kind() == "Constant")
+            item.is(kind::CONSTANT)
                 .then(|| item.label().and_then(|l| l.strip_prefix("str:")).map(str::to_string))
                 .flatten()
         })
@@ -962,7 +977,7 @@ fn method_kind(def: &Node) -> MethodKind {
         return MethodKind::Method;
     };
     for d in decorators.children() {
-        let target = if d.kind() == "Call" { &d.children()[0] } else { d };
+        let target = d.as_call().map_or(d, |call| call.func);
         let Some(name) = dotted(target) else { continue };
         let last = name.rsplit('.').next().unwrap_or(&name);
         match last {
@@ -982,10 +997,10 @@ fn imports(stmt: &Node, ctx: &ModuleContext<'_>, line: usize, conditional: bool)
     let Some(names) = stmt.field("names") else {
         return out;
     };
-    if stmt.kind() == "Import" {
+    if stmt.is(kind::IMPORT) {
         for alias in names.children() {
             let module = alias.label().unwrap_or_default().to_string();
-            let asname = alias.children().first().and_then(Node::label);
+            let asname = alias.asname();
             let (local, bound) = match asname {
                 Some(local) => (local.to_string(), module.clone()),
                 None => {

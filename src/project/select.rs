@@ -28,7 +28,7 @@ use crate::locate::Target;
 use crate::outline::{DefKind, ParsedFile};
 use crate::source::SourceFile;
 use crate::spec::{Action, ClassSelector, Recipe};
-use crate::syntax::{Node, ABSENT, LIST};
+use crate::syntax::{kind, Node, LIST};
 
 /// One definition a hook lands on for a root class.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -453,15 +453,9 @@ impl Resolver<'_, '_> {
         let [def] = defs.as_slice() else { return false };
         let values = returned_values(parsed.node(def));
         !values.is_empty()
-            && values.iter().all(|v| {
-                v.kind() == "Call" && {
-                    let func = &v.children()[0];
-                    func.kind() == "Attribute"
-                        && func.label() == Some(method)
-                        && func.children()[0].kind() == "Call"
-                        && dotted(&func.children()[0].children()[0]).as_deref() == Some("super")
-                }
-            })
+            && values
+                .iter()
+                .all(|v| v.as_call().is_some_and(|call| is_super_method(call.func, method)))
     }
 
     fn tree(&mut self, file: usize) -> Option<&ParsedFile> {
@@ -619,14 +613,20 @@ impl Resolver<'_, '_> {
             return Vec::new();
         }
         match value.kind() {
-            "Call" => self.callee(c, k, method, &value.children()[0], notes, depth),
-            "IfExp" => {
-                let mut out = self.eval(c, k, method, &value.children()[1], notes, depth + 1);
-                out.extend(self.eval(c, k, method, &value.children()[2], notes, depth + 1));
+            kind::CALL => match value.as_call() {
+                Some(call) => self.callee(c, k, method, call.func, notes, depth),
+                None => Vec::new(),
+            },
+            kind::IF_EXP => {
+                let mut out = Vec::new();
+                for branch in value.if_exp_branches().unwrap_or_default() {
+                    out.extend(self.eval(c, k, method, branch, notes, depth + 1));
+                }
                 out
             }
-            "BoolOp" => value.children()[0]
-                .children()
+            kind::BOOL_OP => value
+                .bool_op_values()
+                .unwrap_or_default()
                 .iter()
                 .flat_map(|v| self.eval(c, k, method, v, notes, depth + 1))
                 .collect(),
@@ -679,8 +679,7 @@ impl Resolver<'_, '_> {
             notes.push(format!("`{text}` is neither a method nor a class attribute"));
             return Vec::new();
         }
-        if func.kind() == "Name" {
-            let name = func.label().unwrap_or_default();
+        if let Some(name) = func.as_name() {
             if let Some(local) = local_value(method, name) {
                 let found = self.class_expr(&[(local.clone(), file)], method, notes);
                 if found.is_empty() {
@@ -710,11 +709,16 @@ impl Resolver<'_, '_> {
         let mut out = Vec::new();
         for (expr, file) in exprs {
             match expr.kind() {
-                "IfExp" => {
-                    let branches = [(expr.children()[1].clone(), *file), (expr.children()[2].clone(), *file)];
+                kind::IF_EXP => {
+                    let branches: Vec<ClassExpr> = expr
+                        .if_exp_branches()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|branch| (branch.clone(), *file))
+                        .collect();
                     out.extend(self.class_expr(&branches, method, notes));
                 }
-                "Name" | "Attribute" => {
+                kind::NAME | kind::ATTRIBUTE => {
                     if let Some(text) = dotted(expr) {
                         out.extend(self.resolve(*file, method, &text, notes));
                     }
@@ -809,16 +813,15 @@ impl Resolver<'_, '_> {
                 }
             }
             if let Some((prev_fn, prev_file)) = &previous {
-                if let Some(call) = super_call(prev_fn, &name) {
-                    let args = call.children()[1].children();
-                    for (i, arg) in args.iter().enumerate() {
+                if let Some(call) = super_call(prev_fn, &name).as_ref().and_then(Node::as_call) {
+                    for (i, arg) in call.args.iter().enumerate() {
                         if let Some(p) = params.get(i + 1) {
                             next.insert(p.clone(), bind(arg, &env, *prev_file));
                         }
                     }
-                    for kw in call.children()[2].children() {
-                        if let Some(label) = kw.label() {
-                            next.insert(label.to_string(), bind(&kw.children()[0], &env, *prev_file));
+                    for kw in call.keywords.iter().filter_map(Node::as_keyword) {
+                        if let Some(label) = kw.arg {
+                            next.insert(label.to_string(), bind(kw.value, &env, *prev_file));
                         }
                     }
                 }
@@ -832,10 +835,8 @@ impl Resolver<'_, '_> {
 
 /// An argument expression in the caller's environment: a caller parameter stands for its value.
 fn bind(arg: &Node, env: &HashMap<String, ClassExpr>, file: usize) -> ClassExpr {
-    if arg.kind() == "Name" {
-        if let Some(value) = arg.label().and_then(|n| env.get(n)) {
-            return value.clone();
-        }
+    if let Some(value) = arg.as_name().and_then(|n| env.get(n)) {
+        return value.clone();
     }
     (arg.clone(), file)
 }
@@ -847,19 +848,24 @@ fn super_call(fn_node: &Node, name: &str) -> Option<Node> {
         if found.is_some() || n.is_definition() {
             return false;
         }
-        if n.kind() == "Call" {
-            let func = &n.children()[0];
-            if func.kind() == "Attribute" && func.label() == Some(name) {
-                let inner = &func.children()[0];
-                if inner.kind() == "Call" && dotted(&inner.children()[0]).as_deref() == Some("super") {
-                    found = Some(n.clone());
-                    return false;
-                }
-            }
+        if n.as_call().is_some_and(|call| is_super_method(call.func, name)) {
+            found = Some(n.clone());
+            return false;
         }
         true
     });
     found
+}
+
+/// Whether `func` is `super().<name>`.
+fn is_super_method(func: &Node, name: &str) -> bool {
+    func.as_attribute().is_some_and(|attr| {
+        attr.attr == name
+            && attr
+                .value
+                .as_call()
+                .is_some_and(|inner| dotted(inner.func).as_deref() == Some("super"))
+    })
 }
 
 /// `self.<attr> = value` statements of a method body (branches included, nested defs not).
@@ -869,25 +875,21 @@ fn self_assignments(body: &Node) -> Vec<(String, &Node)> {
         if n.is_definition() {
             return false;
         }
-        if matches!(n.kind(), "Assign" | "AnnAssign") {
-            let (targets, value): (Vec<&Node>, Option<&Node>) = if n.kind() == "Assign" {
-                (n.children()[0].children().iter().collect(), n.children().get(1))
-            } else {
-                (n.children().iter().take(1).collect(), n.children().get(2))
-            };
-            if let Some(value) = value.filter(|v| v.kind() != ABSENT) {
-                for t in targets {
-                    if t.kind() == "Attribute"
-                        && t.children()[0].kind() == "Name"
-                        && t.children()[0].label() == Some("self")
-                    {
-                        out.push((t.label().unwrap_or_default().to_string(), value));
-                    }
+        let (targets, value): (Vec<&Node>, Option<&Node>) = if let Some(assign) = n.as_assign() {
+            (assign.targets.iter().collect(), Some(assign.value))
+        } else if let Some(ann) = n.as_ann_assign() {
+            (vec![ann.target], ann.value)
+        } else {
+            return true;
+        };
+        if let Some(value) = value {
+            for attr in targets.iter().filter_map(|t| t.as_attribute()) {
+                if attr.value.as_name() == Some("self") {
+                    out.push((attr.attr.to_string(), value));
                 }
             }
-            return false;
         }
-        true
+        false
     });
     out
 }
@@ -900,8 +902,8 @@ fn returned_values(fn_node: &Node) -> Vec<Node> {
             if n.is_definition() {
                 return false;
             }
-            if n.kind() == "Return" && n.children()[0].kind() != ABSENT {
-                out.push(n.children()[0].clone());
+            if let Some(Some(value)) = n.as_return() {
+                out.push(value.clone());
             }
             true
         });
@@ -916,13 +918,9 @@ fn local_value(fn_node: &Node, name: &str) -> Option<Node> {
         if n.is_definition() {
             return false;
         }
-        if n.kind() == "Assign" {
-            let hit = n.children()[0]
-                .children()
-                .iter()
-                .any(|t| t.kind() == "Name" && t.label() == Some(name));
-            if hit {
-                found = n.children().get(1).cloned();
+        if let Some(assign) = n.as_assign() {
+            if assign.targets.iter().any(|t| t.as_name() == Some(name)) {
+                found = Some(assign.value.clone());
             }
             return false;
         }
@@ -939,17 +937,17 @@ fn class_attribute(parsed: &ParsedFile, class_path: &str, name: &str) -> Option<
         .find(|d| d.kind() == DefKind::Class)?;
     let body = parsed.node(def).field("body")?;
     body.children().iter().rev().find_map(|stmt| {
-        (stmt.kind() == "Assign"
-            && stmt.children()[0]
-                .children()
-                .iter()
-                .any(|t| t.kind() == "Name" && t.label() == Some(name)))
-        .then(|| stmt.children()[1].clone())
+        let assign = stmt.as_assign()?;
+        assign
+            .targets
+            .iter()
+            .any(|t| t.as_name() == Some(name))
+            .then(|| assign.value.clone())
     })
 }
 
 fn arguments(fn_node: &Node) -> Option<&Node> {
-    fn_node.children().iter().find(|c| c.kind() == "arguments")
+    fn_node.children().iter().find(|c| c.is(kind::ARGUMENTS))
 }
 
 /// Positional and keyword parameter names of a function, `self` included.
@@ -958,11 +956,7 @@ fn param_names(fn_node: &Node) -> Vec<String> {
     let Some(args) = arguments(fn_node) else { return out };
     for list in args.children().iter().filter(|c| c.kind() == LIST) {
         for item in list.children() {
-            let arg = if item.kind() == "arg_with_default" {
-                &item.children()[0]
-            } else {
-                item
-            };
+            let arg = item.as_arg_with_default().map_or(item, |(arg, _)| arg);
             if let Some(name) = arg.label() {
                 out.push(name.to_string());
             }
@@ -977,9 +971,9 @@ fn param_default(fn_node: &Node, param: &str) -> Option<Node> {
         .iter()
         .filter(|c| c.kind() == LIST)
         .flat_map(Node::children)
-        .find(|item| item.kind() == "arg_with_default" && item.children()[0].label() == Some(param))
-        .map(|item| item.children()[1].clone())
-        .filter(|d| d.kind() != ABSENT)
+        .filter_map(Node::as_arg_with_default)
+        .find(|(arg, _)| arg.label() == Some(param))
+        .and_then(|(_, default)| default.cloned())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! while walking the tree (`return` outside a function, `await` outside `async def`, misplaced
 //! `break`, `from __future__` after code...).
 
-use crate::syntax::{Node, ABSENT, LIST};
+use crate::syntax::{kind, Node, LIST};
 
 /// A kind of scope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub(crate) fn analyze(root: &Node) -> (Vec<Scope<'_>>, Vec<Problem>) {
         problems: Vec::new(),
         lazy_annotations: false,
     };
-    if let Some(body) = root.children().first() {
+    if let Some(body) = root.module_body() {
         walker.future_imports(body);
         walker.block(body, 0, Ctx::default());
     }
@@ -140,11 +140,8 @@ impl<'t> Walker<'t> {
     fn future_imports(&mut self, body: &'t Node) {
         let mut leading = true;
         for (i, stmt) in body.children().iter().enumerate() {
-            let is_future = stmt.kind() == "ImportFrom" && stmt.label() == Some("__future__");
-            let is_docstring = i == 0
-                && stmt.kind() == "Expr"
-                && stmt.children()[0].kind() == "Constant"
-                && stmt.children()[0].label().is_some_and(|l| l.starts_with("str:"));
+            let is_future = stmt.is(kind::IMPORT_FROM) && stmt.label() == Some("__future__");
+            let is_docstring = i == 0 && crate::place::is_docstring(stmt);
             if is_future && !leading {
                 self.problem(
                     stmt.range().start,
@@ -188,62 +185,61 @@ impl<'t> Walker<'t> {
     #[allow(clippy::too_many_lines)]
     fn stmt(&mut self, stmt: &'t Node, scope: usize, ctx: Ctx) {
         let at = stmt.range().start;
-        let c = stmt.children();
-        match stmt.kind() {
-            "FunctionDef" | "AsyncFunctionDef" => {
-                self.exprs(&c[0], scope);
-                let is_async = stmt.kind() == "AsyncFunctionDef";
-                let inner = self.new_scope(
-                    Kind::Function {
-                        is_async,
-                        lambda: false,
-                    },
-                    scope,
-                );
-                self.arguments(&c[1], scope, inner);
-                self.annotation(&c[2], scope);
-                self.exprs(&c[3], scope);
-                self.event(scope, at, stmt.label().unwrap_or_default(), Use::Store);
-                self.block(&c[4], inner, Ctx::default());
+        if let Some(f) = stmt.as_function_def() {
+            self.exprs(f.decorators, scope);
+            let inner = self.new_scope(
+                Kind::Function {
+                    is_async: f.is_async,
+                    lambda: false,
+                },
+                scope,
+            );
+            self.arguments(f.args, scope, inner);
+            if let Some(returns) = f.returns {
+                self.annotation(returns, scope);
             }
-            "ClassDef" => {
-                self.exprs(&c[0], scope);
-                self.exprs(&c[1], scope);
-                self.exprs(&c[2], scope);
-                self.exprs(&c[3], scope);
-                let inner = self.new_scope(Kind::Class, scope);
-                self.block(&c[4], inner, Ctx::default());
-                self.event(scope, at, stmt.label().unwrap_or_default(), Use::Store);
-            }
-            "Return" => {
-                let (owner, _) = self.enclosing_non_comprehension(scope);
-                match self.scopes[owner].kind {
-                    Kind::Function { .. } => {
-                        if c[0].kind() != ABSENT {
-                            self.scopes[owner].value_returns.push(at);
-                        }
+            self.exprs(f.type_params, scope);
+            self.event(scope, at, f.name, Use::Store);
+            self.block(f.body, inner, Ctx::default());
+        } else if let Some(class) = stmt.as_class_def() {
+            self.exprs(class.decorators, scope);
+            self.exprs(class.bases, scope);
+            self.exprs(class.keywords, scope);
+            self.exprs(class.type_params, scope);
+            let inner = self.new_scope(Kind::Class, scope);
+            self.block(class.body, inner, Ctx::default());
+            self.event(scope, at, class.name, Use::Store);
+        } else if let Some(value) = stmt.as_return() {
+            let (owner, _) = self.enclosing_non_comprehension(scope);
+            match self.scopes[owner].kind {
+                Kind::Function { .. } => {
+                    if value.is_some() {
+                        self.scopes[owner].value_returns.push(at);
                     }
-                    _ => self.problem(at, "'return' outside function"),
                 }
-                self.expr(&c[0], scope);
+                _ => self.problem(at, "'return' outside function"),
             }
-            "Delete" => self.targets(&c[0], scope),
-            "Assign" => {
-                self.expr(&c[1], scope);
-                self.targets(&c[0], scope);
+            if let Some(value) = value {
+                self.expr(value, scope);
             }
-            "AugAssign" => {
-                if c[0].kind() == "Name" {
-                    self.event(scope, at, c[0].label().unwrap_or_default(), Use::AugLoad);
-                }
-                self.expr(&c[1], scope);
-                self.target(&c[0], scope);
+        } else if let (kind::DELETE, Some(targets)) = (stmt.kind(), stmt.items()) {
+            self.targets(targets, scope);
+        } else if let Some(assign) = stmt.as_assign() {
+            self.expr(assign.value, scope);
+            self.targets(assign.targets, scope);
+        } else if let Some(aug) = stmt.as_aug_assign() {
+            if let Some(name) = aug.target.as_name() {
+                self.event(scope, at, name, Use::AugLoad);
             }
-            "AnnAssign" => {
-                self.expr(&c[2], scope);
-                self.annotation(&c[1], scope);
-                if c[0].kind() == "Name" && stmt.label() == Some("simple") {
-                    let name = c[0].label().unwrap_or_default();
+            self.expr(aug.value, scope);
+            self.target(aug.target, scope);
+        } else if let Some(ann) = stmt.as_ann_assign() {
+            if let Some(value) = ann.value {
+                self.expr(value, scope);
+            }
+            self.annotation(ann.annotation, scope);
+            match ann.target.as_name() {
+                Some(name) if stmt.label() == Some("simple") => {
                     let declared = self.scopes[scope]
                         .events
                         .iter()
@@ -254,84 +250,88 @@ impl<'t> Walker<'t> {
                         let what = if kind == Use::Global { "global" } else { "nonlocal" };
                         self.problem(at, format!("annotated name '{name}' can't be {what}"));
                     }
-                    self.event(scope, c[0].range().start, name, Use::Annotated);
-                    if c[2].kind() != ABSENT {
-                        self.event(scope, c[0].range().start, name, Use::Store);
+                    self.event(scope, ann.target.range().start, name, Use::Annotated);
+                    if ann.value.is_some() {
+                        self.event(scope, ann.target.range().start, name, Use::Store);
                     }
-                } else {
-                    self.target(&c[0], scope);
+                }
+                _ => self.target(ann.target, scope),
+            }
+        } else if let Some((name, params, value)) = stmt.as_type_alias() {
+            self.target(name, scope);
+            self.exprs(params, scope);
+            self.expr(value, scope);
+        } else if let Some(f) = stmt.as_for() {
+            if stmt.is(kind::ASYNC_FOR) {
+                self.needs_async(scope, at, "'async for' outside async function");
+            }
+            self.expr(f.iter, scope);
+            self.target(f.target, scope);
+            self.nested(f.body, scope, ctx, true);
+            self.nested(f.orelse, scope, ctx, false);
+        } else if let Some(cond) = stmt.as_conditional() {
+            self.expr(cond.test, scope);
+            if stmt.is(kind::WHILE) {
+                self.nested(cond.body, scope, ctx, true);
+                self.nested(cond.orelse, scope, ctx, false);
+            } else {
+                self.block(cond.body, scope, ctx);
+                self.block(cond.orelse, scope, ctx);
+            }
+        } else if let Some(with) = stmt.as_with() {
+            if stmt.is(kind::ASYNC_WITH) {
+                self.needs_async(scope, at, "'async with' outside async function");
+            }
+            for item in with.items.iter().filter_map(Node::as_with_item) {
+                self.expr(item.context, scope);
+                if let Some(vars) = item.vars {
+                    self.target(vars, scope);
                 }
             }
-            "TypeAlias" => {
-                self.target(&c[0], scope);
-                self.exprs(&c[1], scope);
-                self.expr(&c[2], scope);
-            }
-            "For" | "AsyncFor" => {
-                if stmt.kind() == "AsyncFor" {
-                    self.needs_async(scope, at, "'async for' outside async function");
+            self.nested(with.body, scope, ctx, false);
+        } else if let Some((subject, cases)) = stmt.as_match() {
+            self.expr(subject, scope);
+            for case in cases.iter().filter_map(Node::as_match_case) {
+                self.pattern(case.pattern, scope);
+                if let Some(guard) = case.guard {
+                    self.expr(guard, scope);
                 }
-                self.expr(&c[1], scope);
-                self.target(&c[0], scope);
-                self.nested(&c[2], scope, ctx, true);
-                self.nested(&c[3], scope, ctx, false);
+                self.block(case.body, scope, ctx);
             }
-            "While" => {
-                self.expr(&c[0], scope);
-                self.nested(&c[1], scope, ctx, true);
-                self.nested(&c[2], scope, ctx, false);
-            }
-            "If" => {
-                self.expr(&c[0], scope);
-                self.block(&c[1], scope, ctx);
-                self.block(&c[2], scope, ctx);
-            }
-            "With" | "AsyncWith" => {
-                if stmt.kind() == "AsyncWith" {
-                    self.needs_async(scope, at, "'async with' outside async function");
+        } else if let Some(t) = stmt.as_try() {
+            self.nested(t.body, scope, ctx, false);
+            for (i, handler) in t.handlers.iter().enumerate() {
+                let Some(h) = handler.as_except_handler() else {
+                    continue;
+                };
+                if h.type_.is_none() && i + 1 < t.handlers.len() {
+                    self.problem(handler.range().start, "default 'except:' must be last");
                 }
-                for item in c[0].children() {
-                    self.expr(&item.children()[0], scope);
-                    self.target(&item.children()[1], scope);
+                if let Some(type_) = h.type_ {
+                    self.expr(type_, scope);
                 }
-                self.nested(&c[1], scope, ctx, false);
-            }
-            "Match" => {
-                self.expr(&c[0], scope);
-                for case in c[1].children() {
-                    self.pattern(&case.children()[0], scope);
-                    self.expr(&case.children()[1], scope);
-                    self.block(&case.children()[2], scope, ctx);
+                if let Some(name) = h.name {
+                    self.event(scope, handler.range().start, name, Use::Store);
                 }
+                self.nested(h.body, scope, ctx, false);
             }
-            "Try" | "TryStar" => {
-                self.nested(&c[0], scope, ctx, false);
-                let handlers = c[1].children();
-                for (i, handler) in handlers.iter().enumerate() {
-                    let h = handler.children();
-                    if h[0].kind() == ABSENT && i + 1 < handlers.len() {
-                        self.problem(handler.range().start, "default 'except:' must be last");
-                    }
-                    self.expr(&h[0], scope);
-                    if h[1].kind() != ABSENT {
-                        self.event(
-                            scope,
-                            handler.range().start,
-                            h[1].label().unwrap_or_default(),
-                            Use::Store,
-                        );
-                    }
-                    self.nested(&h[2], scope, ctx, false);
-                }
-                self.nested(&c[2], scope, ctx, false);
-                self.nested(&c[3], scope, ctx, false);
-            }
-            "Import" | "ImportFrom" => {
-                let from_future = stmt.kind() == "ImportFrom" && stmt.label() == Some("__future__");
+            self.nested(t.orelse, scope, ctx, false);
+            self.nested(t.finalbody, scope, ctx, false);
+        } else {
+            self.simple_stmt(stmt, scope, ctx);
+        }
+    }
+
+    /// Imports, declarations, `break`/`continue` and the statements that only hold expressions.
+    fn simple_stmt(&mut self, stmt: &'t Node, scope: usize, ctx: Ctx) {
+        let at = stmt.range().start;
+        match stmt.kind() {
+            kind::IMPORT | kind::IMPORT_FROM => {
+                let from_future = stmt.is(kind::IMPORT_FROM) && stmt.label() == Some("__future__");
                 if from_future && scope != 0 {
                     self.problem(at, "from __future__ imports must occur at the beginning of the file");
                 }
-                for alias in c[0].children() {
+                for alias in stmt.items().unwrap_or_default() {
                     let full = alias.label().unwrap_or_default();
                     if full == "*" {
                         if self.scopes[scope].kind != Kind::Module {
@@ -340,17 +340,17 @@ impl<'t> Walker<'t> {
                         self.event(scope, at, "*", Use::StarImport);
                         continue;
                     }
-                    let bound = match alias.children().first().and_then(Node::label) {
+                    let bound = match alias.asname() {
                         Some(asname) => asname,
-                        None if stmt.kind() == "Import" => full.split('.').next().unwrap_or(full),
+                        None if stmt.is(kind::IMPORT) => full.split('.').next().unwrap_or(full),
                         None => full,
                     };
                     self.event(scope, at, bound, Use::Import);
                 }
             }
-            "Global" | "Nonlocal" => self.declaration(stmt, scope),
-            "Break" | "Continue" if !ctx.in_loop => {
-                let message = if stmt.kind() == "Break" {
+            kind::GLOBAL | kind::NONLOCAL => self.declaration(stmt, scope),
+            kind::BREAK | kind::CONTINUE if !ctx.in_loop => {
+                let message = if stmt.is(kind::BREAK) {
                     "'break' outside loop"
                 } else {
                     "'continue' not properly in loop"
@@ -358,7 +358,7 @@ impl<'t> Walker<'t> {
                 self.problem(at, message);
             }
             _ => {
-                for child in c {
+                for child in stmt.children() {
                     self.expr(child, scope);
                 }
             }
@@ -367,14 +367,14 @@ impl<'t> Walker<'t> {
 
     fn declaration(&mut self, stmt: &'t Node, scope: usize) {
         let at = stmt.range().start;
-        let global = stmt.kind() == "Global";
+        let global = stmt.is(kind::GLOBAL);
         let kind = self.scopes[scope].kind;
         if !global && kind == Kind::Module {
             self.problem(at, "nonlocal declaration not allowed at module level");
             return;
         }
         let word = if global { "global" } else { "nonlocal" };
-        for name in stmt.children()[0].children() {
+        for name in stmt.items().unwrap_or_default() {
             let name = name.label().unwrap_or_default();
             // CPython's order: a parameter, then a use, then an annotation, then a binding.
             let (mut param, mut used, mut annotated, mut bound, mut other) = (false, false, false, false, false);
@@ -446,31 +446,22 @@ impl<'t> Walker<'t> {
 
     fn arguments(&mut self, args: &'t Node, outer: usize, inner: usize) {
         let mut seen: Vec<&'t str> = Vec::new();
-        for child in args.children() {
-            let items: Vec<(&'t Node, Option<&'t Node>)> = match child.kind() {
-                LIST => child
-                    .children()
-                    .iter()
-                    .map(|item| (&item.children()[0], Some(&item.children()[1])))
-                    .collect(),
-                "arg" => vec![(child, None)],
-                _ => Vec::new(),
-            };
-            for (arg, default) in items {
-                if let Some(default) = default {
-                    self.expr(default, outer);
-                }
-                self.annotation(&arg.children()[0], outer);
-                let name = arg.label().unwrap_or_default();
-                if seen.contains(&name) {
-                    self.problem(
-                        arg.range().start,
-                        format!("duplicate argument '{name}' in function definition"),
-                    );
-                }
-                seen.push(name);
-                self.event(inner, arg.range().start, name, Use::Param);
+        for (arg, default) in args.parameters().unwrap_or_default() {
+            if let Some(default) = default {
+                self.expr(default, outer);
             }
+            if let Some(annotation) = arg.annotation() {
+                self.annotation(annotation, outer);
+            }
+            let name = arg.label().unwrap_or_default();
+            if seen.contains(&name) {
+                self.problem(
+                    arg.range().start,
+                    format!("duplicate argument '{name}' in function definition"),
+                );
+            }
+            seen.push(name);
+            self.event(inner, arg.range().start, name, Use::Param);
         }
     }
 
@@ -481,8 +472,8 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn exprs(&mut self, list: &'t Node, scope: usize) {
-        for child in list.children() {
+    fn exprs(&mut self, items: &'t [Node], scope: usize) {
+        for child in items {
             self.expr(child, scope);
         }
     }
@@ -490,38 +481,38 @@ impl<'t> Walker<'t> {
     /// An assignment target: names in it are stored, the rest (`a.b`, `a[i]`) is loaded.
     fn target(&mut self, node: &'t Node, scope: usize) {
         match node.kind() {
-            "Name" => self.event(scope, node.range().start, node.label().unwrap_or_default(), Use::Store),
-            "Tuple" | "List" | LIST => {
+            kind::NAME => self.event(scope, node.range().start, node.label().unwrap_or_default(), Use::Store),
+            kind::TUPLE | kind::LIST_DISPLAY | LIST => {
                 for child in node.children() {
                     self.target(child, scope);
                 }
             }
-            "Starred" => self.target(&node.children()[0], scope),
+            kind::STARRED => {
+                if let Some(value) = node.operand() {
+                    self.target(value, scope);
+                }
+            }
             _ => self.expr(node, scope),
         }
     }
 
-    fn targets(&mut self, list: &'t Node, scope: usize) {
-        for child in list.children() {
+    fn targets(&mut self, items: &'t [Node], scope: usize) {
+        for child in items {
             self.target(child, scope);
         }
     }
 
     fn pattern(&mut self, node: &'t Node, scope: usize) {
         match node.kind() {
-            "identifier" => self.event(scope, node.range().start, node.label().unwrap_or_default(), Use::Store),
-            "MatchValue" => self.expr(&node.children()[0], scope),
-            "MatchClass" => {
-                let c = node.children();
-                self.expr(&c[0], scope);
-                self.pattern(&c[1], scope);
-                self.pattern(&c[3], scope);
-            }
-            "MatchMapping" => {
-                let c = node.children();
-                self.exprs(&c[0], scope);
-                self.pattern(&c[1], scope);
-                self.pattern(&c[2], scope);
+            kind::IDENTIFIER => self.event(scope, node.range().start, node.label().unwrap_or_default(), Use::Store),
+            kind::MATCH_VALUE | kind::MATCH_CLASS | kind::MATCH_MAPPING => {
+                let (exprs, patterns) = node.match_pattern_parts().unwrap_or_default();
+                for expr in exprs {
+                    self.expr(expr, scope);
+                }
+                for pattern in patterns {
+                    self.pattern(pattern, scope);
+                }
             }
             _ => {
                 for child in node.children() {
@@ -532,24 +523,22 @@ impl<'t> Walker<'t> {
     }
 
     fn comprehension(&mut self, node: &'t Node, scope: usize, kind: Kind) {
-        let c = node.children();
-        let generators = c.last().expect("comprehensions have generators");
+        let (elements, generators) = node.as_comprehension().unwrap_or_default();
         let inner = self.new_scope(kind, scope);
-        for (i, generator) in generators.children().iter().enumerate() {
-            let g = generator.children();
+        for (i, generator) in generators.iter().enumerate() {
             // The first iterable is evaluated in the enclosing scope.
-            self.expr(&g[1], if i == 0 { scope } else { inner });
-            if generator.label() == Some("async") {
+            self.expr(generator.iter, if i == 0 { scope } else { inner });
+            if generator.is_async {
                 self.needs_async(
                     inner,
-                    generator.range().start,
+                    generator.at,
                     "asynchronous comprehension outside of an asynchronous function",
                 );
             }
-            self.target(&g[0], inner);
-            self.exprs(&g[2], inner);
+            self.target(generator.target, inner);
+            self.exprs(generator.ifs, inner);
         }
-        for element in &c[..c.len() - 1] {
+        for element in elements {
             self.expr(element, inner);
         }
     }
@@ -561,8 +550,11 @@ impl<'t> Walker<'t> {
     fn expr_inner(&mut self, node: &'t Node, scope: usize) {
         let at = node.range().start;
         match node.kind() {
-            "Name" => self.event(scope, at, node.label().unwrap_or_default(), Use::Load),
-            "Lambda" => {
+            kind::NAME => self.event(scope, at, node.label().unwrap_or_default(), Use::Load),
+            kind::LAMBDA => {
+                let Some((args, body)) = node.as_lambda() else {
+                    return;
+                };
                 let inner = self.new_scope(
                     Kind::Function {
                         is_async: false,
@@ -570,10 +562,10 @@ impl<'t> Walker<'t> {
                     },
                     scope,
                 );
-                self.arguments(&node.children()[0], scope, inner);
-                self.expr(&node.children()[1], inner);
+                self.arguments(args, scope, inner);
+                self.expr(body, inner);
             }
-            "ListComp" => self.comprehension(
+            kind::LIST_COMP => self.comprehension(
                 node,
                 scope,
                 Kind::Comprehension {
@@ -581,7 +573,7 @@ impl<'t> Walker<'t> {
                     what: "list comprehension",
                 },
             ),
-            "SetComp" => self.comprehension(
+            kind::SET_COMP => self.comprehension(
                 node,
                 scope,
                 Kind::Comprehension {
@@ -589,7 +581,7 @@ impl<'t> Walker<'t> {
                     what: "set comprehension",
                 },
             ),
-            "DictComp" => self.comprehension(
+            kind::DICT_COMP => self.comprehension(
                 node,
                 scope,
                 Kind::Comprehension {
@@ -597,7 +589,7 @@ impl<'t> Walker<'t> {
                     what: "dict comprehension",
                 },
             ),
-            "GeneratorExp" => self.comprehension(
+            kind::GENERATOR_EXP => self.comprehension(
                 node,
                 scope,
                 Kind::Comprehension {
@@ -605,29 +597,36 @@ impl<'t> Walker<'t> {
                     what: "generator expression",
                 },
             ),
-            "NamedExpr" => {
-                self.expr(&node.children()[1], scope);
+            kind::NAMED_EXPR => {
+                let Some((target, value)) = node.as_named_expr() else {
+                    return;
+                };
+                self.expr(value, scope);
                 // The target binds in the innermost scope that is not a comprehension.
                 let (owner, _) = self.enclosing_non_comprehension(scope);
-                self.target(&node.children()[0], owner);
+                self.target(target, owner);
             }
-            "Await" => {
+            kind::AWAIT => {
                 self.needs_async(scope, at, "'await' outside async function");
-                self.expr(&node.children()[0], scope);
+                if let Some(value) = node.operand() {
+                    self.expr(value, scope);
+                }
             }
-            "Yield" | "YieldFrom" => {
-                let word = if node.kind() == "Yield" { "yield" } else { "yield from" };
+            kind::YIELD | kind::YIELD_FROM => {
+                let word = if node.is(kind::YIELD) { "yield" } else { "yield from" };
                 match self.scopes[scope].kind {
                     Kind::Module | Kind::Class => self.problem(at, format!("'{word}' outside function")),
                     Kind::Comprehension { what, .. } => self.problem(at, format!("'{word}' inside {what}")),
                     Kind::Function { is_async, .. } => {
-                        if is_async && node.kind() == "YieldFrom" {
+                        if is_async && node.is(kind::YIELD_FROM) {
                             self.problem(at, "'yield from' inside async function");
                         }
                         self.scopes[scope].yields.push(at);
                     }
                 }
-                self.expr(&node.children()[0], scope);
+                if let Some(value) = node.operand() {
+                    self.expr(value, scope);
+                }
             }
             _ => {
                 for child in node.children() {

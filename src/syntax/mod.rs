@@ -5,6 +5,18 @@
 //! operator) and its children in field order. List-valued fields become `list` nodes labelled
 //! with the field name, absent optional fields become `absent` nodes, so two trees of the same
 //! shape line up child by child. Parser types never leak out of [`crate::parse`].
+//!
+//! Kinds are named by the constants of [`kind`]; the fields of the nodes the crate reads are
+//! reached through typed views (`as_call`, `as_assign`, `as_function_def`...), whose child
+//! order is documented once, next to the views.
+
+pub mod kind;
+mod view;
+
+pub use view::{
+    AnnAssign, Assign, Attribute, AugAssign, Call, ClassDef, Conditional, ExceptHandler, For, FunctionDef, Generator,
+    Keyword, MatchCase, Subscript, Try, With, WithItem,
+};
 
 use std::ops::Range;
 
@@ -85,6 +97,13 @@ impl Node {
         &self.children
     }
 
+    /// The node reached by following child positions `path` down from this one (how an
+    /// outline records where a definition sits), or `None` when the path leads nowhere.
+    #[must_use]
+    pub(crate) fn at_path(&self, path: &[usize]) -> Option<&Node> {
+        path.iter().try_fold(self, |node, &i| node.children.get(i))
+    }
+
     /// The list child holding field `name` (`body`, `orelse`, `handlers`, `finalbody`, `decorator_list`...).
     #[must_use]
     pub fn field(&self, name: &str) -> Option<&Node> {
@@ -96,7 +115,10 @@ impl Node {
     /// Whether this node is a statement that defines a scope: `def`, `async def` or `class`.
     #[must_use]
     pub fn is_definition(&self) -> bool {
-        matches!(self.kind, "FunctionDef" | "AsyncFunctionDef" | "ClassDef")
+        matches!(
+            self.kind,
+            kind::FUNCTION_DEF | kind::ASYNC_FUNCTION_DEF | kind::CLASS_DEF
+        )
     }
 
     /// The statement blocks directly under this statement (`body`, `orelse`, handler bodies,
