@@ -41,6 +41,8 @@ def lua_string(text):
 
 
 def main(nvim, server, dump):
+    # Neovim runs in the workspace folder: relative paths would point into it.
+    nvim, server, dump = (os.path.abspath(p) for p in (nvim, server, dump))
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="pysplice-nvim-"))
     try:
         workspace = tmp / "workspace"
@@ -49,7 +51,7 @@ def main(nvim, server, dump):
         edited = workspace / "deepseek_v2.py"
         shutil.copy(DEMO, edited)
         init = tmp / "init.lua"
-        init.write_text(readme_setup(pathlib.Path(server).resolve()))
+        init.write_text(readme_setup(server))
         env = dict(os.environ, PYSPLICE_TEST_RECIPE=RECIPE)
         for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
             env[name] = str(tmp / name.lower())
