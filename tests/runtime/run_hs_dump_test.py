@@ -921,6 +921,21 @@ def case_complete_passes_with_chunking_on(mod, ref, tmp):
     check(len(specforge_lists(out)) == 2 and len(files_in(out)) == 2, "files %s" % files_in(out))
 
 
+def case_lengths_on_the_host_with_rows_on_the_device(mod, ref, tmp):
+    # a batch may keep orig_seq_lens on the CPU while the rows are on the GPU: the copy
+    # to pinned memory takes each tensor where it is (no record_stream on a CPU tensor)
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0, chunk=8)
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod, prefix=[0, 0])
+        batch.orig_seq_lens = torch.tensor([5, 7], dtype=torch.int32)
+        with torch.no_grad():
+            value = model.model(ids, pos, batch)
+    aux = torch.cat(value[1], dim=-1)
+    check_samples(files_in(out), ids, value[0], aux, [2, 4, 5], prefix=[0, 0], partial=[False, True])
+
+
 def case_chunk_budget_filled_without_orig_seq_lens(mod, ref, tmp):
     # releases before 0.5.2: a pass that fills the chunk budget (8 tokens) may have cut
     # its last request, which is then written as partial; one warning says chunking is on
