@@ -5,12 +5,13 @@ use lsp_server::ErrorCode;
 use lsp_types::{
     CodeAction, CodeActionDisabled, CodeActionKind, CodeActionOrCommand, CodeActionParams, Diagnostic, Uri,
 };
-use pysplice::document::{Document, TextEdit};
+use pysplice::document::{Document, DocumentPlan, TextEdit};
+use pysplice::Recipe;
 use pysplice::Status;
 
 use crate::convert::{path_uri, python_files, workspace_edit, workspace_edits};
-use crate::open::{edits_of, plan_of};
-use crate::server::{Server, APPLY_ACTION};
+use crate::open::{edits_of, plan_of, Open};
+use crate::server::{Client, Server, APPLY_ACTION};
 
 impl Server<'_> {
     /// "Apply recipe ID" / "Revert recipe ID" (refactor), and the apply as a quick fix of the
@@ -27,8 +28,7 @@ impl Server<'_> {
             wanted(&CodeActionKind::REFACTOR_REWRITE),
             wanted(&CodeActionKind::QUICKFIX),
         );
-        let (resolve, command) = (self.client.resolve_edit, self.client.apply_edit);
-        let document_changes = self.client.document_changes;
+        let client = &self.client;
         let Some(open) = self.open.get_mut(params.text_document.uri.as_str()) else {
             return Vec::new();
         };
@@ -38,24 +38,7 @@ impl Server<'_> {
             if !plan.relevant {
                 continue;
             }
-            let fixes: Vec<Diagnostic> = params
-                .context
-                .diagnostics
-                .iter()
-                .filter(|d| {
-                    d.data
-                        .as_ref()
-                        .and_then(|v| v.get("fix"))
-                        .and_then(serde_json::Value::as_str)
-                        == Some("apply")
-                        && d.data
-                            .as_ref()
-                            .and_then(|v| v.get("recipe"))
-                            .and_then(serde_json::Value::as_str)
-                            == Some(recipe.id.as_str())
-                })
-                .cloned()
-                .collect();
+            let fixes = apply_fixes(&params.context.diagnostics, &recipe.id);
             let mut offers: Vec<(String, CodeActionKind, bool, Option<Vec<Diagnostic>>)> = Vec::new();
             if (plan.pending || !plan.is_complete()) && rewrite {
                 offers.push((
@@ -85,39 +68,7 @@ impl Server<'_> {
                     kind: Some(kind),
                     ..CodeAction::default()
                 };
-                if !revert && !plan.is_complete() {
-                    let reason = plan
-                        .hooks
-                        .iter()
-                        .find(|h| matches!(h.status, Status::Failed { .. }))
-                        .map_or_else(|| "a hook cannot be placed".to_string(), |h| h.message.clone());
-                    action.disabled = Some(CodeActionDisabled { reason });
-                } else if resolve || command {
-                    // The edit is made when the action is chosen: through `codeAction/resolve`,
-                    // or the command and `workspace/applyEdit`.
-                    let data = serde_json::json!({
-                        "uri": open.uri.as_str(),
-                        "version": open.doc.version(),
-                        "recipe": recipe.id,
-                        "revert": revert,
-                    });
-                    if !resolve {
-                        action.command = Some(lsp_types::Command {
-                            title: action.title.clone(),
-                            command: APPLY_ACTION.into(),
-                            arguments: Some(vec![data.clone()]),
-                        });
-                    }
-                    action.data = Some(data);
-                } else {
-                    match edits_of(open, recipe, revert) {
-                        Ok(edits) => {
-                            let edit = workspace_edit(&open.uri, open.doc.version(), edits, document_changes);
-                            action.edit = Some(edit);
-                        }
-                        Err(reason) => action.disabled = Some(CodeActionDisabled { reason }),
-                    }
-                }
+                complete(&mut action, client, open, recipe, &plan, revert);
                 actions.push(CodeActionOrCommand::CodeAction(action));
             }
         }
@@ -211,5 +162,66 @@ impl Server<'_> {
             );
         }
         Ok(answer)
+    }
+}
+
+/// The diagnostics that `recipe`'s apply fixes (their data says so).
+fn apply_fixes(diagnostics: &[Diagnostic], recipe: &str) -> Vec<Diagnostic> {
+    let says = |d: &Diagnostic, key: &str, value: &str| {
+        d.data
+            .as_ref()
+            .and_then(|v| v.get(key))
+            .and_then(serde_json::Value::as_str)
+            == Some(value)
+    };
+    diagnostics
+        .iter()
+        .filter(|d| says(d, "fix", "apply") && says(d, "recipe", recipe))
+        .cloned()
+        .collect()
+}
+
+/// Gives an offered action its edit now, or what it takes to make it when chosen (resolve data,
+/// a command), or the reason it is disabled.
+fn complete(
+    action: &mut CodeAction,
+    client: &Client,
+    open: &mut Open,
+    recipe: &Recipe,
+    plan: &DocumentPlan,
+    revert: bool,
+) {
+    if !revert && !plan.is_complete() {
+        let reason = plan
+            .hooks
+            .iter()
+            .find(|h| matches!(h.status, Status::Failed { .. }))
+            .map_or_else(|| "a hook cannot be placed".to_string(), |h| h.message.clone());
+        action.disabled = Some(CodeActionDisabled { reason });
+    } else if client.resolve_edit || client.apply_edit {
+        // The edit is made when the action is chosen: through `codeAction/resolve`, or the
+        // command and `workspace/applyEdit`.
+        let data = serde_json::json!({
+            "uri": open.uri.as_str(),
+            "version": open.doc.version(),
+            "recipe": recipe.id,
+            "revert": revert,
+        });
+        if !client.resolve_edit {
+            action.command = Some(lsp_types::Command {
+                title: action.title.clone(),
+                command: APPLY_ACTION.into(),
+                arguments: Some(vec![data.clone()]),
+            });
+        }
+        action.data = Some(data);
+    } else {
+        match edits_of(open, recipe, revert) {
+            Ok(edits) => {
+                let edit = workspace_edit(&open.uri, open.doc.version(), edits, client.document_changes);
+                action.edit = Some(edit);
+            }
+            Err(reason) => action.disabled = Some(CodeActionDisabled { reason }),
+        }
     }
 }

@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::contract::{Body, ErrorInfo, FileStatus, Output, Splice};
+use pysplice::project::select::RootChoice;
+use pysplice::recipes::sglang::Launch;
 use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
 use pysplice::recipes::sglang_models::{self, FilePatch};
 use pysplice::report;
@@ -62,13 +64,12 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
     };
     let (selection, patches) = match sglang_models::patch(&recipe, &dir, wanted.as_deref(), lib_mode) {
         Ok(found) => found,
-        Err(err) => return failed(args, &dir, &err.to_string(), exit_code(&err)),
+        Err(err) => return fail(args, &dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err)),
     };
-    let code = u8::from(mode == Mode::Check && patches.iter().any(pending));
-    let write = mode != Mode::Check && !args.dry_run;
-    if write {
+    let written = mode != Mode::Check && !args.dry_run;
+    if written {
         if let Err(err) = sglang_models::write_all(&patches) {
-            return failed(args, &dir, &err.to_string(), exit_code(&err));
+            return fail(args, &dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err));
         }
     }
     let roots: Vec<_> = selection
@@ -82,25 +83,64 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         .as_deref()
         .and_then(Release::given)
         .or_else(|| Release::detect(&dir.join("__init__.py")));
-    let launch = sglang_install::launch_for(release.as_ref(), &[]);
-    let env = sglang_install::env_var(&recipe);
+    let run = Finished {
+        args,
+        mode,
+        dir: &dir,
+        env: sglang_install::env_var(&recipe),
+        launch: sglang_install::launch_for(release.as_ref(), &[]),
+        release,
+        roots,
+        patches: &patches,
+        written,
+    };
     if args.json {
-        // The contract's layout: one object per file, then one per architecture skipped.
+        run.print_json();
+    } else {
+        run.print_text();
+    }
+    u8::from(mode == Mode::Check && patches.iter().any(pending))
+}
+
+/// Every file patched, checked or reverted, ready to be reported.
+struct Finished<'a> {
+    args: &'a Args,
+    mode: Mode,
+    /// The models folder.
+    dir: &'a Path,
+    /// The environment variable that turns the dump on.
+    env: &'a str,
+    launch: Launch,
+    release: Option<Release>,
+    /// The architectures asked for, each with the files it needs or why it is skipped.
+    roots: Vec<&'a RootChoice>,
+    patches: &'a [FilePatch],
+    /// Whether the files were written (neither `--check` nor `--dry-run`).
+    written: bool,
+}
+
+impl Finished<'_> {
+    fn diff(p: &FilePatch) -> String {
+        report::unified_diff(&p.relative, p.patched.input(), p.patched.output())
+    }
+
+    /// The contract's layout: one object per file, then one per architecture skipped.
+    fn print_json(&self) {
+        let (args, mode) = (self.args, self.mode);
         let dump = |splice, architectures, skipped| {
-            let mut dump = body(args, splice, release.as_ref(), Some((env, &launch)));
+            let mut dump = body(args, splice, self.release.as_ref(), Some((self.env, &self.launch)));
             dump.architectures = architectures;
             dump.skipped = skipped;
             Body::SglangHsDump(dump)
         };
-        for p in &patches {
+        for p in self.patches {
             let status = crate::file_status(mode, args.dry_run, pending(p), p.patched.changed());
             let mut splice = Splice::new(status, p.patched.outcomes(), mode.words());
             splice.changed = p.patched.changed();
-            splice.written = write && p.patched.changed();
-            splice.diff = args
-                .dry_run
-                .then(|| report::unified_diff(&p.relative, p.patched.input(), p.patched.output()));
-            let mut served: Vec<String> = roots
+            splice.written = self.written && p.patched.changed();
+            splice.diff = args.dry_run.then(|| Self::diff(p));
+            let mut served: Vec<String> = self
+                .roots
                 .iter()
                 .filter(|r| r.skipped.is_none() && r.files().contains(&p.relative.as_str()))
                 .map(|r| r.class.clone())
@@ -110,44 +150,43 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
             let path = p.file.path().display().to_string();
             outln!("{}", Output::new(path, dump(splice, served, None)).to_line());
         }
-        for root in roots.iter().filter(|r| r.skipped.is_some()) {
+        for root in self.roots.iter().filter(|r| r.skipped.is_some()) {
             let splice = Splice::new(FileStatus::Skipped, &[], mode.words());
-            let path = dir.join(&root.file).display().to_string();
+            let path = self.dir.join(&root.file).display().to_string();
             let body = dump(splice, vec![root.class.clone()], root.skipped.clone());
             outln!("{}", Output::new(path, body).to_line());
         }
-        return code;
     }
-    for root in &roots {
-        match &root.skipped {
-            Some(why) => outln!("{} ({}): skipped: {why}", root.class, root.file),
-            None => outln!("{} ({}): {}", root.class, root.file, root.files().join(", ")),
-        }
-    }
-    for p in &patches {
-        let name = p.file.path().display();
-        match (mode, args.dry_run, p.patched.changed()) {
-            (Mode::Check, _, _) => {
-                outln!("{name}: {}", if pending(p) { "needs apply" } else { "up to date" });
-                crate::print_check_lines(&p.patched);
+
+    fn print_text(&self) {
+        for root in &self.roots {
+            match &root.skipped {
+                Some(why) => outln!("{} ({}): skipped: {why}", root.class, root.file),
+                None => outln!("{} ({}): {}", root.class, root.file, root.files().join(", ")),
             }
-            (_, true, _) => out!(
-                "{}",
-                report::unified_diff(&p.relative, p.patched.input(), p.patched.output())
-            ),
-            (Mode::Revert, false, true) => outln!("Reverted {name}"),
-            (Mode::Revert, false, false) => outln!("Nothing to revert in {name}"),
-            (Mode::Apply, false, _) => out!("{}", report::applied_text(&p.patched)),
+        }
+        for p in self.patches {
+            let name = p.file.path().display();
+            match (self.mode, self.args.dry_run, p.patched.changed()) {
+                (Mode::Check, _, _) => {
+                    outln!("{name}: {}", if pending(p) { "needs apply" } else { "up to date" });
+                    crate::print_check_lines(&p.patched);
+                }
+                (_, true, _) => out!("{}", Self::diff(p)),
+                (Mode::Revert, false, true) => outln!("Reverted {name}"),
+                (Mode::Revert, false, false) => outln!("Nothing to revert in {name}"),
+                (Mode::Apply, false, _) => out!("{}", report::applied_text(&p.patched)),
+            }
+        }
+        if self.args.dry_run {
+            errln!("dry run: nothing was written");
+        } else if self.mode == Mode::Apply {
+            let env = self.env;
+            outln!("\nTo use: set {env}={DUMP_DIR} before starting server");
+            outln!("Server flags: {}", self.launch.flags.join(" "));
+            for note in &self.launch.notes {
+                outln!("Note: {note}");
+            }
         }
     }
-    if args.dry_run {
-        errln!("dry run: nothing was written");
-    } else if mode == Mode::Apply {
-        outln!("\nTo use: set {env}={DUMP_DIR} before starting server");
-        outln!("Server flags: {}", launch.flags.join(" "));
-        for note in &launch.notes {
-            outln!("Note: {note}");
-        }
-    }
-    code
 }

@@ -103,39 +103,56 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
     let recipe = pysplice::recipes::builtin("sglang-hs-dump")
         .expect("a bundled recipe")
         .expect("the bundled recipe is valid");
-    let env = sglang_install::env_var(&recipe);
     let demo = args.path.is_none() && !args.installed;
     let (path, release) = match locate(args, &recipe, demo) {
         Ok(found) => found,
         Err(code) => return code,
     };
-    let file = match DiskFile::read(&path) {
-        Ok(file) => file,
-        Err(err) => return failed(args, &recipe, &path, ErrorInfo::from(&err), &[], exit_code(&err)),
-    };
-    let patched = if mode == Mode::Revert {
-        pysplice::revert(&recipe, file.source().clone())
-            .map_err(|err: Error| failed(args, &recipe, &path, ErrorInfo::from(&err), &[], exit_code(&err)))
-    } else {
-        apply(args, &recipe, &file)
-    };
-    let patched = match patched {
-        Ok(patched) => patched,
+    let (patched, written) = match transform(args, mode, &recipe, &path) {
+        Ok(done) => done,
         Err(code) => return code,
+    };
+    let run = Finished {
+        args,
+        mode,
+        demo,
+        env: sglang_install::env_var(&recipe),
+        release,
+        patched,
+        written,
+    };
+    if args.json {
+        run.print_json()
+    } else {
+        run.print_text()
+    }
+}
+
+/// Reads the file, patches or reverts it and writes it when the mode asks for a write: the
+/// result and whether it was written, or the exit code of a failure already reported.
+fn transform(args: &Args, mode: Mode, recipe: &Recipe, path: &Path) -> Result<(Patched, bool), u8> {
+    let file =
+        DiskFile::read(path).map_err(|err| failed(args, recipe, path, ErrorInfo::from(&err), &[], exit_code(&err)))?;
+    let patched = if mode == Mode::Revert {
+        pysplice::revert(recipe, file.source().clone())
+            .map_err(|err: Error| failed(args, recipe, path, ErrorInfo::from(&err), &[], exit_code(&err)))?
+    } else {
+        apply(args, recipe, &file)?
     };
     // Written before anything is printed about it: a report that cannot be printed never leaves
     // the file half done, and "Successfully patched" follows a write that succeeded.
     let write = mode != Mode::Check && !args.dry_run && patched.changed();
     if write {
         if let Err(err) = file.write(patched.output()) {
-            return failed(
+            let code = exit_code(&err);
+            return Err(failed(
                 args,
-                &recipe,
-                &path,
+                recipe,
+                path,
                 ErrorInfo::from(&err),
                 patched.outcomes(),
-                exit_code(&err),
-            );
+                code,
+            ));
         }
         if file.hard_links() > 1 {
             errln!(
@@ -145,90 +162,119 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
             );
         }
     }
-    let pending = crate::pending(&patched);
-    let outcomes = if mode == Mode::Revert {
-        &[][..]
-    } else {
-        patched.outcomes()
-    };
-    let launch = sglang_install::launch_for(release.as_ref(), outcomes);
-    // Headers `a/<path>`, `b/<path>` with the path as given (relative to / when absolute).
-    // Computed only where it is printed.
-    let diff = || {
+    Ok((patched, write))
+}
+
+/// A file patched, checked or reverted, ready to be reported.
+struct Finished<'a> {
+    args: &'a Args,
+    mode: Mode,
+    /// Whether the file is the bundled demo's copy.
+    demo: bool,
+    /// The environment variable that turns the dump on.
+    env: &'a str,
+    release: Option<Release>,
+    patched: Patched,
+    written: bool,
+}
+
+impl Finished<'_> {
+    /// The exit code: 1 when `--check` finds the file not up to date.
+    fn code(&self) -> u8 {
+        u8::from(self.mode == Mode::Check && crate::pending(&self.patched))
+    }
+
+    /// The launch flags and notes for the release and the hooks that were placed.
+    fn launch(&self) -> pysplice::recipes::sglang::Launch {
+        let outcomes = if self.mode == Mode::Revert {
+            &[][..]
+        } else {
+            self.patched.outcomes()
+        };
+        sglang_install::launch_for(self.release.as_ref(), outcomes)
+    }
+
+    /// The unified diff, headers `a/<path>`, `b/<path>` with the path as given (relative to /
+    /// when absolute).
+    fn diff(&self) -> String {
+        let patched = &self.patched;
         report::unified_diff(
             patched.name().trim_start_matches('/'),
             patched.input(),
             patched.output(),
         )
-    };
-    let code = u8::from(mode == Mode::Check && pending);
+    }
 
-    if args.json {
-        let status = crate::file_status(mode, args.dry_run, pending, patched.changed());
-        let mut splice = Splice::new(status, patched.outcomes(), mode.words());
+    fn print_json(&self) -> u8 {
+        let (args, patched) = (self.args, &self.patched);
+        let status = crate::file_status(self.mode, args.dry_run, crate::pending(patched), patched.changed());
+        let mut splice = Splice::new(status, patched.outcomes(), self.mode.words());
         splice.changed = patched.changed();
-        splice.written = write;
-        splice.diff = (args.dry_run || demo).then(diff);
-        let body = Body::SglangHsDump(body(args, splice, release.as_ref(), Some((env, &launch))));
+        splice.written = self.written;
+        splice.diff = (args.dry_run || self.demo).then(|| self.diff());
+        let launch = self.launch();
+        let body = Body::SglangHsDump(body(args, splice, self.release.as_ref(), Some((self.env, &launch))));
         outln!("{}", Output::new(patched.name(), body).to_line());
-        return code;
+        self.code()
     }
 
-    if demo {
-        outln!(
-            "No PATH given: patching a copy of the bundled demo model (examples/data/demo_model.py, written for \
-             pysplice in the shape of SGLang's deepseek_v2.py; not SGLang code)."
-        );
-        outln!("For a real SGLang: {PROGRAM} --installed, or {PROGRAM} path/to/deepseek_v2.py\n");
-    }
-    match (mode, args.dry_run) {
-        (Mode::Check, _) => {
+    fn print_text(&self) -> u8 {
+        let (patched, code) = (&self.patched, self.code());
+        if self.demo {
             outln!(
-                "{}: {}",
-                patched.name(),
-                if code == 0 { "up to date" } else { "needs apply" }
+                "No PATH given: patching a copy of the bundled demo model (examples/data/demo_model.py, written for \
+                 pysplice in the shape of SGLang's deepseek_v2.py; not SGLang code)."
             );
-            crate::print_check_lines(&patched);
-            return code;
+            outln!("For a real SGLang: {PROGRAM} --installed, or {PROGRAM} path/to/deepseek_v2.py\n");
         }
-        (_, true) => {
-            out!("{}", diff());
-            errln!("dry run: nothing was written to {}", patched.name());
-            return code;
-        }
-        (Mode::Revert, false) => {
-            if patched.changed() {
+        match (self.mode, self.args.dry_run) {
+            (Mode::Check, _) => {
+                outln!(
+                    "{}: {}",
+                    patched.name(),
+                    if code == 0 { "up to date" } else { "needs apply" }
+                );
+                crate::print_check_lines(patched);
+            }
+            (_, true) => {
+                out!("{}", self.diff());
+                errln!("dry run: nothing was written to {}", patched.name());
+            }
+            (Mode::Revert, false) if patched.changed() => {
                 outln!("Reverted {}", patched.name());
                 for outcome in patched.outcomes() {
                     outln!("  - {}", report::outcome_line(outcome));
                 }
-            } else {
-                outln!("Nothing to revert in {}", patched.name());
             }
-            return code;
+            (Mode::Revert, false) => outln!("Nothing to revert in {}", patched.name()),
+            (Mode::Apply, false) => self.print_applied(),
         }
-        (Mode::Apply, false) => {}
+        code
     }
-    if demo {
-        out!("{}", diff());
+
+    fn print_applied(&self) {
+        let (patched, env) = (&self.patched, self.env);
+        if self.demo {
+            out!("{}", self.diff());
+            outln!();
+        }
+        out!("{}", report::applied_text(patched));
         outln!();
+        outln!("To use: set {env}={DUMP_DIR} before starting server");
+        match &self.release {
+            Some(r) => outln!("Server flags for SGLang {} (from {}):", r.text, r.source),
+            None if self.demo => outln!("Server flags (for a real SGLang they depend on its release):"),
+            None => outln!("Server flags:"),
+        }
+        let launch = self.launch();
+        outln!("  {}", launch.flags.join(" "));
+        for note in &launch.notes {
+            outln!("Note: {note}");
+        }
+        outln!(
+            "e.g. {env}={DUMP_DIR} python3 -m sglang.launch_server --model-path MODEL {}",
+            launch.flags.join(" ")
+        );
+        outln!("Undo with: {PROGRAM} --revert {}", patched.name());
     }
-    out!("{}", report::applied_text(&patched));
-    outln!();
-    outln!("To use: set {env}={DUMP_DIR} before starting server");
-    match &release {
-        Some(r) => outln!("Server flags for SGLang {} (from {}):", r.text, r.source),
-        None if demo => outln!("Server flags (for a real SGLang they depend on its release):"),
-        None => outln!("Server flags:"),
-    }
-    outln!("  {}", launch.flags.join(" "));
-    for note in &launch.notes {
-        outln!("Note: {note}");
-    }
-    outln!(
-        "e.g. {env}={DUMP_DIR} python3 -m sglang.launch_server --model-path MODEL {}",
-        launch.flags.join(" ")
-    );
-    outln!("Undo with: {PROGRAM} --revert {}", patched.name());
-    code
 }
