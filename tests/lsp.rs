@@ -7,10 +7,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use pysplice::{Recipe, SourceFile};
@@ -91,15 +91,7 @@ impl Client {
             .expect("the server starts");
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
-        let (sender, incoming) = channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            while let Some(message) = read_message(&mut reader) {
-                if sender.send(message).is_err() {
-                    break;
-                }
-            }
-        });
+        let incoming = common::lsp::incoming(stdout);
         Client {
             child,
             stdin,
@@ -178,27 +170,6 @@ impl Drop for Client {
             let _ = self.child.wait();
         }
     }
-}
-
-/// One LSP frame from the server, or `None` at the end of the stream.
-fn read_message(reader: &mut impl BufRead) -> Option<Value> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(n) = line.strip_prefix("Content-Length:") {
-            length = n.trim().parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0; length?];
-    reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
 }
 
 /// Byte offset of an LSP position (UTF-16 characters; lines on `\n`, `\r\n`, `\r`), computed

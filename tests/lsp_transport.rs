@@ -6,11 +6,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
+use common::lsp::frame;
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -38,15 +39,7 @@ impl Server {
         drop(child.stderr.take());
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
-        let (sender, incoming) = channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            while let Some(message) = read_message(&mut reader) {
-                if sender.send(message).is_err() {
-                    break;
-                }
-            }
-        });
+        let incoming = common::lsp::incoming(stdout);
         let mut server = Server { child, stdin, incoming };
         server.raw(
             frame(
@@ -114,31 +107,6 @@ impl Drop for Server {
             let _ = self.child.wait();
         }
     }
-}
-
-fn frame(body: &str) -> String {
-    format!("Content-Length: {}\r\n\r\n{body}", body.len())
-}
-
-/// One frame from the server, or `None` at the end of its output.
-fn read_message(reader: &mut impl BufRead) -> Option<Value> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(n) = line.strip_prefix("Content-Length:") {
-            length = n.trim().parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0; length?];
-    reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
 }
 
 #[track_caller]

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: where the SGLang corpus lives and what it holds.
 #![allow(dead_code)]
 
+pub mod lsp;
+
 use std::path::{Path, PathBuf};
 
 /// The corpus root: `$PYSPLICE_CORPUS` or `target/sglang-corpus`.

@@ -19,7 +19,7 @@ dest=${1:-$repo/.device/hs}
 cd "$repo"
 rm -rf "$dest"
 mkdir -p "$dest"
-cp tests/runtime/mock_deepseek_v2.py tests/runtime/run_hs_dump_test.py tests/runtime/run_on_device.sh tests/runtime/bench_hs_dump.py "$dest"/
+cp tests/runtime/mock_deepseek_v2.py tests/runtime/run_hs_dump_test.py tests/runtime/dump_writers.py tests/runtime/run_on_device.sh tests/runtime/bench_hs_dump.py "$dest"/
 cp tests/runtime/mock_deepseek_v2.py "$dest/mock_deepseek_v2_patched.py"
 cargo run --quiet --example pysplice -- apply --spec recipes/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
 # the same static check as tests/sglang_recipe.rs, before spending time on a device

@@ -30,33 +30,11 @@ DEVICE = os.environ.get("HS_TEST_DEVICE") or ("cuda" if torch.cuda.is_available(
 
 from sglang.srt.models import base, gpt_oss, llama, qwen2_moe, qwen3_moe, vlm  # noqa: E402
 
-# Every dump writer the patched files build, so that a check can wait until the passes
-# handed to them are on disk (the dump writes off the forward, on its own threads).
-WRITERS = []
-
-
-def track_writers(module):
-    cls = getattr(module, "_pysplice_hs_Writer", None)
-    if cls is None:
-        return
-    init = cls.__init__
-
-    def tracked(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        WRITERS.append(self)
-
-    cls.__init__ = tracked
-
+from dump_writers import close_all, track_writers  # noqa: E402
 
 for _module in (gpt_oss, llama, qwen2_moe, qwen3_moe, vlm):
     track_writers(_module)
 
-
-def drain():
-    """Wait until every writer has written what it was given (or died), then stop them."""
-    for w in WRITERS:
-        w.close()
-    del WRITERS[:]
 
 ARCHS = [
     ("LlamaForCausalLM", llama.LlamaForCausalLM, lambda m: m.model),
@@ -115,7 +93,7 @@ def case(name, cls, inner_of):
         image = torch.randn(2, 4, device=DEVICE) if name.startswith("Vlm") else None
         with torch.no_grad():
             run(model, name, ids, fb, image)
-        drain()
+        close_all()
         files = sorted(glob.glob(os.path.join(out_dir, "*.ckpt")))
         assert len(files) == 2, "%d files after a prefill of 2 requests" % len(files)
         hidden, aux = reference(model, inner, name, ids, fb, image)
@@ -134,7 +112,7 @@ def case(name, cls, inner_of):
         ids, fb = batch(base.ForwardMode.DECODE, [1, 1], seed=2)
         with torch.no_grad():
             run(model, name, ids, fb, image=None)
-        drain()
+        close_all()
         assert len(glob.glob(os.path.join(out_dir, "*.ckpt"))) == 2, "decode wrote files"
 
 

@@ -157,29 +157,7 @@ class Env:
                 os.environ[k] = v
 
 
-# Every dump writer built by the module under test, so that checks can wait for them.
-WRITERS = []
-
-
-def track_writers(module):
-    cls = getattr(module, "_pysplice_hs_Writer", None)
-    if cls is None:
-        return
-    init = cls.__init__
-
-    def tracked(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        WRITERS.append(self)
-
-    cls.__init__ = tracked
-
-
-def drain():
-    """Wait until every writer has written what it was given (or died)."""
-    for w in WRITERS:
-        with w.cond:
-            while w.jobs and w.error is None:
-                w.cond.wait(1.0)
+from dump_writers import drain, track_writers  # noqa: E402
 
 
 class WarningCounter(logging.Handler):
