@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::edit::{apply_edits, Edit, EditMap};
-use crate::error::{Error, HookRef};
+use crate::error::{Error, ErrorKind};
 use crate::locate::Target;
 use crate::marker::{self, Frame, FrameKind};
 use crate::outcome::{self, Blocks};
@@ -108,7 +108,7 @@ impl Prepared {
     /// Reads this recipe's markers in `current` and reconstructs the original text.
     ///
     /// # Errors
-    /// [`Error::Marker`] for damaged or hand-edited frames; [`Error::Syntax`] when the text is not
+    /// [`ErrorKind::Marker`] for damaged or hand-edited frames; [`ErrorKind::Syntax`] when the text is not
     /// valid Python.
     pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
         Prepared::reusing(recipe, current, None)
@@ -128,13 +128,12 @@ impl Prepared {
         if let Some((other, line)) = marker::stacked_inside(&current, &recipe.id) {
             // Taking this recipe's expansion out would take the other recipe's changes with it.
             let offset = current.lines().line_start(line).unwrap_or(0);
-            return Err(Error::Marker {
-                location: current.location(offset),
+            return Err(ErrorKind::Marker {
                 reason: format!(
                     "recipe `{other}` has changes inside this recipe's expanded one-line suite: revert `{other}` first"
                 ),
-                hook: HookRef(None),
-            });
+            }
+            .at(current.location(offset)));
         }
         let frames = marker::scan(&current, &recipe.id)?;
         check_replaced(recipe, &current, &frames)?;
@@ -215,11 +214,9 @@ fn check_replaced(recipe: &Recipe, current: &SourceFile, frames: &[Frame]) -> Re
                     frame.hook
                 ),
             };
-            return Err(Error::Marker {
-                location: current.location(frame.removal.first().map_or(0, |r| r.start)),
-                reason,
-                hook: HookRef(Some(frame.hook.clone())),
-            });
+            return Err(ErrorKind::Marker { reason }
+                .at(current.location(frame.removal.first().map_or(0, |r| r.start)))
+                .with_hook(&frame.hook));
         }
     }
     Ok(())
@@ -273,11 +270,11 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
             Err(refusal) => {
                 for &i in &indices {
                     let hook = &recipe.hooks[i];
-                    let err = Error::Placement {
-                        location: file.source().location(refusal.offset),
+                    let err = ErrorKind::Placement {
                         reason: refusal.reason.clone(),
-                        hook: HookRef(Some(hook.id.clone())),
-                    };
+                    }
+                    .at(file.source().location(refusal.offset))
+                    .with_hook(&hook.id);
                     hooks[i].2 = if hook.optional {
                         HookPlan::Skipped(Reason::skipped(err))
                     } else {
@@ -344,10 +341,10 @@ fn plan_target(
     target: Option<&Definition>,
 ) -> Result<Result<Vec<Edit>, String>, Error> {
     let source = file.source();
-    let placement_error = |refusal: Refusal| Error::Placement {
-        location: source.location(refusal.offset),
-        reason: refusal.reason,
-        hook: HookRef(Some(hook.id.clone())),
+    let placement_error = |refusal: Refusal| {
+        ErrorKind::Placement { reason: refusal.reason }
+            .at(source.location(refusal.offset))
+            .with_hook(&hook.id)
     };
     let body = target.map_or(file.module_block(), |def| {
         file.node(def).field("body").expect("definitions have a body")
@@ -593,7 +590,7 @@ impl Patched {
 }
 
 /// What CPython's compiler (not only its parser) would refuse in `file`, each as an
-/// [`Error::Syntax`] with its location, in source order: `return` outside a function or with a
+/// [`ErrorKind::Syntax`] with its location, in source order: `return` outside a function or with a
 /// value in an async generator, `yield` outside a function, `await` / `async for` /
 /// `async with` outside `async def`, misplaced `break` / `continue`, `nonlocal` / `global`
 /// misuse, `from __future__` after other code, nesting deeper than CPython accepts. The checks
@@ -605,10 +602,11 @@ pub fn compiler_errors(file: &ParsedFile) -> Vec<Error> {
     crate::verify::check(file.root(), source.text())
         .problems
         .into_iter()
-        .map(|problem| Error::Syntax {
-            location: source.location(problem.offset),
-            message: problem.message,
-            hook: HookRef(None),
+        .map(|problem| {
+            ErrorKind::Syntax {
+                message: problem.message,
+            }
+            .at(source.location(problem.offset))
         })
         .collect()
 }
@@ -640,7 +638,7 @@ pub fn compiler_errors(file: &ParsedFile) -> Vec<Error> {
 /// ```
 ///
 /// # Errors
-/// The first failing required hook ([`Error::NotFound`], [`Error::Placement`]...), a conflict
+/// The first failing required hook ([`ErrorKind::NotFound`], [`ErrorKind::Placement`]...), a conflict
 /// between hooks, damaged markers, or a failed verification. Nothing is changed on error.
 pub fn apply(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;
@@ -814,13 +812,10 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -
             if let Some(at) = found {
                 let at = marker::to_framed(&prepared.frames, at);
                 let line = current.lines().line_of(at);
-                return Err(Error::Marker {
-                    location: current.location(at),
-                    reason: format!(
-                        "line {line} already holds what hook `{id}` adds here, without its marker (was a marker line deleted?): applying would add it twice and revert would leave it behind"
-                    ),
-                    hook: HookRef(Some(id.clone())),
-                });
+                let reason = format!(
+                    "line {line} already holds what hook `{id}` adds here, without its marker (was a marker line deleted?): applying would add it twice and revert would leave it behind"
+                );
+                return Err(ErrorKind::Marker { reason }.at(current.location(at)).with_hook(id));
             }
         }
     }
@@ -835,7 +830,7 @@ fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize
 /// Removes this recipe's changes from `source`, giving back the original bytes.
 ///
 /// # Errors
-/// [`Error::Marker`] for damaged or hand-edited frames, [`Error::Syntax`] when the result does
+/// [`ErrorKind::Marker`] for damaged or hand-edited frames, [`ErrorKind::Syntax`] when the result does
 /// not parse.
 pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     let prepared = Prepared::new(recipe, source)?;
@@ -873,10 +868,12 @@ fn verify(
             })
             .map(|(_, _, hook)| hook.clone())
     };
-    let fail = |offset: usize, reason: String| Error::Verify {
-        location: output.location(offset),
-        reason,
-        hook: HookRef(hook_at(offset)),
+    let fail = |offset: usize, reason: String| {
+        let err = ErrorKind::Verify { reason }.at(output.location(offset));
+        match hook_at(offset) {
+            Some(hook) => err.with_hook(&hook),
+            None => err,
+        }
     };
     let (old, new) = (original.source().text(), output.text());
     // Only the top-level statements holding an edit are parsed again (see `parse::reparse`).

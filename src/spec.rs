@@ -27,7 +27,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::error::{Error, HookRef, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::locate::Target;
 use crate::marker;
 use crate::parse::parse_snippet;
@@ -366,7 +366,7 @@ impl Recipe {
     /// ```
     ///
     /// # Errors
-    /// [`Error::Spec`] at the TOML line and column, naming the hook, for syntax errors, unknown
+    /// [`ErrorKind::Spec`] at the TOML line and column, naming the hook, for syntax errors, unknown
     /// fields, missing or conflicting fields, duplicate ids, and code or patterns that do not parse.
     pub fn from_toml(name: &str, text: &str) -> Result<Recipe, Error> {
         let file = SourceFile::new(name, text);
@@ -433,10 +433,12 @@ fn compile_selectors(
     for (name, spanned) in raw {
         let span = spanned.span();
         let table = file.text().find(&format!("[select.{name}]")).unwrap_or(span.start);
-        let fail = |message: String| Error::Spec {
-            location: file.location(table),
-            message: format!("[select.{name}]: {message}"),
-            hook: HookRef::default(),
+        let fail = |message: String| {
+            ErrorKind::Spec {
+                message: format!("[select.{name}]: {message}"),
+                cause: None,
+            }
+            .at(file.location(table))
         };
         if !is_identifier(&name.replace('-', "_")) {
             return Err(fail("the name must be letters, digits, `_` or `-`".into()));
@@ -492,15 +494,15 @@ fn compile_selectors(
         let mut seen = vec![at.name.as_str()];
         while let Some(by) = &at.held_by {
             if seen.contains(&by.as_str()) {
-                return Err(Error::Spec {
-                    location: selector.location.clone(),
+                return Err(ErrorKind::Spec {
                     message: format!(
                         "[select.{}]: `held-by` goes round in a circle ({})",
                         selector.name,
                         seen.join(" -> ")
                     ),
-                    hook: HookRef::default(),
-                });
+                    cause: None,
+                }
+                .at(selector.location.clone()));
             }
             seen.push(by);
             at = out.iter().find(|s| s.name == *by).expect("checked above");
@@ -517,10 +519,10 @@ fn quoted_list(names: &[String]) -> String {
 }
 
 fn spec_error(file: &SourceFile, offset: usize, message: String, hook: Option<&str>) -> Error {
-    Error::Spec {
-        location: file.location(offset),
-        message,
-        hook: HookRef(hook.map(str::to_string)),
+    let err = ErrorKind::Spec { message, cause: None }.at(file.location(offset));
+    match hook {
+        Some(hook) => err.with_hook(hook),
+        None => err,
     }
 }
 
@@ -582,10 +584,19 @@ fn compile_hook(
     let id = raw.id.clone();
     let at_key = |key: &str| key_offset(file, &span, key);
     let fail = |key: &str, message: String| spec_error(file, at_key(key), message, Some(&id));
+    // A value with an error of its own (a pattern or code that does not parse, a bad path):
+    // that error is the spec error's source, shown after `message`.
+    let caused = |key: &str, message: &str, cause: Error| {
+        let kind = ErrorKind::Spec {
+            message: message.to_string(),
+            cause: Some(Box::new(cause)),
+        };
+        kind.at(file.location(at_key(key))).with_hook(&id)
+    };
     check_id(file, &raw.id, at_key("id"), Some(&id))?;
     check_line(file, &raw.summary, at_key("summary"), "summary", Some(&id))?;
     let pattern = |key: &str, text: &str| {
-        Pattern::parse(text).map_err(|err| fail(key, format!("pattern `{text}` is not valid: {}", err.detail())))
+        Pattern::parse(text).map_err(|err| caused(key, &format!("pattern `{text}` is not valid"), err))
     };
     let code = |key: &str, text: &str, wrap: bool| -> Result<Template, Error> {
         let template = Template::new(if wrap { text.trim().to_string() } else { dedent(text) });
@@ -620,8 +631,7 @@ fn compile_hook(
             ));
         }
         let probe = if wrap { format!("return {rendered}") } else { rendered };
-        parse_snippet("<code>", &probe)
-            .map_err(|err| fail(key, format!("code does not parse as Python: {}", err.detail())))?;
+        parse_snippet("<code>", &probe).map_err(|err| caused(key, "code does not parse as Python", err))?;
         Ok(template)
     };
 
@@ -640,7 +650,7 @@ fn compile_hook(
     }
     let target = match &raw.target {
         None => Target::Module,
-        Some(RawIn::Path(text)) => Target::parse(text, file.name()).map_err(|err| fail("in", err.detail()))?,
+        Some(RawIn::Path(text)) => Target::parse(text, file.name()).map_err(|err| caused("in", "", err))?,
         Some(RawIn::Select(select)) => {
             if !selectors.iter().any(|s| s.name == select.class) {
                 let names: Vec<String> = selectors.iter().map(|s| s.name.clone()).collect();
@@ -788,7 +798,7 @@ fn compile_hook(
         None => None,
     };
     for path in &raw.requires {
-        Target::parse(path, file.name()).map_err(|err| fail("requires", err.detail()))?;
+        Target::parse(path, file.name()).map_err(|err| caused("requires", "", err))?;
     }
     Ok(Hook {
         id: raw.id,

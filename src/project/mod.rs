@@ -41,7 +41,7 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::source::SourceFile;
 use crate::syntax::is_identifier;
 
@@ -298,7 +298,7 @@ impl Project {
     /// with no `.py` file of its own is a source root: module names start below it.
     ///
     /// # Errors
-    /// [`Error::Io`] when `dir` is not a readable directory. Unreadable files are not errors:
+    /// [`ErrorKind::Io`] when `dir` is not a readable directory. Unreadable files are not errors:
     /// they are listed by [`Project::problems`].
     pub fn scan(dir: &Path) -> Result<Project, Error> {
         Project::scan_with(dir, &ScanOptions::default())
@@ -307,12 +307,14 @@ impl Project {
     /// [`Project::scan`] with options.
     ///
     /// # Errors
-    /// [`Error::Io`] when `dir` is not a readable directory.
+    /// [`ErrorKind::Io`] when `dir` is not a readable directory.
     pub fn scan_with(dir: &Path, options: &ScanOptions) -> Result<Project, Error> {
-        let io = |source: std::io::Error| Error::Io {
-            location: Location::new(dir.display().to_string(), 1, 1),
-            action: "cannot read the directory".into(),
-            source: source.into(),
+        let io = |source: std::io::Error| {
+            ErrorKind::Io {
+                action: "cannot read the directory".into(),
+                source: source.into(),
+            }
+            .at(Location::new(dir.display().to_string(), 1, 1))
         };
         let meta = std::fs::metadata(dir).map_err(io)?;
         if !meta.is_dir() {
