@@ -237,6 +237,11 @@ fn unresolvable_bases_and_unparsable_files_are_reported_not_fatal() {
             ("app/models/latin1.py".to_string(), 2),
         ]
     );
+    // The message is the error's without its place: the fields hold that once.
+    for problem in p.problems() {
+        assert!(!problem.message.contains(&problem.file), "{problem:?}");
+        assert!(!problem.message.is_empty(), "{problem:?}");
+    }
 }
 
 #[test]
