@@ -25,6 +25,7 @@
 //! code = "self.{attr} = getattr(self, '{attr}', 0) + 1"
 //! ```
 
+mod build;
 mod hook;
 mod raw;
 mod selectors;
@@ -41,6 +42,7 @@ use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;
 use crate::template::Template;
 
+pub use build::{HookBuilder, RecipeBuilder};
 use hook::{compile_hook, marker_offset};
 use raw::RawSpec;
 use selectors::compile_selectors;
@@ -147,8 +149,10 @@ pub enum Action {
     },
 }
 
-/// A validated hook.
+/// A validated hook: read from TOML ([`Recipe::from_toml`]) or built in code
+/// ([`Hook::builder`]).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Hook {
     /// Unique id within the recipe.
     pub id: String,
@@ -168,8 +172,10 @@ pub struct Hook {
     pub location: Location,
 }
 
-/// A validated recipe: metadata, variables and hooks in order.
+/// A validated recipe: metadata, variables and hooks in order; read from TOML
+/// ([`Recipe::from_toml`]) or built in code ([`Recipe::builder`]).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Recipe {
     /// Recipe id, written into every marker.
     pub id: String,
@@ -255,29 +261,36 @@ impl Recipe {
             let hook = enclosing_hook_id(text, offset);
             spec_error(&file, offset, err.message().trim().to_string(), hook.as_deref())
         })?;
-        check_id(&file, &raw.recipe.id, 0, None)?;
-        let recipe_key = |key: &str| key_offset(&file, &(0..text.len()), key);
-        check_line(&file, &raw.recipe.summary, recipe_key("summary"), "summary", None)?;
+        Recipe::compile(&file, raw)
+    }
+
+    /// Checks and compiles a recipe as read from `file` (or built in code, with an empty file
+    /// named after the recipe).
+    fn compile(file: &SourceFile, raw: RawSpec) -> Result<Recipe, Error> {
+        let text = file.text();
+        check_id(file, &raw.recipe.id, 0, None)?;
+        let recipe_key = |key: &str| key_offset(file, &(0..text.len()), key);
+        check_line(file, &raw.recipe.summary, recipe_key("summary"), "summary", None)?;
         for note in &raw.recipe.notes {
-            check_line(&file, note, recipe_key("notes"), "note", None)?;
+            check_line(file, note, recipe_key("notes"), "note", None)?;
         }
         for (name, value) in &raw.vars {
             if value.lines().any(marker::looks_like_marker) {
-                let key = key_offset(&file, &(0..text.len()), name);
+                let key = key_offset(file, &(0..text.len()), name);
                 let at = marker_offset(text, key..text.len()).unwrap_or(key);
                 let message =
                     format!("variable `{name}` has a line that looks like a pysplice marker; the next run would take it for one");
-                return Err(spec_error(&file, at, message, None));
+                return Err(spec_error(file, at, message, None));
             }
         }
-        let selectors = compile_selectors(&file, raw.select)?;
+        let selectors = compile_selectors(file, raw.select)?;
         let mut hooks: Vec<Hook> = Vec::new();
         for spanned in raw.hooks {
             let span = spanned.span();
-            let hook = compile_hook(&file, &raw.vars, &selectors, spanned.into_inner(), span)?;
+            let hook = compile_hook(file, &raw.vars, &selectors, spanned.into_inner(), span)?;
             if let Some(first) = hooks.iter().find(|h| h.id == hook.id) {
                 let message = format!("duplicate hook id (first used at line {})", first.location.line);
-                return Err(spec_error(&file, hook_offset(&file, &hook.id), message, Some(&hook.id)));
+                return Err(spec_error(file, hook_offset(file, &hook.id), message, Some(&hook.id)));
             }
             hooks.push(hook);
         }

@@ -10,7 +10,7 @@ use crate::pattern::Depth;
 
 use super::Nth;
 
-#[derive(Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Spec"))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSpec {
@@ -27,7 +27,7 @@ pub(super) struct RawSpec {
 }
 
 /// A class selector: classes chosen by what they are, not by name.
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Select"))]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawSelect {
@@ -47,7 +47,7 @@ pub(super) struct RawSelect {
 }
 
 /// `in = "A.f"` or `in = { class = "backbone", method = "forward" }`.
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "In"))]
 #[serde(untagged)]
 pub(super) enum RawIn {
@@ -56,7 +56,7 @@ pub(super) enum RawIn {
 }
 
 /// A hook's target chosen by a selector: the selected classes, or a method that runs for them.
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "SelectIn"))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSelectIn {
@@ -64,7 +64,7 @@ pub(super) struct RawSelectIn {
     pub(super) method: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "RecipeTable"))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRecipe {
@@ -76,7 +76,7 @@ pub(super) struct RawRecipe {
     pub(super) notes: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Hook"))]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawHook {
@@ -117,7 +117,7 @@ pub(super) struct RawHook {
     pub(super) requires: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "At"))]
 #[serde(untagged)]
 pub(super) enum RawAt {
@@ -125,7 +125,7 @@ pub(super) enum RawAt {
     Anchor(RawAnchor),
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Anchor"))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAnchor {
