@@ -104,9 +104,9 @@ impl Batch {
     ///
     /// # Errors
     ///
-    /// Those of [`crate::files::write_all`]: [`ErrorKind::Changed`](crate::ErrorKind::Changed),
-    /// [`ErrorKind::Locked`](crate::ErrorKind::Locked), [`ErrorKind::Io`](crate::ErrorKind::Io), ... leave every file as it was, [`ErrorKind::PartialWrite`](crate::ErrorKind::PartialWrite)
-    /// names the files that were written.
+    /// Those of [`crate::files::write_all`]: [`Changed`](crate::ErrorKind::Changed),
+    /// [`Locked`](crate::ErrorKind::Locked), [`Io`](crate::ErrorKind::Io), ... leave every file as
+    /// it was, [`PartialWrite`](crate::ErrorKind::PartialWrite) names the files that were written.
     #[must_use = "a failed write must be reported"]
     pub fn write(&self) -> Option<Result<Vec<&DiskFile>, Error>> {
         if self.first_error().is_some() {

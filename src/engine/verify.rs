@@ -13,7 +13,8 @@ use crate::syntax::{Node, ABSENT, LIST};
 /// Checks the output of an apply: it parses; CPython's compiler would accept it (or refuses the
 /// original as well); inserted import-time code uses no module-level name before its binding;
 /// bytes outside the edits are unchanged; its frames strip back to the original exactly;
-/// without the inserted statements it has the original's syntax tree. Returns the output's frames and where each sits in the original.
+/// without the inserted statements it has the original's syntax tree. Returns the output's frames
+/// and where each sits in the original.
 pub(super) fn verify(
     recipe: &Recipe,
     original: &ParsedFile,

@@ -63,9 +63,7 @@ impl RecipeConfig {
         // `/dev/zero` (in an untrusted repository) is reported, never waited on or drained.
         let text = match crate::files::read_text(&path) {
             Ok(text) => text,
-            Err(err) if matches!(err.kind(), ErrorKind::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound) => {
-                return Vec::new()
-            }
+            Err(err) if is_not_found(&err) => return Vec::new(),
             Err(err) => {
                 *found = true;
                 self.problems.push(err.to_string());
@@ -118,6 +116,11 @@ impl RecipeConfig {
             Err(err) => self.problems.push(err.to_string()),
         }
     }
+}
+
+/// Whether reading failed because the file does not exist.
+fn is_not_found(err: &Error) -> bool {
+    matches!(err.kind(), ErrorKind::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
 #[cfg(test)]
