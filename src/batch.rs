@@ -104,9 +104,9 @@ impl Batch {
     ///
     /// # Errors
     ///
-    /// Those of [`crate::files::write_all`]: [`Error::Changed`],
-    /// [`Error::Locked`], [`Error::Io`], ... leave every file as it was, [`Error::PartialWrite`]
-    /// names the files that were written.
+    /// Those of [`crate::files::write_all`]: [`Changed`](crate::ErrorKind::Changed),
+    /// [`Locked`](crate::ErrorKind::Locked), [`Io`](crate::ErrorKind::Io), ... leave every file as
+    /// it was, [`PartialWrite`](crate::ErrorKind::PartialWrite) names the files that were written.
     #[must_use = "a failed write must be reported"]
     pub fn write(&self) -> Option<Result<Vec<&DiskFile>, Error>> {
         if self.first_error().is_some() {
@@ -162,6 +162,7 @@ fn run_one(recipe: &Recipe, path: &Path, op: Op) -> FileRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorKind;
 
     const RECIPE: &str = "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"log\"\nsummary = \"s\"\nin = \"f\"\nat = \"start\"\ncode = \"print(1)\"\n";
 
@@ -219,6 +220,9 @@ mod tests {
             &[dir.path().join("no.py")],
             Op::Apply,
         );
-        assert!(matches!(missing.files[0].result, Err(Error::Io { .. })));
+        assert!(matches!(
+            missing.files[0].result.as_ref().map_err(Error::kind),
+            Err(ErrorKind::Io { .. })
+        ));
     }
 }

@@ -396,10 +396,11 @@ impl Document {
     /// one copy of the text, one parse, one marker scan of the text and of the planned result.
     ///
     /// # Errors
-    /// [`Error::Syntax`] when the text is not valid Python (an editor's usual state while
-    /// typing), [`Error::Marker`] when a block of this recipe was edited by hand or a marker line
-    /// is missing, [`Error::Stacked`] when another recipe sits on top of one. Hooks that cannot
-    /// be placed are not errors: they show as [`Status::Failed`].
+    /// [`Syntax`](crate::ErrorKind::Syntax) when the text is not valid Python (an editor's usual
+    /// state while typing), [`Marker`](crate::ErrorKind::Marker) when a block of this recipe was
+    /// edited by hand or a marker line is missing, [`Stacked`](crate::ErrorKind::Stacked) when
+    /// another recipe sits on top of one. Hooks that cannot be placed are not errors: they show as
+    /// [`Status::Failed`].
     pub fn plan(&self, recipe: &Recipe) -> Result<DocumentPlan, Error> {
         self.plan_keeping(recipe).map(|(plan, _)| plan)
     }
@@ -731,8 +732,8 @@ fn offset_of(file: &SourceFile, location: &Location) -> Option<usize> {
 fn message(status: &Status, summary: &str, file: &str) -> String {
     // The diagnostic sits at the place the error names: its message goes without the place.
     let shown = |reason: &Reason, with_hook: bool| match reason.cause() {
-        Some(err) if err.location().file == file && with_hook => err.detail(),
-        Some(err) if err.location().file == file => err.clone().without_hook().detail(),
+        Some(err) if err.location().file == file && with_hook => err.message().to_string(),
+        Some(err) if err.location().file == file => err.detail(),
         _ => reason.to_string(),
     };
     match status {

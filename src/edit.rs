@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::source::SourceFile;
 
 /// One change to the original text, made by one hook.
@@ -144,7 +144,7 @@ pub struct EditMap {
 /// they describe.
 ///
 /// # Errors
-/// [`Error::Conflict`] naming both hooks when two edits overlap.
+/// [`ErrorKind::Conflict`] naming both hooks when two edits overlap.
 pub fn apply_edits(file: &SourceFile, edits: &[Edit]) -> Result<(String, EditMap), Error> {
     let text = file.text();
     let mut order: Vec<&Edit> = edits.iter().collect();
@@ -161,11 +161,11 @@ pub fn apply_edits(file: &SourceFile, edits: &[Edit]) -> Result<(String, EditMap
         let (a, b) = (pair[0], pair[1]);
         let overlap = b.range.start < a.range.end || (a.range == b.range && !a.range.is_empty());
         if overlap {
-            return Err(Error::Conflict {
-                location: file.location(b.range.start),
+            return Err(ErrorKind::Conflict {
                 first: a.hook.clone(),
                 second: b.hook.clone(),
-            });
+            }
+            .at(file.location(b.range.start)));
         }
     }
     let mut out = String::with_capacity(text.len() + edits.iter().map(|e| e.text.len()).sum::<usize>());

@@ -1,5 +1,10 @@
 //! Typed errors. Every error names where it happened (file, 1-based line and column) and, when a
 //! hook was being placed, the hook's id; the message proposes a remedy where one exists.
+//!
+//! An [`Error`] is a kind ([`ErrorKind`]: what went wrong, its message without place or hook),
+//! a [`Location`] and an optional hook id, so that every kind names its place and hook the same
+//! way: `file:line:column: message [hook id]`. An error that wraps another keeps it as its
+//! [`std::error::Error::source`].
 
 use std::fmt;
 
@@ -33,191 +38,148 @@ impl fmt::Display for Location {
     }
 }
 
-/// ` (hook X)` when a hook is known, for messages.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
-pub struct HookRef(pub Option<String>);
-
-impl fmt::Display for HookRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            Some(id) => write!(f, " [hook {id}]"),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Everything that can go wrong in pysplice.
+/// Everything that can go wrong in pysplice: where ([`Error::location`]), for which hook
+/// ([`Error::hook`]) and what ([`Error::kind`]).
 ///
+/// Shown as `file:line:column: message`, followed by ` [hook id]` when a hook is named.
 /// `Clone`, so that a hook's outcome can carry the error that failed or skipped it while the
 /// same error is returned (see [`crate::outcome::Reason`]).
+#[derive(Clone, Debug)]
+pub struct Error(Box<Parts>);
+
+/// What an [`Error`] holds (boxed, so that a `Result` stays small).
+#[derive(Clone, Debug)]
+struct Parts {
+    kind: ErrorKind,
+    location: Location,
+    hook: Option<String>,
+}
+
+/// What went wrong; its text is the message without location and hook.
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
-    /// The bytes of a file are not UTF-8.
-    #[error("{location}: the file is not valid UTF-8 (byte {byte:#04x}); Python source must be UTF-8 encoded")]
+pub enum ErrorKind {
+    /// The bytes of a file are not UTF-8 (the location is the first invalid byte).
+    #[error("the file is not valid UTF-8 (byte {byte:#04x}); Python source must be UTF-8 encoded")]
     NotUtf8 {
-        /// Where the first invalid byte is.
-        location: Location,
         /// The first invalid byte.
         byte: u8,
     },
 
-    /// The text is not valid Python (as far as the parser knows).
-    #[error("{location}: invalid Python: {message}{hook}")]
+    /// The text is not valid Python (as far as the parser knows; the location is where the
+    /// parser stopped).
+    #[error("invalid Python: {message}")]
     Syntax {
-        /// Where the parser stopped.
-        location: Location,
         /// The parser's message.
         message: String,
-        /// The hook whose code or pattern failed to parse, if any.
-        hook: HookRef,
     },
 
-    /// A target path (`Class.method`) is not well formed.
-    #[error("{location}: bad target path `{path}`: {reason}{hook}")]
+    /// A target path (`Class.method`) is not well formed (the location is the file searched).
+    #[error("bad target path `{path}`: {reason}")]
     BadPath {
-        /// The file searched (line 1, column 1).
-        location: Location,
         /// The path as written.
         path: String,
         /// What is wrong with it.
         reason: String,
-        /// The hook naming the path, if any.
-        hook: HookRef,
     },
 
-    /// A target path names nothing in the file.
-    #[error(
-        "{location}: `{path}` is not defined in this file{hook}{}",
-        not_found_hint(candidates, members)
-    )]
+    /// A target path names nothing in the file (the location is the closest enclosing
+    /// definition that exists).
+    #[error("`{path}` is not defined in this file{}", not_found_hint(candidates, members))]
     NotFound {
-        /// The file searched; line and column of the closest enclosing definition that exists.
-        location: Location,
         /// The path looked for.
         path: String,
         /// Paths that exist and are closest to the one asked for.
         candidates: Box<[String]>,
         /// When the enclosing class exists, the names of its members.
         members: Box<[String]>,
-        /// The hook naming the path, if any.
-        hook: HookRef,
     },
 
-    /// A target path names several definitions and no ordinal picks one.
-    #[error("{location}: `{path}` is defined {} times (lines {}); add an ordinal such as `{path}#1`{hook}", lines.len(), join_numbers(lines))]
+    /// A target path names several definitions and no ordinal picks one (the location is the
+    /// first).
+    #[error("`{path}` is defined {} times (lines {}); add an ordinal such as `{path}#1`", lines.len(), join_numbers(lines))]
     Ambiguous {
-        /// The first occurrence.
-        location: Location,
         /// The path looked for.
         path: String,
         /// The line of every occurrence.
         lines: Vec<usize>,
-        /// The hook naming the path, if any.
-        hook: HookRef,
     },
 
     /// A hook spec is malformed (TOML syntax, unknown field, bad value).
-    #[error("{location}: bad spec: {message}{hook}")]
+    #[error("bad spec: {}", spec_text(message, cause.as_deref()))]
     Spec {
-        /// Where in the spec file.
-        location: Location,
-        /// What is wrong.
+        /// What is wrong (empty when the cause says it all).
         message: String,
-        /// The hook concerned, if known.
-        hook: HookRef,
+        /// The error of the spec's value itself (a pattern or code that does not parse, a bad
+        /// target path), shown after the message.
+        #[source]
+        cause: Option<Box<Error>>,
     },
 
-    /// A required hook cannot be placed in the file.
-    #[error("{location}: cannot place hook: {reason}{hook}")]
+    /// A required hook cannot be placed in the file (the location is the target, or the file
+    /// start).
+    #[error("cannot place hook: {reason}")]
     Placement {
-        /// Where in the Python file (the target, or the file start).
-        location: Location,
         /// Why not.
         reason: String,
-        /// The hook whose placement was refused.
-        hook: HookRef,
     },
 
-    /// Two hooks want to change overlapping text.
-    #[error("{location}: hooks `{first}` and `{second}` edit overlapping text; give one of them another anchor")]
+    /// Two hooks want to change overlapping text (the location is where the overlap starts).
+    #[error("hooks `{first}` and `{second}` edit overlapping text; give one of them another anchor")]
     Conflict {
-        /// Where the overlap starts.
-        location: Location,
-        /// One hook.
+        /// One hook (also [`Error::hook`]).
         first: String,
         /// The other hook.
         second: String,
     },
 
-    /// A marked block in the file does not match what pysplice inserted (edited by hand).
-    #[error("{location}: {reason}{hook}; restore the block or remove it by hand, then run again")]
+    /// A marked block in the file does not match what pysplice inserted (edited by hand; the
+    /// location is the marker line).
+    #[error("{reason}; restore the block or remove it by hand, then run again")]
     Marker {
-        /// The marker line.
-        location: Location,
         /// What does not match.
         reason: String,
-        /// The hook the marker names.
-        hook: HookRef,
     },
 
     /// Another recipe changed a frame of this recipe after it was applied (its change sits on
-    /// top of this one): that recipe must be reverted first.
-    #[error("{location}: recipe `{top}` was applied on top of this change (its marker for hook `{top_hook}` is at line {top_line}); revert `{top}` first{hook}")]
+    /// top of this one): that recipe must be reverted first. The location is this recipe's
+    /// marker line, the hook the one whose change is covered.
+    #[error("recipe `{top}` was applied on top of this change (its marker for hook `{top_hook}` is at line {top_line}); revert `{top}` first")]
     Stacked {
-        /// This recipe's marker line.
-        location: Location,
         /// The recipe on top.
         top: Box<str>,
         /// The hook of the recipe on top whose marker is in the way.
         top_hook: Box<str>,
         /// 1-based line of that marker.
         top_line: usize,
-        /// The hook of this recipe whose change is covered.
-        hook: HookRef,
     },
 
     /// The result of an edit failed verification; nothing was written.
-    #[error("{location}: verification failed: {reason}{hook}")]
+    #[error("verification failed: {reason}")]
     Verify {
-        /// Where the problem shows.
-        location: Location,
         /// Which invariant broke.
         reason: String,
-        /// The hook concerned, if known.
-        hook: HookRef,
     },
 
     /// The file changed on disk between reading and writing; nothing was written.
-    #[error("{location}: the file changed on disk since it was read; nothing was written, run again")]
-    Changed {
-        /// The file.
-        location: Location,
-    },
+    #[error("the file changed on disk since it was read; nothing was written, run again")]
+    Changed,
 
     /// Another process holds the lock on the file for too long; nothing was written.
-    #[error("{location}: another process keeps the file locked; nothing was written, run again")]
-    Locked {
-        /// The file.
-        location: Location,
-    },
+    #[error("another process keeps the file locked; nothing was written, run again")]
+    Locked,
 
     /// The path names a directory, FIFO, device or socket: pysplice reads and writes regular
     /// files only.
-    #[error("{location}: {kind}, not a regular file; pysplice reads and writes regular files only")]
+    #[error("{what}, not a regular file; pysplice reads and writes regular files only")]
     NotRegular {
-        /// The file.
-        location: Location,
         /// What it is (`a FIFO (named pipe)`, `a character device`, ...).
-        kind: String,
+        what: String,
     },
 
     /// The file is larger than pysplice reads ([`crate::files::MAX_FILE_BYTES`]).
-    #[error("{location}: the file has {size} bytes, more than the limit of {limit} bytes; not read")]
+    #[error("the file has {size} bytes, more than the limit of {limit} bytes; not read")]
     TooLarge {
-        /// The file that is too large.
-        location: Location,
         /// Its size (or how much was read before stopping).
         size: u64,
         /// The most bytes a file may have.
@@ -225,16 +187,16 @@ pub enum Error {
     },
 
     /// Writing several files failed part way and putting back the ones already written failed
-    /// too: `written` hold the new text, `restored` their old bytes again.
+    /// too: `written` hold the new text, `restored` their old bytes again. The location is the
+    /// cause's.
     #[error(
-        "{cause}; putting back the files already written failed: {} hold the new text ({}){}",
+        "{}; putting back the files already written failed: {} hold the new text ({}){}",
+        cause.message(),
         written.join(", "),
         failures.join("; "),
         if restored.is_empty() { String::new() } else { format!(", {} hold their old bytes again", restored.join(", ")) }
     )]
     PartialWrite {
-        /// Where the write failed.
-        location: Location,
         /// Why the write failed.
         #[source]
         cause: Box<Error>,
@@ -247,20 +209,16 @@ pub enum Error {
     },
 
     /// A class asked for by name is not among those a recipe's selectors choose, or cannot be
-    /// patched (the reason says why).
-    #[error("{location}: {message}")]
+    /// patched (the message says why; the location is the package or file searched).
+    #[error("{message}")]
     Selection {
-        /// The package or file searched (line 1, column 1).
-        location: Location,
         /// What was asked and why it has no answer.
         message: String,
     },
 
     /// Reading or writing a file failed.
-    #[error("{location}: {action}: {source}")]
+    #[error("{action}: {source}")]
     Io {
-        /// The file.
-        location: Location,
         /// What was being done (`cannot read`, `cannot write`).
         action: String,
         /// The operating system's error (shared, so that the error can be cloned).
@@ -269,11 +227,35 @@ pub enum Error {
     },
 }
 
+impl ErrorKind {
+    /// This kind of error at `location`, naming no hook.
+    #[must_use]
+    pub fn at(self, location: Location) -> Error {
+        Error::new(self, location)
+    }
+}
+
 impl Error {
+    /// An error of `kind` at `location`, naming no hook (see [`Error::with_hook`]).
+    #[must_use]
+    pub fn new(kind: ErrorKind, location: Location) -> Error {
+        Error(Box::new(Parts {
+            kind,
+            location,
+            hook: None,
+        }))
+    }
+
+    /// What went wrong.
+    #[must_use]
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0.kind
+    }
+
     /// Where the error happened.
     #[must_use]
     pub fn location(&self) -> &Location {
-        self.parts().0
+        &self.0.location
     }
 
     /// Whether the input itself cannot be used (not UTF-8, not Python, a bad path or spec, a file
@@ -281,106 +263,95 @@ impl Error {
     #[must_use]
     pub fn is_input_error(&self) -> bool {
         matches!(
-            self,
-            Error::NotUtf8 { .. }
-                | Error::Syntax { .. }
-                | Error::BadPath { .. }
-                | Error::Spec { .. }
-                | Error::Selection { .. }
-                | Error::Io { .. }
-                | Error::NotRegular { .. }
-                | Error::TooLarge { .. }
-                | Error::PartialWrite { .. }
+            self.0.kind,
+            ErrorKind::NotUtf8 { .. }
+                | ErrorKind::Syntax { .. }
+                | ErrorKind::BadPath { .. }
+                | ErrorKind::Spec { .. }
+                | ErrorKind::Selection { .. }
+                | ErrorKind::Io { .. }
+                | ErrorKind::NotRegular { .. }
+                | ErrorKind::TooLarge { .. }
+                | ErrorKind::PartialWrite { .. }
         )
     }
 
-    /// The id of the hook concerned, if any.
+    /// The id of the hook concerned, if any (of two conflicting hooks, the first).
     #[must_use]
     pub fn hook(&self) -> Option<&str> {
-        match self {
-            Error::Conflict { first, .. } => Some(first),
-            _ => self.parts().1.and_then(|hook| hook.0.as_deref()),
+        match &self.0.kind {
+            ErrorKind::Conflict { first, .. } => Some(first),
+            _ => self.0.hook.as_deref(),
         }
     }
 
     /// The same error attributed to `hook` (kept if one is already named).
     #[must_use]
     pub fn with_hook(mut self, id: &str) -> Error {
-        if let Some(hook) = self.hook_mut().filter(|hook| hook.0.is_none()) {
-            hook.0 = Some(id.to_string());
+        if self.hook().is_none() {
+            self.0.hook = Some(id.to_string());
         }
         self
     }
 
     /// The same error without its hook, for a message shown next to the hook's id already.
+    /// (Two conflicting hooks stay named: they are part of the message.)
     #[must_use]
     pub fn without_hook(mut self) -> Error {
-        if let Some(hook) = self.hook_mut() {
-            hook.0 = None;
-        }
+        self.0.hook = None;
         self
     }
 
-    /// The message without its leading `file:line:column: `, for showing at that location (an
-    /// editor's diagnostic, a message nested in another). Every message starts with its
-    /// location (`a_message_starts_with_its_location` checks each kind).
+    /// The message without its location and hook: the kind's text.
     #[must_use]
     pub fn detail(&self) -> String {
-        let text = self.to_string();
-        let prefix = format!("{}: ", self.location());
-        match text.strip_prefix(&prefix) {
-            Some(rest) => rest.to_string(),
-            None => text,
-        }
+        self.0.kind.to_string()
     }
 
-    /// The location and the hook field (of the kinds that have one): the one table of which
-    /// kind keeps them where. Exhaustive on purpose, so that a new kind must be added here.
-    fn parts(&self) -> (&Location, Option<&HookRef>) {
-        match self {
-            Error::Syntax { location, hook, .. }
-            | Error::BadPath { location, hook, .. }
-            | Error::NotFound { location, hook, .. }
-            | Error::Ambiguous { location, hook, .. }
-            | Error::Spec { location, hook, .. }
-            | Error::Placement { location, hook, .. }
-            | Error::Marker { location, hook, .. }
-            | Error::Stacked { location, hook, .. }
-            | Error::Verify { location, hook, .. } => (location, Some(hook)),
-            Error::NotUtf8 { location, .. }
-            | Error::Conflict { location, .. }
-            | Error::Changed { location }
-            | Error::Locked { location }
-            | Error::NotRegular { location, .. }
-            | Error::TooLarge { location, .. }
-            | Error::PartialWrite { location, .. }
-            | Error::Selection { location, .. }
-            | Error::Io { location, .. } => (location, None),
+    /// The message without its leading `file:line:column: `, for showing at that location (an
+    /// editor's diagnostic, a message nested in another): the kind's text and the hook.
+    #[must_use]
+    pub fn message(&self) -> Message<'_> {
+        Message(self)
+    }
+}
+
+/// An error's message without its location ([`Error::message`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Message<'a>(&'a Error);
+
+impl fmt::Display for Message<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0 .0.kind)?;
+        match &self.0 .0.hook {
+            Some(id) => write!(f, " [hook {id}]"),
+            None => Ok(()),
         }
     }
+}
 
-    /// The hook field, mutable (the kinds of [`Error::parts`] that have one).
-    fn hook_mut(&mut self) -> Option<&mut HookRef> {
-        match self {
-            Error::Syntax { hook, .. }
-            | Error::BadPath { hook, .. }
-            | Error::NotFound { hook, .. }
-            | Error::Ambiguous { hook, .. }
-            | Error::Spec { hook, .. }
-            | Error::Placement { hook, .. }
-            | Error::Marker { hook, .. }
-            | Error::Stacked { hook, .. }
-            | Error::Verify { hook, .. } => Some(hook),
-            Error::NotUtf8 { .. }
-            | Error::Conflict { .. }
-            | Error::Changed { .. }
-            | Error::Locked { .. }
-            | Error::NotRegular { .. }
-            | Error::TooLarge { .. }
-            | Error::PartialWrite { .. }
-            | Error::Selection { .. }
-            | Error::Io { .. } => None,
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.0.location, self.message())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // The wrapped `Error` itself (not its box), so that a caller can downcast to it.
+        match &self.0.kind {
+            ErrorKind::Spec { cause: Some(cause), .. } | ErrorKind::PartialWrite { cause, .. } => Some(cause.as_ref()),
+            kind => std::error::Error::source(kind),
         }
+    }
+}
+
+/// A spec message and, when there is one, the message of the value's own error after it.
+fn spec_text(message: &str, cause: Option<&Error>) -> String {
+    match cause {
+        Some(cause) if message.is_empty() => cause.message().to_string(),
+        Some(cause) => format!("{message}: {}", cause.message()),
+        None => message.to_string(),
     }
 }
 
@@ -402,128 +373,93 @@ fn join_numbers(lines: &[usize]) -> String {
 mod tests {
     use super::*;
 
-    /// One error of every kind, at `f.py:2:3`, naming hook `h` where the kind has a hook.
+    /// One error of every kind, at `f.py:2:3`, naming hook `h`.
     fn every_kind() -> Vec<Error> {
-        let location = || Location::new("f.py", 2, 3);
-        let hook = || HookRef(Some("h".into()));
-        vec![
-            Error::NotUtf8 {
-                location: location(),
-                byte: 0xff,
-            },
-            Error::Syntax {
-                location: location(),
-                message: "m".into(),
-                hook: hook(),
-            },
-            Error::BadPath {
-                location: location(),
+        let at = || Location::new("f.py", 2, 3);
+        let kinds = vec![
+            ErrorKind::NotUtf8 { byte: 0xff },
+            ErrorKind::Syntax { message: "m".into() },
+            ErrorKind::BadPath {
                 path: "p".into(),
                 reason: "r".into(),
-                hook: hook(),
             },
-            Error::NotFound {
-                location: location(),
+            ErrorKind::NotFound {
                 path: "p".into(),
                 candidates: Box::new(["q".into()]),
                 members: Box::new([]),
-                hook: hook(),
             },
-            Error::Ambiguous {
-                location: location(),
+            ErrorKind::Ambiguous {
                 path: "p".into(),
                 lines: vec![1, 2],
-                hook: hook(),
             },
-            Error::Spec {
-                location: location(),
+            ErrorKind::Spec {
                 message: "m".into(),
-                hook: hook(),
+                cause: None,
             },
-            Error::Placement {
-                location: location(),
-                reason: "r".into(),
-                hook: hook(),
-            },
-            Error::Conflict {
-                location: location(),
+            ErrorKind::Placement { reason: "r".into() },
+            ErrorKind::Conflict {
                 first: "h".into(),
                 second: "i".into(),
             },
-            Error::Marker {
-                location: location(),
-                reason: "r".into(),
-                hook: hook(),
-            },
-            Error::Stacked {
-                location: location(),
+            ErrorKind::Marker { reason: "r".into() },
+            ErrorKind::Stacked {
                 top: "t".into(),
                 top_hook: "u".into(),
                 top_line: 9,
-                hook: hook(),
             },
-            Error::Verify {
-                location: location(),
-                reason: "r".into(),
-                hook: hook(),
-            },
-            Error::Changed { location: location() },
-            Error::Locked { location: location() },
-            Error::NotRegular {
-                location: location(),
-                kind: "a FIFO".into(),
-            },
-            Error::TooLarge {
-                location: location(),
-                size: 2,
-                limit: 1,
-            },
-            Error::PartialWrite {
-                location: location(),
-                cause: Box::new(Error::Changed { location: location() }),
+            ErrorKind::Verify { reason: "r".into() },
+            ErrorKind::Changed,
+            ErrorKind::Locked,
+            ErrorKind::NotRegular { what: "a FIFO".into() },
+            ErrorKind::TooLarge { size: 2, limit: 1 },
+            ErrorKind::PartialWrite {
+                cause: Box::new(ErrorKind::Changed.at(at())),
                 written: Box::new(["a".into()]),
                 restored: Box::new([]),
                 failures: Box::new(["x".into()]),
             },
-            Error::Selection {
-                location: location(),
-                message: "m".into(),
-            },
-            Error::Io {
-                location: location(),
+            ErrorKind::Selection { message: "m".into() },
+            ErrorKind::Io {
                 action: "cannot read".into(),
                 source: std::sync::Arc::new(std::io::Error::other("gone")),
             },
-        ]
+        ];
+        kinds.into_iter().map(|kind| kind.at(at()).with_hook("h")).collect()
     }
 
     #[test]
-    fn a_message_starts_with_its_location() {
+    fn a_message_is_its_location_its_kind_and_its_hook() {
         for err in every_kind() {
             let text = err.to_string();
-            assert!(text.starts_with("f.py:2:3: "), "{text}");
-            assert_eq!(format!("f.py:2:3: {}", err.detail()), text);
+            let hook = if matches!(err.kind(), ErrorKind::Conflict { .. }) {
+                ""
+            } else {
+                " [hook h]"
+            };
+            assert_eq!(text, format!("f.py:2:3: {}{hook}", err.detail()));
+            assert_eq!(format!("f.py:2:3: {}", err.message()), text);
+            assert!(!err.detail().contains("[hook"), "{text}");
         }
     }
 
     #[test]
-    fn the_hook_is_named_removed_and_set_through_one_table() {
+    fn the_hook_is_named_removed_and_set_again() {
         for err in every_kind() {
-            let named = err.hook().map(str::to_string);
-            let text = err.to_string();
-            assert_eq!(
-                named.is_some(),
-                text.contains("[hook h]") || text.contains("hooks `h`"),
-                "{text}"
-            );
+            assert_eq!(err.hook(), Some("h"));
             let without = err.clone().without_hook();
             assert!(!without.to_string().contains("[hook h]"), "{without}");
             let again = without.with_hook("k");
-            if matches!(err, Error::Conflict { .. }) {
-                assert_eq!(again.hook(), Some("h"));
+            let expected = if matches!(err.kind(), ErrorKind::Conflict { .. }) {
+                "h"
             } else {
-                assert_eq!(again.hook().is_some(), named.is_some(), "{again}");
-            }
+                "k"
+            };
+            assert_eq!(again.hook(), Some(expected), "{again}");
+            assert_eq!(
+                again.clone().with_hook("l").hook(),
+                Some(expected),
+                "a named hook is kept"
+            );
         }
     }
 
@@ -535,5 +471,26 @@ mod tests {
             source.as_deref(),
             Some("f.py:2:3: the file changed on disk since it was read; nothing was written, run again")
         );
+    }
+
+    #[test]
+    fn a_spec_error_shows_its_cause_and_keeps_it_as_source() {
+        let cause = ErrorKind::Syntax { message: "m".into() }.at(Location::new("<code>", 1, 2));
+        let err = ErrorKind::Spec {
+            message: "code does not parse as Python".into(),
+            cause: Some(Box::new(cause)),
+        }
+        .at(Location::new("s.toml", 3, 1))
+        .with_hook("h");
+        assert_eq!(
+            err.to_string(),
+            "s.toml:3:1: bad spec: code does not parse as Python: invalid Python: m [hook h]"
+        );
+        let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<Error>());
+        assert!(
+            matches!(source.map(Error::kind), Some(ErrorKind::Syntax { .. })),
+            "{source:?}"
+        );
+        assert_eq!(source.map(|s| s.location().line), Some(1));
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Reading ([`read_bytes`], [`read_text`], [`DiskFile::read`]) accepts regular files only, up to
 //! [`MAX_FILE_BYTES`], checked on the open handle before a byte is read: a FIFO, a device, a
-//! directory or a socket is refused with [`Error::NotRegular`] and never blocks or is drained.
+//! directory or a socket is refused with [`ErrorKind::NotRegular`] and never blocks or is drained.
 //!
 //! Writing ([`DiskFile::write`], [`write_all`]) is atomic, all or nothing across files, and never
 //! writes over a change made since the file was read:
@@ -14,7 +14,7 @@
 //!   folder fsynced;
 //! - the target is locked (`flock`, advisory: other pysplice processes wait) and its bytes are
 //!   compared with those read, again right before the rename; a difference is
-//!   [`Error::Changed`] and nothing is written;
+//!   [`ErrorKind::Changed`] and nothing is written;
 //! - a symbolic link is written through: the file it points to (resolved when it is read) is
 //!   replaced, the link stays;
 //! - a file with several hard links gets a new inode, as with `sed -i`: the other names keep the
@@ -28,7 +28,7 @@ mod write;
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::source::SourceFile;
 
 pub use read::{read_bytes, read_text, MAX_FILE_BYTES};
@@ -51,8 +51,8 @@ impl DiskFile {
     /// Reads `path` (the path's text is the file name in messages), following symbolic links.
     ///
     /// # Errors
-    /// [`Error::NotRegular`], [`Error::TooLarge`] and [`Error::Io`] as [`read_bytes`];
-    /// [`Error::NotUtf8`] when it is not UTF-8.
+    /// [`ErrorKind::NotRegular`], [`ErrorKind::TooLarge`] and [`ErrorKind::Io`] as [`read_bytes`];
+    /// [`ErrorKind::NotUtf8`] when it is not UTF-8.
     pub fn read(path: &Path) -> Result<DiskFile, Error> {
         let name = path.display().to_string();
         let real = std::fs::canonicalize(path).map_err(|source| io_error(&name, "cannot read", source))?;
@@ -108,11 +108,11 @@ impl DiskFile {
 }
 
 fn io_error(name: &str, action: &str, source: std::io::Error) -> Error {
-    Error::Io {
-        location: Location::new(name, 1, 1),
+    ErrorKind::Io {
         action: action.to_string(),
         source: source.into(),
     }
+    .at(Location::new(name, 1, 1))
 }
 
 #[cfg(all(test, unix))]
@@ -162,7 +162,7 @@ mod tests {
         read.write("x = 2\n").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
         let err = read.write("x = 3\n").unwrap_err();
-        assert!(matches!(err, Error::Changed { .. }), "{err}");
+        assert!(matches!(err.kind(), ErrorKind::Changed), "{err}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
         assert_eq!(names(dir.path()), ["m.py"], "no temporary file is left behind");
     }
@@ -299,10 +299,10 @@ mod tests {
         ];
         for (path, message) in cases {
             let err = DiskFile::read(path).unwrap_err();
-            assert!(matches!(err, Error::NotRegular { .. }), "{err}");
+            assert!(matches!(err.kind(), ErrorKind::NotRegular { .. }), "{err}");
             assert!(err.to_string().contains(message), "{err}");
             let err = read_bytes(path).unwrap_err();
-            assert!(matches!(err, Error::NotRegular { .. }), "{err}");
+            assert!(matches!(err.kind(), ErrorKind::NotRegular { .. }), "{err}");
         }
     }
 
@@ -314,7 +314,7 @@ mod tests {
         big.set_len(MAX_FILE_BYTES + 1).unwrap();
         let err = DiskFile::read(&path).unwrap_err();
         assert!(
-            matches!(err, Error::TooLarge { size, .. } if size == MAX_FILE_BYTES + 1),
+            matches!(err.kind(), ErrorKind::TooLarge { size, .. } if *size == MAX_FILE_BYTES + 1),
             "{err}"
         );
         assert!(
@@ -333,7 +333,7 @@ mod tests {
         fs::remove_file(&path).unwrap();
         mkfifo(&path);
         let err = read.write("x = 2\n").unwrap_err();
-        assert!(matches!(err, Error::NotRegular { .. }), "{err}");
+        assert!(matches!(err.kind(), ErrorKind::NotRegular { .. }), "{err}");
         assert!(fs::symlink_metadata(&path).unwrap().file_type().is_fifo());
         assert_eq!(names(dir.path()), ["m.py"]);
     }
@@ -352,7 +352,10 @@ mod tests {
         let read = DiskFile::read(&path).unwrap();
         let other = file(dir.path(), "other", "x = 9\n");
         fs::rename(&other, &path).unwrap();
-        assert!(matches!(read.write("x = 3\n").unwrap_err(), Error::Changed { .. }));
+        assert!(matches!(
+            (read.write("x = 3\n").unwrap_err()).kind(),
+            ErrorKind::Changed
+        ));
         assert_eq!(fs::read_to_string(&path).unwrap(), "x = 9\n");
     }
 
@@ -430,12 +433,12 @@ mod tests {
         let err = write_all(&changes).unwrap_err();
         faults::FAIL_COMMIT.with(|f| f.set(None));
         faults::FAIL_ROLLBACK.with(|f| f.set(false));
-        let Error::PartialWrite {
+        let ErrorKind::PartialWrite {
             written,
             restored,
             failures,
             ..
-        } = &err
+        } = err.kind()
         else {
             panic!("{err}");
         };
@@ -501,7 +504,7 @@ mod tests {
         let path = dir.path().join("r.toml");
         fs::write(&path, b"a = 1\nb = \xff\n").unwrap();
         let err = read_text(&path).unwrap_err();
-        assert!(matches!(err, Error::NotUtf8 { .. }), "{err}");
+        assert!(matches!(err.kind(), ErrorKind::NotUtf8 { .. }), "{err}");
         assert_eq!(err.location().line, 2);
     }
 }

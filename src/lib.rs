@@ -81,7 +81,7 @@ mod verify;
 
 pub use document::{Document, DocumentPlan, KeptPlan, TextEdit, Utf16Position, Utf16Range};
 pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Reason, Status};
-pub use error::{Error, Location};
+pub use error::{Error, ErrorKind, Location};
 pub use files::DiskFile;
 pub use locate::Target;
 pub use outline::{DefKind, Definition, ParsedFile};

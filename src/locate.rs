@@ -4,7 +4,7 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-use crate::error::{Error, HookRef, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::outline::{DefKind, Definition, ParsedFile};
 
 /// A parsed target path: which definition a hook applies to.
@@ -36,14 +36,15 @@ impl Target {
     /// Parses `module`, `A.b`, `A.b#2`, `f.<locals>.g`.
     ///
     /// # Errors
-    /// [`Error::BadPath`] (located at `file:1:1`) for empty segments, bad ordinals or characters
+    /// [`ErrorKind::BadPath`] (located at `file:1:1`) for empty segments, bad ordinals or characters
     /// that cannot appear in a Python name.
     pub fn parse(text: &str, file: &str) -> Result<Target, Error> {
-        let bad = |reason: &str| Error::BadPath {
-            location: Location::new(file, 1, 1),
-            path: text.to_string(),
-            reason: reason.to_string(),
-            hook: HookRef::default(),
+        let bad = |reason: &str| {
+            ErrorKind::BadPath {
+                path: text.to_string(),
+                reason: reason.to_string(),
+            }
+            .at(Location::new(file, 1, 1))
         };
         let text_trimmed = text.trim();
         if text_trimmed == "module" {
@@ -99,21 +100,20 @@ impl ParsedFile {
     /// ```
     ///
     /// # Errors
-    /// [`Error::NotFound`] with the closest candidates and, when the class exists, its members;
-    /// [`Error::Ambiguous`] listing every line when the path is defined several times and no
-    /// ordinal picks one; [`Error::BadPath`] for a malformed path or `module`.
+    /// [`ErrorKind::NotFound`] with the closest candidates and, when the class exists, its members;
+    /// [`ErrorKind::Ambiguous`] listing every line when the path is defined several times and no
+    /// ordinal picks one; [`ErrorKind::BadPath`] for a malformed path or `module`.
     pub fn locate(&self, text: &str) -> Result<&Definition, Error> {
         let name = self.source().name();
         let (path, ordinal) = match Target::parse(text, name)? {
             Target::Definition { path, ordinal } => (path, ordinal),
             // `parse` gives only paths and `module`.
             Target::Module | Target::Select { .. } | Target::Paths(_) => {
-                return Err(Error::BadPath {
-                    location: Location::new(name, 1, 1),
+                return Err(ErrorKind::BadPath {
                     path: text.to_string(),
                     reason: "`module` is the whole file, not a definition".into(),
-                    hook: HookRef::default(),
-                })
+                }
+                .at(Location::new(name, 1, 1)))
             }
         };
         let found = self.find_all(&path);
@@ -121,18 +121,16 @@ impl ParsedFile {
             (0, _) => Err(self.not_found(&path)),
             (1, None | Some(1)) => Ok(found[0]),
             (_, Some(n)) if n <= found.len() => Ok(found[n - 1]),
-            (count, Some(n)) => Err(Error::BadPath {
-                location: self.source().location(found[0].range().start),
+            (count, Some(n)) => Err(ErrorKind::BadPath {
                 path: text.to_string(),
                 reason: format!("asks for occurrence {n} but it is defined {count} time(s)"),
-                hook: HookRef::default(),
-            }),
-            (_, None) => Err(Error::Ambiguous {
-                location: self.source().location(found[0].range().start),
+            }
+            .at(self.source().location(found[0].range().start))),
+            (_, None) => Err(ErrorKind::Ambiguous {
                 path,
                 lines: found.iter().map(|d| d.line()).collect(),
-                hook: HookRef::default(),
-            }),
+            }
+            .at(self.source().location(found[0].range().start))),
         }
     }
 
@@ -161,13 +159,12 @@ impl ParsedFile {
             Some(p) => self.source().location(p.range().start),
             None => Location::new(self.source().name(), 1, 1),
         };
-        Error::NotFound {
-            location,
+        ErrorKind::NotFound {
             path: path.to_string(),
             candidates: self.closest_paths(path, 3).into(),
             members: members.into(),
-            hook: HookRef::default(),
         }
+        .at(location)
     }
 
     /// Up to `limit` definition paths closest to `path` (the scorer of `crate::suggest`; ties:
@@ -192,36 +189,39 @@ mod tests {
         let p = parsed("class A:\n    if X:\n        def f(self): pass\n    else:\n        def f(self): return 1\n");
         let err = p.locate("A.f").unwrap_err();
         assert!(
-            matches!(&err, Error::Ambiguous { lines, .. } if lines == &[3, 5]),
+            matches!(err.kind(), ErrorKind::Ambiguous { lines, .. } if lines == &[3, 5]),
             "{err}"
         );
         assert_eq!(p.locate("A.f#2").unwrap().line(), 5);
-        assert!(matches!(p.locate("A.f#3"), Err(Error::BadPath { .. })));
+        assert!(matches!(
+            p.locate("A.f#3").as_ref().map_err(Error::kind),
+            Err(ErrorKind::BadPath { .. })
+        ));
     }
 
     #[test]
     fn missing_method_lists_class_members() {
         let p = parsed("class Model:\n    def __init__(self): pass\n    def forward(self): pass\n");
         let err = p.locate("Model.backward").unwrap_err();
-        let Error::NotFound {
-            candidates,
-            members,
-            location,
-            ..
-        } = &err
+        let ErrorKind::NotFound {
+            candidates, members, ..
+        } = err.kind()
         else {
             panic!("{err}")
         };
         assert_eq!(&members[..], ["__init__", "forward"]);
         assert_eq!(candidates.first().map(String::as_str), Some("Model.forward"));
-        assert_eq!(location.line, 1);
+        assert_eq!(err.location().line, 1);
     }
 
     #[test]
     fn bad_paths_are_rejected() {
         for bad in ["", "A..b", "A.b#0", "A.b#x", "A.1b", "A-b"] {
             assert!(
-                matches!(Target::parse(bad, "t.py"), Err(Error::BadPath { .. })),
+                matches!(
+                    Target::parse(bad, "t.py").as_ref().map_err(Error::kind),
+                    Err(ErrorKind::BadPath { .. })
+                ),
                 "{bad}"
             );
         }

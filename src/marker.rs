@@ -44,7 +44,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::error::{Error, HookRef};
+use crate::error::{Error, ErrorKind};
 use crate::source::SourceFile;
 
 pub mod grammar;
@@ -231,10 +231,10 @@ pub fn covers(ranges: &[Range<usize>], range: &Range<usize>) -> bool {
 /// Every frame of `recipe` in `file`, in order.
 ///
 /// # Errors
-/// [`Error::Marker`] naming the line and hook when a frame of this recipe is damaged: an
+/// [`ErrorKind::Marker`] naming the line and hook when a frame of this recipe is damaged: an
 /// opening marker without its closing marker, a closing marker alone, a bad attribute, a seal
 /// that no longer matches (edited by hand), a duplicated marker line, frames that overlap.
-/// [`Error::Stacked`] when another recipe changed a frame of this one after it was applied:
+/// [`ErrorKind::Stacked`] when another recipe changed a frame of this one after it was applied:
 /// that recipe is on top and must be reverted first.
 pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
     let text = file.text();
@@ -244,23 +244,22 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
     // Open frames, innermost last: only a joined frame (an expanded one-line suite) holds others,
     // the blocks of the recipe's other hooks on that suite.
     let mut open: Vec<OpenFrame> = Vec::new();
-    let stacked = |at: usize, hook: &str, top: &Found<'_>| Error::Stacked {
-        location: file.location(at),
-        top: top.marker.recipe.into(),
-        top_hook: top.marker.hook.into(),
-        top_line: top.line,
-        hook: HookRef(Some(hook.to_string())),
+    let stacked = |at: usize, hook: &str, top: &Found<'_>| {
+        ErrorKind::Stacked {
+            top: top.marker.recipe.into(),
+            top_hook: top.marker.hook.into(),
+            top_line: top.line,
+        }
+        .at(file.location(at))
+        .with_hook(hook)
     };
     for (index, m) in found.iter().enumerate() {
         let MarkerLine { kind, hook, fields, .. } = m.marker;
         if m.marker.recipe != recipe {
             continue;
         }
-        let damaged = |reason: String, hook: &str| Error::Marker {
-            location: file.location(m.start),
-            reason,
-            hook: HookRef(Some(hook.to_string())),
-        };
+        let damaged =
+            |reason: String, hook: &str| ErrorKind::Marker { reason }.at(file.location(m.start)).with_hook(hook);
         match kind {
             MarkerKind::Begin => {
                 if let Some(open) = open
@@ -339,11 +338,9 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
                         }
                         Broken::Unchecked(reason) => reason.to_string(),
                     };
-                    return Err(Error::Marker {
-                        location: file.location(frame.begin_start),
-                        reason,
-                        hook: HookRef(Some(hook.to_string())),
-                    });
+                    return Err(ErrorKind::Marker { reason }
+                        .at(file.location(frame.begin_start))
+                        .with_hook(hook));
                 }
                 let line_end = lines.line_start(m.line + 1).unwrap_or(text.len());
                 let (removal, was) = match frame.displaced {
@@ -428,11 +425,11 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
         }
     }
     if let Some(frame) = open.pop() {
-        return Err(Error::Marker {
-            location: file.location(frame.begin_start),
+        return Err(ErrorKind::Marker {
             reason: format!("the opening marker of hook `{}` has no closing marker", frame.hook),
-            hook: HookRef(Some(frame.hook)),
-        });
+        }
+        .at(file.location(frame.begin_start))
+        .with_hook(&frame.hook));
     }
     join_frames_at_the_end(text, &mut frames);
     check_overlaps(file, &frames)?;
@@ -463,14 +460,14 @@ fn check_overlaps(file: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
         let inside_previous = previous.is_some_and(|(before, _)| before.end > range.start && outer != Some(before));
         if crosses || inside_previous {
             let other = previous.map_or(frame, |(_, other)| other);
-            return Err(Error::Marker {
-                location: file.location(range.start),
+            return Err(ErrorKind::Marker {
                 reason: format!(
                     "the frames of hooks `{}` (line {}) and `{}` (line {}) overlap",
                     other.hook, other.line, frame.hook, frame.line
                 ),
-                hook: HookRef(Some(frame.hook.clone())),
-            });
+            }
+            .at(file.location(range.start))
+            .with_hook(&frame.hook));
         }
         if frame.kind == FrameKind::Joined {
             containers.push(range);

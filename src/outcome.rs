@@ -22,7 +22,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::marker::Frame;
 use crate::spec::Recipe;
 
@@ -127,7 +127,7 @@ impl PartialEq for Reason {
         let key = |cause: &Option<Arc<Error>>| {
             cause.as_deref().map(|err| {
                 (
-                    std::mem::discriminant(err),
+                    std::mem::discriminant(err.kind()),
                     err.location().clone(),
                     err.hook().map(str::to_string),
                 )
@@ -258,8 +258,8 @@ fn stale(recipe: &Recipe, present: &Blocks<'_>) -> Vec<HookOutcome> {
 /// (`err`): two hooks that edit overlapping text both fail, the others stay as planned; any
 /// other error fails every hook that would have been placed.
 pub(crate) fn failed(mut planned: Vec<HookOutcome>, err: &Error) -> Vec<HookOutcome> {
-    let named = |hook: &str| match err {
-        Error::Conflict { first, second, .. } => hook == first || hook == second,
+    let named = |hook: &str| match err.kind() {
+        ErrorKind::Conflict { first, second, .. } => hook == first || hook == second,
         _ => true,
     };
     for outcome in &mut planned {

@@ -151,7 +151,7 @@ impl ParsedFile {
     /// ```
     ///
     /// # Errors
-    /// [`Error::Syntax`] when the text is not valid Python.
+    /// [`ErrorKind::Syntax`](crate::ErrorKind::Syntax) when the text is not valid Python.
     pub fn parse(source: SourceFile) -> Result<ParsedFile, Error> {
         let root = parse_module(&source)?;
         Ok(ParsedFile::outlined(source, root))

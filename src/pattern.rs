@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::error::{Error, HookRef, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::parse::parse_snippet;
 use crate::syntax::{kind, Node, LIST};
 
@@ -49,20 +49,20 @@ impl Pattern {
     /// ```
     ///
     /// # Errors
-    /// [`Error::Syntax`] when the snippet does not parse, [`Error::Spec`] when it is not exactly
+    /// [`ErrorKind::Syntax`] when the snippet does not parse, [`ErrorKind::Spec`] when it is not exactly
     /// one statement.
     pub fn parse(text: &str) -> Result<Pattern, Error> {
         let source = encode_metavariables(text.trim());
         let mut stmts = parse_snippet("<pattern>", &source)?;
         if stmts.len() != 1 {
-            return Err(Error::Spec {
-                location: Location::new("<pattern>", 1, 1),
+            return Err(ErrorKind::Spec {
                 message: format!(
                     "a pattern is exactly one statement or expression; `{text}` has {}",
                     stmts.len()
                 ),
-                hook: HookRef::default(),
-            });
+                cause: None,
+            }
+            .at(Location::new("<pattern>", 1, 1)));
         }
         Ok(Pattern {
             text: text.trim().to_string(),
@@ -501,8 +501,14 @@ mod tests {
 
     #[test]
     fn bad_patterns_are_errors() {
-        assert!(matches!(Pattern::parse("x = ("), Err(Error::Syntax { .. })));
-        assert!(matches!(Pattern::parse("x = 1\ny = 2"), Err(Error::Spec { .. })));
+        assert!(matches!(
+            Pattern::parse("x = (").as_ref().map_err(Error::kind),
+            Err(ErrorKind::Syntax { .. })
+        ));
+        assert!(matches!(
+            Pattern::parse("x = 1\ny = 2").as_ref().map_err(Error::kind),
+            Err(ErrorKind::Spec { .. })
+        ));
     }
 
     /// The backtracking list match this module used before it kept a memo: the reference.

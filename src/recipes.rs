@@ -10,7 +10,7 @@ pub mod sglang_models;
 
 use std::path::Path;
 
-use crate::error::{Error, HookRef, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::spec::Recipe;
 
 /// Dumps EAGLE-3 / SpecForge training hidden states from SGLang's `DeepseekV2Model`
@@ -50,7 +50,7 @@ pub const BUILTIN_NAMES: [&str; 2] = ["sglang-hs-dump", "sglang-hs-dump-models"]
 /// ```
 ///
 /// # Errors
-/// [`Error::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
+/// [`ErrorKind::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
 #[must_use]
 pub fn builtin(name: &str) -> Option<Result<Recipe, Error>> {
     match name.strip_prefix(BUILTIN_PREFIX).unwrap_or(name) {
@@ -76,19 +76,19 @@ pub fn builtin(name: &str) -> Option<Result<Recipe, Error>> {
 /// ```
 ///
 /// # Errors
-/// [`Error::Spec`] for an unknown builtin name or a spec that does not compile; the read errors
-/// of [`crate::files::read_text`] ([`Error::Io`], [`Error::NotRegular`], ...).
+/// [`ErrorKind::Spec`] for an unknown builtin name or a spec that does not compile; the read errors
+/// of [`crate::files::read_text`] ([`ErrorKind::Io`], [`ErrorKind::NotRegular`], ...).
 pub fn load(spec: &str) -> Result<Recipe, Error> {
     if let Some(name) = spec.strip_prefix(BUILTIN_PREFIX) {
         return builtin(name).unwrap_or_else(|| {
-            Err(Error::Spec {
-                location: Location::new(spec, 1, 1),
+            Err(ErrorKind::Spec {
                 message: format!(
                     "no builtin recipe `{name}`; the builtin recipes are {}",
                     BUILTIN_NAMES.map(|n| format!("{BUILTIN_PREFIX}{n}")).join(", ")
                 ),
-                hook: HookRef::default(),
-            })
+                cause: None,
+            }
+            .at(Location::new(spec, 1, 1)))
         });
     }
     let text = crate::files::read_text(Path::new(spec))?;
@@ -112,7 +112,7 @@ mod tests {
     #[test]
     fn an_unknown_builtin_is_a_spec_error_naming_the_known_ones() {
         let err = load("builtin:nope").unwrap_err();
-        assert!(matches!(err, Error::Spec { .. }), "{err:?}");
+        assert!(matches!(err.kind(), ErrorKind::Spec { .. }), "{err:?}");
         assert!(err.to_string().contains("builtin:sglang-hs-dump-models"), "{err}");
         assert!(builtin("nope").is_none());
     }
@@ -129,6 +129,6 @@ mod tests {
         let recipe = load(path.to_str().unwrap()).unwrap();
         assert_eq!(recipe.id, "r");
         let missing = load(dir.path().join("missing.toml").to_str().unwrap()).unwrap_err();
-        assert!(matches!(missing, Error::Io { .. }), "{missing:?}");
+        assert!(matches!(missing.kind(), ErrorKind::Io { .. }), "{missing:?}");
     }
 }

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use crate::error::{Error, Location};
+use crate::error::{Error, ErrorKind, Location};
 
 /// The line ending a file uses. Python breaks lines on `\n`, `\r\n` and `\r` only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -187,13 +187,13 @@ impl SourceFile {
         }
     }
 
-    /// Decodes `bytes` as UTF-8; anything else is an [`Error::NotUtf8`] naming the first bad byte.
+    /// Decodes `bytes` as UTF-8; anything else is an [`ErrorKind::NotUtf8`] naming the first bad byte.
     /// A PEP 263 coding declaration (`# -*- coding: latin-1 -*-` on line 1 or 2) must name UTF-8:
     /// pysplice writes back what it reads, in UTF-8 only.
     ///
     /// # Errors
-    /// [`Error::Syntax`] naming the declaration when it declares another encoding (or, after a
-    /// UTF-8 byte order mark, anything but UTF-8, as CPython says), [`Error::NotUtf8`] when the
+    /// [`ErrorKind::Syntax`] naming the declaration when it declares another encoding (or, after a
+    /// UTF-8 byte order mark, anything but UTF-8, as CPython says), [`ErrorKind::NotUtf8`] when the
     /// bytes are not valid UTF-8.
     pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<SourceFile, Error> {
         let name = name.into();
@@ -208,11 +208,7 @@ impl SourceFile {
                         declared.name
                     )
                 };
-                return Err(Error::Syntax {
-                    location: Location::new(name, declared.line, declared.column),
-                    message,
-                    hook: crate::error::HookRef::default(),
-                });
+                return Err(ErrorKind::Syntax { message }.at(Location::new(name, declared.line, declared.column)));
             }
         }
         match String::from_utf8(bytes) {
@@ -224,10 +220,7 @@ impl SourceFile {
                 let prefix = String::from_utf8_lossy(&bytes[..valid]).into_owned();
                 let probe = SourceFile::new(name.clone(), prefix);
                 let at = probe.position(valid);
-                Err(Error::NotUtf8 {
-                    location: Location::new(name, at.line, at.column),
-                    byte: bytes[valid],
-                })
+                Err(ErrorKind::NotUtf8 { byte: bytes[valid] }.at(Location::new(name, at.line, at.column)))
             }
         }
     }

@@ -686,7 +686,7 @@ fn unreadable_or_unparsable_input_exits_2() {
 #[test]
 fn regression_the_same_file_twice_is_written_once() {
     // Bug: both copies are planned from the same bytes; the first write succeeds, the second
-    // finds the file changed (Error::Changed) and exits 1 after "Successfully patched" was printed
+    // finds the file changed (ErrorKind::Changed) and exits 1 after "Successfully patched" was printed
     // twice: the file is patched although the command failed.
     let t = Temp::new();
     let spec = t.copy("body_start.toml");

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pysplice::{apply, revert, Error, HookOutcome, ParsedFile, Patched, Recipe, SourceFile, Status};
+use pysplice::{apply, revert, Error, ErrorKind, HookOutcome, ParsedFile, Patched, Recipe, SourceFile, Status};
 use similar::{capture_diff_slices, group_diff_ops, Algorithm, ChangeTag};
 
 fn fixture_dir() -> PathBuf {
@@ -319,7 +319,7 @@ fn imports_only_the_missing_ones() {
 #[test]
 fn imports_shadowed_name_is_a_placement_error_naming_the_line() {
     let err = fixture_error("imports_shadowed.py", "imports_shadowed.toml");
-    assert!(matches!(err, Error::Placement { .. }), "{err:?}");
+    assert!(matches!(err.kind(), ErrorKind::Placement { .. }), "{err:?}");
     assert_eq!((err.location().line, err.location().column), (4, 1), "{err}");
     assert_eq!(err.hook(), Some("imports"));
     snapshot("engine_imports_shadowed", &err.to_string());
@@ -447,7 +447,7 @@ fn hand_edited_block_is_refused_naming_the_line() {
         revert(&recipe, SourceFile::new("body_start.py", edited.as_str())),
     ] {
         let err = result.unwrap_err();
-        assert!(matches!(err, Error::Marker { .. }), "{err:?}");
+        assert!(matches!(err.kind(), ErrorKind::Marker { .. }), "{err:?}");
         assert_eq!(err.location().line, marker_line, "{err}");
         assert_eq!(err.hook(), Some("method"), "{err}");
     }
@@ -455,7 +455,7 @@ fn hand_edited_block_is_refused_naming_the_line() {
     let unclosed = patched.output().replace("    # <<< pysplice fx/bare\n", "");
     let err = apply(&recipe, SourceFile::new("body_start.py", unclosed)).unwrap_err();
     assert!(
-        matches!(err, Error::Marker { .. }) && err.to_string().contains("not closed"),
+        matches!(err.kind(), ErrorKind::Marker { .. }) && err.to_string().contains("not closed"),
         "{err}"
     );
     let input = read("wrap_returns.py");
@@ -465,7 +465,7 @@ fn hand_edited_block_is_refused_naming_the_line() {
         .output()
         .replace("return _w(helper(f(x)))", "return _w(helper(f(x + 1)))");
     let err = apply(&recipe, SourceFile::new("wrap_returns.py", edited)).unwrap_err();
-    assert!(matches!(err, Error::Marker { .. }), "{err:?}");
+    assert!(matches!(err.kind(), ErrorKind::Marker { .. }), "{err:?}");
     assert_eq!(err.hook(), Some("nested"));
     snapshot("engine_hand_edited", &err.to_string());
 }
@@ -473,7 +473,7 @@ fn hand_edited_block_is_refused_naming_the_line() {
 #[test]
 fn missing_required_anchor_names_file_line_column_and_hook() {
     let err = fixture_error("missing_anchor.py", "missing_anchor.toml");
-    assert!(matches!(err, Error::Placement { .. }), "{err:?}");
+    assert!(matches!(err.kind(), ErrorKind::Placement { .. }), "{err:?}");
     assert_eq!(err.hook(), Some("norm"));
     let text = err.to_string();
     assert!(text.starts_with("missing_anchor.py:3:9: "), "{text}");
@@ -484,9 +484,9 @@ fn missing_required_anchor_names_file_line_column_and_hook() {
 #[test]
 fn missing_target_lists_the_nearest_candidates() {
     let err = fixture_error("missing_anchor.py", "missing_target.toml");
-    let Error::NotFound {
+    let ErrorKind::NotFound {
         candidates, members, ..
-    } = &err
+    } = err.kind()
     else {
         panic!("{err:?}")
     };
@@ -499,7 +499,7 @@ fn missing_target_lists_the_nearest_candidates() {
 #[test]
 fn conflicting_hooks_are_an_error_naming_both() {
     let err = fixture_error("conflict.py", "conflict.toml");
-    let Error::Conflict { first, second, .. } = &err else {
+    let ErrorKind::Conflict { first, second, .. } = err.kind() else {
         panic!("{err:?}")
     };
     let mut pair = [first.as_str(), second.as_str()];
@@ -606,7 +606,7 @@ fn two_returns_on_one_line_are_refused() {
     let recipe = inline_recipe(WRAP_F);
     let input = "def f(a):\n    if a: return 1\n    return 2; return 3\n";
     let err = apply(&recipe, SourceFile::new("t.py", input)).unwrap_err();
-    assert!(matches!(err, Error::Placement { .. }), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::Placement { .. }), "{err}");
     assert!(err.to_string().contains("two return statements share line 3"), "{err}");
 }
 
@@ -695,7 +695,7 @@ fn regression_a_moved_block_is_reported_updated() {
 
 #[test]
 fn regression_marker_after_the_bom_on_the_first_line() {
-    // Actual: Error::Marker "closing marker without an opening marker" on the verification
+    // Actual: ErrorKind::Marker "closing marker without an opening marker" on the verification
     // scan: the opening marker follows the BOM on line 1 and marker::scan does not skip the BOM.
     let (patched, _) = run_fixture("bom_first_line");
     assert!(patched.output().starts_with("\u{feff}# >>> pysplice fx/imports"));
@@ -755,13 +755,13 @@ fn regression_before_an_elif_branch() {
     let input = "def f(x):\n    if x == 1:\n        a = 1\n    elif x == 2:\n        a = 2\n    return a\n";
     match apply(&recipe, SourceFile::new("t.py", input)) {
         Ok(patched) => assert_invariants(&recipe, "t.py", input, &patched),
-        Err(err) => assert!(matches!(err, Error::Placement { .. }), "{err}"),
+        Err(err) => assert!(matches!(err.kind(), ErrorKind::Placement { .. }), "{err}"),
     }
 }
 
 #[test]
 fn regression_insert_after_a_statement_and_replace_the_next_one() {
-    // Actual: Error::Conflict between `a` and `b`: the replacement starts at the line break
+    // Actual: ErrorKind::Conflict between `a` and `b`: the replacement starts at the line break
     // before its statement, where the insertion after the previous statement goes.
     let out = apply_ok(
         "import torch\nlogger = make_logger()\n",
@@ -780,7 +780,7 @@ fn regression_ensure_imports_sees_guarded_imports() {
     let input = "try:\n    import numpy as np\nexcept ImportError:\n    np = None\n";
     match apply(&recipe, SourceFile::new("t.py", input)) {
         Ok(patched) => assert!(!patched.changed(), "{}", patched.output()),
-        Err(err) => assert!(matches!(err, Error::Placement { .. }), "{err}"),
+        Err(err) => assert!(matches!(err.kind(), ErrorKind::Placement { .. }), "{err}"),
     }
 }
 
@@ -806,7 +806,7 @@ fn regression_spec_with_unicode_whitespace_line_does_not_panic() {
 #[test]
 fn regression_stacked_recipes_keep_each_other_intact() {
     // Actual: recipe `b` puts its block inside recipe `a`'s frame (after `a`'s opening marker,
-    // before `a`'s code), so `a` can no longer be applied again nor reverted (Error::Marker).
+    // before `a`'s code), so `a` can no longer be applied again nor reverted (ErrorKind::Marker).
     let spec = |id: &str, code: &str| {
         Recipe::from_toml(
             "s.toml",
@@ -949,7 +949,7 @@ fn verification_refuses_what_cpython_would_refuse_and_writes_nothing() {
             Ok(patched) => panic!("{message}: applied\n{}", patched.output()),
             Err(err) => err,
         };
-        assert!(matches!(err, Error::Verify { .. }), "{message}: {err:?}");
+        assert!(matches!(err.kind(), ErrorKind::Verify { .. }), "{message}: {err:?}");
         assert_eq!(err.hook(), Some("h"), "{err}");
         assert!(err.to_string().contains(message), "{message}: {err}");
     }

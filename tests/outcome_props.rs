@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use pysplice::document::Document;
 use pysplice::engine::apply_reporting;
 use pysplice::outcome::is_pending;
-use pysplice::{apply, Error, HookOutcome, Recipe, SourceFile, Status};
+use pysplice::{apply, Error, ErrorKind, HookOutcome, Recipe, SourceFile, Status};
 
 // ---- generated modules ---------------------------------------------------------------------
 
@@ -219,7 +219,7 @@ fn agree(recipe: &Recipe, text: &str) -> Result<Option<String>, TestCaseError> {
             prop_assert!(attempt.result.is_err(), "document refused ({err}) but apply succeeded");
             return Ok(None);
         }
-        (Err(Error::Verify { .. }), Ok(_)) => return Ok(None),
+        (Err(err), Ok(_)) if matches!(err.kind(), ErrorKind::Verify { .. }) => return Ok(None),
         (_, Ok(plan)) => plan,
     };
     let outcomes: &[HookOutcome] = &attempt.outcomes;
@@ -228,8 +228,8 @@ fn agree(recipe: &Recipe, text: &str) -> Result<Option<String>, TestCaseError> {
         prop_assert_eq!(&hook.id, &outcome.hook);
         // A failure carries the typed error that caused it, naming its hook.
         if let Status::Failed { reason } = &outcome.status {
-            let names = |err: &Error| match err {
-                Error::Conflict { first, second, .. } => *first == hook.id || *second == hook.id,
+            let names = |err: &Error| match err.kind() {
+                ErrorKind::Conflict { first, second, .. } => *first == hook.id || *second == hook.id,
                 _ => err.hook() == Some(hook.id.as_str()),
             };
             prop_assert!(reason.cause().is_some_and(names), "{}", reason);

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pysplice::{DefKind, Definition, Error, LineColumn, Newline, ParsedFile, SourceFile};
+use pysplice::{DefKind, Definition, Error, ErrorKind, LineColumn, Newline, ParsedFile, SourceFile};
 
 fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/outline")
@@ -131,15 +131,13 @@ fn nested_classes() {
     assert_eq!(parents, [None, Some(0), Some(1), Some(2), Some(1), Some(0), None]);
     assert_eq!(parsed.locate("Outer.Inner.Deepest.method").unwrap().name(), "method");
     let err = parsed.locate("Outer.Deepest").unwrap_err();
-    let Error::NotFound {
-        location,
-        candidates,
-        members,
-        ..
-    } = &err
+    let ErrorKind::NotFound {
+        candidates, members, ..
+    } = err.kind()
     else {
         panic!("{err}")
     };
+    let location = err.location();
     assert_eq!((location.line, location.column), (1, 1));
     assert_eq!(&members[..], ["Inner", "outer_method"]);
     assert_eq!(
@@ -406,7 +404,7 @@ fn methods_in_both_arms_of_an_if_are_ambiguous() {
     );
     let err = parsed.locate("Platform.path").unwrap_err();
     assert!(
-        matches!(&err, Error::Ambiguous { lines, .. } if lines == &[6, 9]),
+        matches!(err.kind(), ErrorKind::Ambiguous { lines, .. } if lines == &[6, 9]),
         "{err:?}"
     );
     assert_eq!(
@@ -415,8 +413,13 @@ fn methods_in_both_arms_of_an_if_are_ambiguous() {
     );
     assert_eq!(parsed.locate("Platform.path#1").unwrap().line(), 6);
     assert_eq!(parsed.locate("Platform.path#2").unwrap().line(), 9);
-    assert!(matches!(parsed.locate("Platform.path#3"), Err(Error::BadPath { .. })));
-    assert!(matches!(parsed.locate("helper"), Err(Error::Ambiguous { lines, .. }) if lines == [17, 20]));
+    assert!(matches!(
+        parsed.locate("Platform.path#3").as_ref().map_err(Error::kind),
+        Err(ErrorKind::BadPath { .. })
+    ));
+    assert!(
+        matches!(parsed.locate("helper").as_ref().map_err(Error::kind), Err(ErrorKind::Ambiguous { lines, .. }) if *lines == [17, 20])
+    );
     assert_eq!(parsed.locate("helper#2").unwrap().line(), 20);
     assert_eq!(parsed.locate("Platform.other").unwrap().line(), 12);
     assert_eq!(parsed.find_all("Platform.path").len(), 2);
@@ -510,13 +513,15 @@ fn files_without_definitions() {
     assert_eq!(empty.source().lines().line_count(), 1);
     let comments = assert_outline("comments_only.py", &[]);
     assert_eq!(comments.module_body().len(), 1);
-    assert!(matches!(comments.locate("anything"), Err(Error::NotFound { candidates, .. }) if candidates.is_empty()));
+    assert!(
+        matches!(comments.locate("anything").as_ref().map_err(Error::kind), Err(ErrorKind::NotFound { candidates, .. }) if candidates.is_empty())
+    );
 }
 
 #[test]
 fn syntax_error_names_line_and_column() {
     let err = try_parse("syntax_error.py").unwrap_err();
-    assert!(matches!(&err, Error::Syntax { .. }), "{err:?}");
+    assert!(matches!(err.kind(), ErrorKind::Syntax { .. }), "{err:?}");
     assert_eq!((err.location().line, err.location().column), (9, 5));
     assert_eq!(
         err.to_string(),
@@ -527,9 +532,10 @@ fn syntax_error_names_line_and_column() {
 #[test]
 fn non_utf8_bytes_name_line_column_and_byte() {
     let err = try_parse("non_utf8.py").unwrap_err();
-    let Error::NotUtf8 { location, byte } = &err else {
+    let ErrorKind::NotUtf8 { byte } = err.kind() else {
         panic!("{err:?}")
     };
+    let location = err.location();
     assert_eq!(
         (location.file.as_str(), location.line, location.column, *byte),
         ("non_utf8.py", 4, 12, 0xe9)

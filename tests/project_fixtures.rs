@@ -237,6 +237,11 @@ fn unresolvable_bases_and_unparsable_files_are_reported_not_fatal() {
             ("app/models/latin1.py".to_string(), 2),
         ]
     );
+    // The message is the error's without its place: the fields hold that once.
+    for problem in p.problems() {
+        assert!(!problem.message.contains(&problem.file), "{problem:?}");
+        assert!(!problem.message.is_empty(), "{problem:?}");
+    }
 }
 
 #[test]
@@ -495,5 +500,5 @@ fn the_related_prefilter_parses_fewer_files_and_gives_the_same_answer() {
 #[test]
 fn scanning_a_missing_directory_is_an_io_error() {
     let err = Project::scan(&src().join("nope")).unwrap_err();
-    assert!(matches!(err, pysplice::Error::Io { .. }), "{err}");
+    assert!(matches!(err.kind(), pysplice::ErrorKind::Io { .. }), "{err}");
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use lsp_types::{Diagnostic, DiagnosticSeverity, Uri};
 use pysplice::document::{Document, DocumentPlan, KeptPlan, Utf16Range};
-use pysplice::{Error, Recipe, Status};
+use pysplice::{Error, ErrorKind, Recipe, Status};
 
 use crate::convert::diagnostic;
 use crate::server::Edits;
@@ -92,10 +92,10 @@ pub fn plan_of(open: &mut Open, recipe: &Recipe) -> Result<DocumentPlan, Failure
             .doc
             .location_range(err.location())
             .unwrap_or_else(|| open.doc.line_range(0));
-        let severity = match err {
+        let severity = match err.kind() {
             // Syntax errors are the Python tools' business (and the usual state while typing).
-            Error::Syntax { .. } => None,
-            Error::Marker { .. } | Error::Stacked { .. } => Some(DiagnosticSeverity::ERROR),
+            ErrorKind::Syntax { .. } => None,
+            ErrorKind::Marker { .. } | ErrorKind::Stacked { .. } => Some(DiagnosticSeverity::ERROR),
             _ => Some(DiagnosticSeverity::WARNING),
         };
         Failure {

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 
 use pysplice::contract::{Body, DefinitionInfo, ErrorInfo, Locate, Output};
-use pysplice::{Definition, Error, ParsedFile, SourceFile, Target};
+use pysplice::{Definition, ErrorKind, ParsedFile, SourceFile, Target};
 
 /// Arguments of `locate`.
 #[derive(clap::Args)]
@@ -87,8 +87,8 @@ fn find(args: &Args, name: &str) -> Result<(ParsedFile, Vec<Definition>), (Error
         Some(path) => match parsed.locate(path) {
             Ok(found) => vec![found.clone()],
             Err(err) => {
-                let code = match err {
-                    Error::NotFound { .. } | Error::Ambiguous { .. } | Error::BadPath { .. } => 1,
+                let code = match err.kind() {
+                    ErrorKind::NotFound { .. } | ErrorKind::Ambiguous { .. } | ErrorKind::BadPath { .. } => 1,
                     _ => 2,
                 };
                 return Err((ErrorInfo::from(&err), code));

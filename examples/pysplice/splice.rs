@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use pysplice::batch::{self, Batch, FileRun, Op};
 use pysplice::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
-use pysplice::{report, Error, HookOutcome, Patched, Recipe};
+use pysplice::{report, Error, ErrorKind, HookOutcome, Patched, Recipe};
 
 /// Arguments shared by `check` and `revert`.
 #[derive(clap::Args)]
@@ -38,8 +38,8 @@ pub struct ApplyArgs {
 pub fn load_recipe(path: &Path) -> Result<Recipe, u8> {
     let name = path.display().to_string();
     pysplice::recipes::load(&name).map_err(|err| {
-        match &err {
-            Error::Io { source, .. } => errln!("{name}: cannot read the spec: {source}"),
+        match err.kind() {
+            ErrorKind::Io { source, .. } => errln!("{name}: cannot read the spec: {source}"),
             _ => errln!("{err}"),
         }
         2
@@ -136,7 +136,7 @@ fn write_changed(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body:
                 }
             } else {
                 errln!("{err}");
-                if !matches!(err, Error::PartialWrite { .. }) {
+                if !matches!(err.kind(), ErrorKind::PartialWrite { .. }) {
                     errln!("nothing was written");
                 }
             }

@@ -12,7 +12,7 @@
 use std::sync::OnceLock;
 
 use pysplice::document::{Document, TextEdit, Utf16Position, Utf16Range};
-use pysplice::{apply, revert, Error, ParsedFile, Recipe, SourceFile};
+use pysplice::{apply, revert, Error, ErrorKind, ParsedFile, Recipe, SourceFile};
 
 /// A recipe with every hook kind; most hooks are optional so that a mutated file still gets far.
 pub const OPTIONAL_SPEC: &str = r#"
@@ -298,7 +298,7 @@ pub fn check_recipe(recipe: &Recipe, text: &str) -> Option<String> {
             let documented = err.to_string().contains("would raise NameError on import");
             if strict() && !documented {
                 assert!(
-                    !matches!(err, Error::Verify { .. }),
+                    !matches!(err.kind(), ErrorKind::Verify { .. }),
                     "verification failed:\n{err}\n--- input:\n{text:?}"
                 );
             }

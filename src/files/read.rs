@@ -6,7 +6,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::{io_error, sys};
-use crate::error::{Error, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::source::SourceFile;
 
 /// The largest file pysplice reads or writes: 16 MiB. The largest Python module of SGLang is a
@@ -18,8 +18,8 @@ pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// Python files, recipes, editor configuration.
 ///
 /// # Errors
-/// [`Error::NotRegular`] for a directory, FIFO, device or socket; [`Error::TooLarge`] over the
-/// limit; [`Error::Io`] when it cannot be opened or read.
+/// [`ErrorKind::NotRegular`] for a directory, FIFO, device or socket; [`ErrorKind::TooLarge`] over the
+/// limit; [`ErrorKind::Io`] when it cannot be opened or read.
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     let name = path.display().to_string();
     let (mut file, _) = open_regular(path, &name, Open::Follow)?;
@@ -29,7 +29,7 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
 /// [`read_bytes`], then UTF-8.
 ///
 /// # Errors
-/// Those of [`read_bytes`]; [`Error::NotUtf8`] naming the line and column of the first bad byte.
+/// Those of [`read_bytes`]; [`ErrorKind::NotUtf8`] naming the line and column of the first bad byte.
 pub fn read_text(path: &Path) -> Result<String, Error> {
     let bytes = read_bytes(path)?;
     let name = path.display().to_string();
@@ -73,10 +73,7 @@ pub(crate) fn open_regular(path: &Path, name: &str, how: Open) -> Result<(File, 
 /// Refuses what is not a regular file, or is too large.
 pub(crate) fn check(meta: &Metadata, name: &str) -> Result<(), Error> {
     if let Some(kind) = sys::kind(meta) {
-        return Err(Error::NotRegular {
-            location: Location::new(name, 1, 1),
-            kind: kind.to_string(),
-        });
+        return Err(ErrorKind::NotRegular { what: kind.to_string() }.at(Location::new(name, 1, 1)));
     }
     if meta.len() > MAX_FILE_BYTES {
         return Err(too_large(name, meta.len()));
@@ -98,9 +95,9 @@ pub(crate) fn read_handle(file: &mut File, name: &str) -> Result<Vec<u8>, Error>
 }
 
 fn too_large(name: &str, size: u64) -> Error {
-    Error::TooLarge {
-        location: Location::new(name, 1, 1),
+    ErrorKind::TooLarge {
         size,
         limit: MAX_FILE_BYTES,
     }
+    .at(Location::new(name, 1, 1))
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{io_error, read, sys, DiskFile};
-use crate::error::{Error, Location};
+use crate::error::{Error, ErrorKind, Location};
 
 /// How long to wait for another process's lock on a file before giving up.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -35,10 +35,10 @@ const TEMP_RANDOM: usize = 10;
 /// Writes `text` into each file, all or nothing. See the module documentation.
 ///
 /// # Errors
-/// [`Error::Changed`] when a file no longer holds the bytes read, [`Error::Locked`] when another
-/// process keeps a file locked, [`Error::NotRegular`] when it is no longer a regular file,
-/// [`Error::Io`] when staging or renaming fails: in all these cases every file holds what it held
-/// before. [`Error::PartialWrite`] when putting back the files already written failed too: it
+/// [`ErrorKind::Changed`] when a file no longer holds the bytes read, [`ErrorKind::Locked`] when another
+/// process keeps a file locked, [`ErrorKind::NotRegular`] when it is no longer a regular file,
+/// [`ErrorKind::Io`] when staging or renaming fails: in all these cases every file holds what it held
+/// before. [`ErrorKind::PartialWrite`] when putting back the files already written failed too: it
 /// names the files that hold the new text.
 pub fn write_all(changes: &[(&DiskFile, &str)]) -> Result<(), Error> {
     let mut order: Vec<&(&DiskFile, &str)> = changes.iter().collect();
@@ -186,13 +186,14 @@ fn roll_back(done: &mut [Staged<'_>], cause: Error) -> Error {
     if written.is_empty() {
         return cause;
     }
-    Error::PartialWrite {
-        location: cause.location().clone(),
+    let location = cause.location().clone();
+    ErrorKind::PartialWrite {
         cause: Box::new(cause),
         written: written.into(),
         restored: restored.into(),
         failures: failures.into(),
     }
+    .at(location)
 }
 
 /// Opens and locks the file the path names now, checking on the handle that it is still a
@@ -207,9 +208,7 @@ fn lock_current(file: &DiskFile) -> Result<(File, Metadata), Error> {
             match sys::try_lock(&guard).map_err(|e| io_error(name, "cannot lock", e))? {
                 sys::Lock::Held | sys::Lock::Unsupported => break,
                 sys::Lock::Busy if start.elapsed() > LOCK_WAIT => {
-                    return Err(Error::Locked {
-                        location: Location::new(name, 1, 1),
-                    })
+                    return Err(ErrorKind::Locked.at(Location::new(name, 1, 1)))
                 }
                 sys::Lock::Busy => std::thread::sleep(Duration::from_millis(5)),
             }
@@ -298,9 +297,7 @@ fn folder(file: &DiskFile) -> &Path {
 }
 
 fn changed(name: &str) -> Error {
-    Error::Changed {
-        location: Location::new(name, 1, 1),
-    }
+    ErrorKind::Changed.at(Location::new(name, 1, 1))
 }
 
 /// Failure injection for the unit tests of the rollback.

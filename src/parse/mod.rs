@@ -11,7 +11,7 @@ pub use prescan::{MAX_BRACKETS, MAX_INDENT, MAX_NESTING};
 
 use rustpython_parser::{self as parser, Mode};
 
-use crate::error::{Error, HookRef, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::source::{floor_char_boundary, SourceFile};
 use crate::syntax::{kind, Node};
 
@@ -27,7 +27,7 @@ const PARSE_STACK: usize = 256 << 20;
 /// Parses a whole file into a `Module` node whose single child is the `body` list.
 ///
 /// # Errors
-/// [`Error::Syntax`] with the parser's message and the 1-based line and column where it stopped,
+/// [`ErrorKind::Syntax`] with the parser's message and the 1-based line and column where it stopped,
 /// or when the tree is nested deeper than [`MAX_DEPTH`].
 pub fn parse_module(file: &SourceFile) -> Result<Node, Error> {
     let text = file.text();
@@ -86,7 +86,7 @@ fn deeper_than(root: &Node, limit: usize) -> Option<usize> {
 /// Parses a snippet of statements (hook code, patterns) named `name` in messages.
 ///
 /// # Errors
-/// [`Error::Syntax`] when the snippet is not valid Python.
+/// [`ErrorKind::Syntax`] when the snippet is not valid Python.
 pub fn parse_snippet(name: &str, text: &str) -> Result<Vec<Node>, Error> {
     let file = SourceFile::new(name, text);
     let module = parse_module(&file)?;
@@ -95,11 +95,7 @@ pub fn parse_snippet(name: &str, text: &str) -> Result<Vec<Node>, Error> {
 
 fn syntax_error(file: &SourceFile, offset: usize, message: String) -> Error {
     let at = file.position(offset);
-    Error::Syntax {
-        location: Location::new(file.name(), at.line, at.column),
-        message,
-        hook: HookRef::default(),
-    }
+    ErrorKind::Syntax { message }.at(Location::new(file.name(), at.line, at.column))
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub(crate) struct Reparsed {
 /// `spans` (original range, output range; disjoint) applied.
 ///
 /// # Errors
-/// [`Error::Syntax`] from a whole parse of `output` when it does not parse.
+/// [`ErrorKind::Syntax`](crate::ErrorKind::Syntax) from a whole parse of `output` when it does not parse.
 pub(crate) fn reparse(
     original: &Node,
     original_text: &str,

@@ -41,7 +41,7 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::source::SourceFile;
 use crate::syntax::is_identifier;
 
@@ -68,8 +68,21 @@ pub struct FileProblem {
     pub line: usize,
     /// 1-based column (1 when unknown).
     pub column: usize,
-    /// What went wrong.
+    /// What went wrong: the error's message without its place (which the fields above hold).
     pub message: String,
+}
+
+impl FileProblem {
+    /// The problem `err` found in `file`: its line, column and message, one way for every
+    /// error.
+    fn new(file: &str, err: &Error) -> FileProblem {
+        FileProblem {
+            file: file.to_string(),
+            line: err.location().line,
+            column: err.location().column,
+            message: err.message().to_string(),
+        }
+    }
 }
 
 /// One `.py` file of a project.
@@ -298,7 +311,7 @@ impl Project {
     /// with no `.py` file of its own is a source root: module names start below it.
     ///
     /// # Errors
-    /// [`Error::Io`] when `dir` is not a readable directory. Unreadable files are not errors:
+    /// [`ErrorKind::Io`] when `dir` is not a readable directory. Unreadable files are not errors:
     /// they are listed by [`Project::problems`].
     pub fn scan(dir: &Path) -> Result<Project, Error> {
         Project::scan_with(dir, &ScanOptions::default())
@@ -307,12 +320,14 @@ impl Project {
     /// [`Project::scan`] with options.
     ///
     /// # Errors
-    /// [`Error::Io`] when `dir` is not a readable directory.
+    /// [`ErrorKind::Io`] when `dir` is not a readable directory.
     pub fn scan_with(dir: &Path, options: &ScanOptions) -> Result<Project, Error> {
-        let io = |source: std::io::Error| Error::Io {
-            location: Location::new(dir.display().to_string(), 1, 1),
-            action: "cannot read the directory".into(),
-            source: source.into(),
+        let io = |source: std::io::Error| {
+            ErrorKind::Io {
+                action: "cannot read the directory".into(),
+                source: source.into(),
+            }
+            .at(Location::new(dir.display().to_string(), 1, 1))
         };
         let meta = std::fs::metadata(dir).map_err(io)?;
         if !meta.is_dir() {
@@ -435,15 +450,7 @@ impl Project {
             .get_or_init(|| {
                 let text = file.text.as_ref().map_err(Clone::clone)?;
                 let source = SourceFile::new(file.rel.clone(), text.as_str());
-                let root = crate::parse::parse_module(&source).map_err(|err| {
-                    let at = err.location();
-                    FileProblem {
-                        file: file.rel.clone(),
-                        line: at.line,
-                        column: at.column,
-                        message: err.to_string(),
-                    }
-                })?;
+                let root = crate::parse::parse_module(&source).map_err(|err| FileProblem::new(&file.rel, &err))?;
                 let ctx = ModuleContext {
                     module: &file.module,
                     is_package: file.is_package,
@@ -873,25 +880,11 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, String)>) -> std::io::R
 }
 
 fn read_text(path: &Path, rel: &str) -> Result<String, FileProblem> {
-    let problem = |message: String| FileProblem {
-        file: rel.to_string(),
-        line: 1,
-        column: 1,
-        message,
-    };
     // Regular files only, within the size limit: a FIFO or device named `x.py` is reported, not read.
-    let bytes = crate::files::read_bytes(path).map_err(|e| problem(e.detail()))?;
+    let bytes = crate::files::read_bytes(path).map_err(|e| FileProblem::new(rel, &e))?;
     SourceFile::from_bytes(rel, bytes)
         .map(|s| s.text().to_string())
-        .map_err(|e| {
-            let at = e.location();
-            FileProblem {
-                file: rel.to_string(),
-                line: at.line,
-                column: at.column,
-                message: e.to_string(),
-            }
-        })
+        .map_err(|e| FileProblem::new(rel, &e))
 }
 
 /// `(module, is_package)` of a file at `rel` (relative, `/`-separated) under package `package`.

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use super::facts::{dotted, AttributeKind};
 use super::graph::{ClassGraph, ClassId};
 use super::{Project, Resolved, Scope};
-use crate::error::{Error, HookRef, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::locate::Target;
 use crate::outline::{DefKind, ParsedFile};
 use crate::source::SourceFile;
@@ -142,7 +142,7 @@ pub fn select(project: &Project, recipe: &Recipe) -> Selection {
 /// the files those roots need, each with the targets of every root that lands in it.
 ///
 /// # Errors
-/// [`Error::Selection`] naming a wanted class that is no root (with the closest names), or one
+/// [`ErrorKind::Selection`] naming a wanted class that is no root (with the closest names), or one
 /// that is skipped (with the reason).
 pub fn expand(
     recipe: &Recipe,
@@ -230,7 +230,7 @@ fn concrete(recipe: &Recipe, selection: &Selection, file: &str) -> Recipe {
 /// The paths `selector` (with `method`) selects inside one file, for every root of the file.
 ///
 /// # Errors
-/// [`Error::Placement`] (at the file's first line) when nothing is selected, saying why.
+/// [`ErrorKind::Placement`] (at the file's first line) when nothing is selected, saying why.
 pub fn in_file(recipe: &Recipe, file: &ParsedFile, hook: &str) -> Result<Vec<String>, Error> {
     let name = file.source().name().to_string();
     let rel = std::path::Path::new(&name)
@@ -260,20 +260,17 @@ pub fn in_file(recipe: &Recipe, file: &ParsedFile, hook: &str) -> Result<Vec<Str
         } else {
             why.join("; ")
         };
-        return Err(Error::Placement {
-            location: Location::new(name, 1, 1),
+        return Err(ErrorKind::Placement {
             reason: format!("the selection finds nothing: {message}"),
-            hook: HookRef(Some(hook.to_string())),
-        });
+        }
+        .at(Location::new(name, 1, 1))
+        .with_hook(hook));
     }
     Ok(paths)
 }
 
 fn selection_error(root: &str, message: String) -> Error {
-    Error::Selection {
-        location: Location::new(root, 1, 1),
-        message,
-    }
+    ErrorKind::Selection { message }.at(Location::new(root, 1, 1))
 }
 
 /// Parsed files and the graph, for one selection.

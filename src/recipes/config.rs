@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::spec::Recipe;
 
 /// The name of the configuration file at a workspace root.
@@ -63,7 +63,7 @@ impl RecipeConfig {
         // `/dev/zero` (in an untrusted repository) is reported, never waited on or drained.
         let text = match crate::files::read_text(&path) {
             Ok(text) => text,
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+            Err(err) if is_not_found(&err) => return Vec::new(),
             Err(err) => {
                 *found = true;
                 self.problems.push(err.to_string());
@@ -116,6 +116,11 @@ impl RecipeConfig {
             Err(err) => self.problems.push(err.to_string()),
         }
     }
+}
+
+/// Whether reading failed because the file does not exist.
+fn is_not_found(err: &Error) -> bool {
+    matches!(err.kind(), ErrorKind::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::engine::{apply, revert, Patched};
-use crate::error::{Error, Location};
+use crate::error::{Error, ErrorKind, Location};
 use crate::files::DiskFile;
 use crate::project::select::{self, Selection};
 use crate::project::Project;
@@ -28,7 +28,7 @@ use crate::spec::Recipe;
 /// ```
 ///
 /// # Errors
-/// [`Error::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
+/// [`ErrorKind::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
 pub fn recipe() -> Result<Recipe, Error> {
     let base = Recipe::from_toml("recipes/sglang_hs_dump.toml", crate::recipes::SGLANG_HS_DUMP)?;
     let mut models = Recipe::from_toml(
@@ -117,7 +117,7 @@ pub struct FilePatch {
 /// other file that carries the recipe's markers). Nothing is written.
 ///
 /// # Errors
-/// [`Error::Io`] when the folder cannot be read; [`Error::Selection`] for an architecture that
+/// [`ErrorKind::Io`] when the folder cannot be read; [`ErrorKind::Selection`] for an architecture that
 /// is unknown or cannot be patched; the first file's error (with its path) when a hook cannot be
 /// placed or the markers were edited.
 pub fn patch(
@@ -165,7 +165,7 @@ pub fn patch(
 /// were written.
 ///
 /// # Errors
-/// As [`crate::files::write_all`] ([`Error::Io`], [`Error::Changed`], ...).
+/// As [`crate::files::write_all`] ([`ErrorKind::Io`], [`ErrorKind::Changed`], ...).
 pub fn write_all(patches: &[FilePatch]) -> Result<usize, Error> {
     let changes: Vec<(&DiskFile, &str)> = patches
         .iter()
@@ -181,8 +181,5 @@ pub fn write_all(patches: &[FilePatch]) -> Result<usize, Error> {
 /// An error for a path given by the user.
 #[must_use]
 pub fn usage_error(path: &Path, message: String) -> Error {
-    Error::Selection {
-        location: Location::new(path.display().to_string(), 1, 1),
-        message,
-    }
+    ErrorKind::Selection { message }.at(Location::new(path.display().to_string(), 1, 1))
 }

@@ -12,8 +12,10 @@ fn problems_of(text: &str) -> Vec<String> {
 fn refusals_of(text: &str) -> Vec<String> {
     match parse_module(&SourceFile::new("t.py", text)) {
         Ok(root) => check(&root, text).problems.into_iter().map(|p| p.message).collect(),
-        Err(crate::error::Error::Syntax { message, .. }) => vec![message],
-        Err(other) => vec![other.to_string()],
+        Err(err) => match err.kind() {
+            crate::error::ErrorKind::Syntax { message } => vec![message.clone()],
+            _ => vec![err.to_string()],
+        },
     }
 }
 

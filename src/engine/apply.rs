@@ -1,0 +1,318 @@
+//! Applying a plan and reverting: the edits made, verified, and the result with its per-hook
+//! outcomes.
+
+use crate::edit::apply_edits;
+use crate::error::{Error, ErrorKind};
+use crate::marker::{self, Frame};
+use crate::outcome::{self, Blocks, HookOutcome, Status};
+use crate::outline::ParsedFile;
+use crate::source::SourceFile;
+use crate::spec::{Action, Recipe};
+
+use super::verify::verify;
+
+use super::{hook_definitions, parameter_names, plan, HookPlan, Plan, Prepared};
+
+/// A verified result of applying a recipe to one file.
+#[derive(Clone, Debug)]
+pub struct Patched {
+    name: String,
+    input: String,
+    output: String,
+    outcomes: Vec<HookOutcome>,
+}
+
+impl Patched {
+    /// The file's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The text as it was.
+    #[must_use]
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
+    /// The text as it is now (equal to the input when nothing changed).
+    #[must_use]
+    pub fn output(&self) -> &str {
+        &self.output
+    }
+
+    /// Whether the output differs from the input.
+    #[must_use]
+    pub fn changed(&self) -> bool {
+        self.input != self.output
+    }
+
+    /// Per-hook outcomes, in recipe order.
+    #[must_use]
+    pub fn outcomes(&self) -> &[HookOutcome] {
+        &self.outcomes
+    }
+
+    /// For an apply: whether the file was up to date already, so that `check` passes (see
+    /// [`crate::outcome::is_up_to_date`]).
+    #[must_use]
+    pub fn is_up_to_date(&self) -> bool {
+        crate::outcome::is_up_to_date(&self.outcomes, self.changed())
+    }
+}
+
+/// What CPython's compiler (not only its parser) would refuse in `file`, each as an
+/// [`ErrorKind::Syntax`] with its location, in source order: `return` outside a function or with a
+/// value in an async generator, `yield` outside a function, `await` / `async for` /
+/// `async with` outside `async def`, misplaced `break` / `continue`, `nonlocal` / `global`
+/// misuse, `from __future__` after other code, nesting deeper than CPython accepts. The checks
+/// are conservative: what CPython compiles is never reported. The verification of every apply
+/// runs them on the output.
+#[must_use]
+pub fn compiler_errors(file: &ParsedFile) -> Vec<Error> {
+    let source = file.source();
+    crate::verify::check(file.root(), source.text())
+        .problems
+        .into_iter()
+        .map(|problem| {
+            ErrorKind::Syntax {
+                message: problem.message,
+            }
+            .at(source.location(problem.offset))
+        })
+        .collect()
+}
+
+/// Applies `recipe` to `source` in memory and verifies the result.
+///
+/// ```
+/// use pysplice::{apply, Recipe, SourceFile};
+/// let recipe = Recipe::from_toml("r.toml", r#"
+/// [recipe]
+/// id = "demo"
+/// summary = "Count calls"
+/// [[hook]]
+/// id = "count"
+/// summary = "Counted calls of Model.forward"
+/// in = "Model.forward"
+/// at = "start"
+/// code = "self.calls = getattr(self, 'calls', 0) + 1"
+/// "#)?;
+/// let file = SourceFile::new("m.py", "class Model:\n    def forward(self, x):\n        return x\n");
+/// let patched = apply(&recipe, file)?;
+/// assert!(patched.output().contains("        self.calls = getattr(self, 'calls', 0) + 1\n"));
+/// // Applying again changes nothing; reverting gives back the original bytes.
+/// let again = apply(&recipe, SourceFile::new("m.py", patched.output()))?;
+/// assert!(!again.changed());
+/// let reverted = pysplice::revert(&recipe, SourceFile::new("m.py", patched.output()))?;
+/// assert_eq!(reverted.output(), "class Model:\n    def forward(self, x):\n        return x\n");
+/// # Ok::<(), pysplice::Error>(())
+/// ```
+///
+/// # Errors
+/// The first failing required hook ([`ErrorKind::NotFound`], [`ErrorKind::Placement`]...), a conflict
+/// between hooks, damaged markers, or a failed verification. Nothing is changed on error.
+pub fn apply(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
+    let prepared = Prepared::new(recipe, source)?;
+    let plan = plan(recipe, prepared.original());
+    apply_plan(recipe, &prepared, plan)
+}
+
+/// What [`apply_reporting`] found: the result, and what became of every hook.
+#[derive(Debug)]
+pub struct Attempt {
+    /// The patched file, or why there is none.
+    pub result: Result<Patched, Error>,
+    /// Every hook's outcome, also on failure: the plan's outcomes when a hook cannot be placed;
+    /// when the edits conflict, the two hooks concerned marked failed; when they do not verify,
+    /// every hook that would have been placed (see [`crate::outcome`]). Empty only when the file
+    /// cannot be prepared (damaged markers).
+    pub outcomes: Vec<HookOutcome>,
+    /// Whether every hook could be placed (a failure then came later: conflict, verification).
+    pub planned: bool,
+}
+
+/// Applies like [`apply`], and says what became of every hook even when it fails.
+#[must_use]
+pub fn apply_reporting(recipe: &Recipe, source: SourceFile) -> Attempt {
+    let prepared = match Prepared::new(recipe, source) {
+        Ok(prepared) => prepared,
+        Err(err) => {
+            return Attempt {
+                result: Err(err),
+                outcomes: Vec::new(),
+                planned: false,
+            }
+        }
+    };
+    let plan = plan(recipe, prepared.original());
+    let planned = plan.is_complete();
+    // Without a verified result, the hooks are classified on the planned text, as a document is.
+    let fallback = if planned {
+        plan.outcomes()
+    } else {
+        preview(recipe, &prepared, &plan).0
+    };
+    let (result, outcomes) = match apply_plan(recipe, &prepared, plan) {
+        Ok(patched) => {
+            let outcomes = patched.outcomes().to_vec();
+            (Ok(patched), outcomes)
+        }
+        Err(err) if planned => {
+            let failed = outcome::failed(fallback, &err);
+            (Err(err), failed)
+        }
+        Err(err) => (Err(err), fallback),
+    };
+    Attempt {
+        result,
+        outcomes,
+        planned,
+    }
+}
+
+/// What `plan` would make of `prepared`, unverified: every hook's outcome (see
+/// [`crate::outcome`]; the two hooks of a conflict fail) and the planned text, `None` when the
+/// edits conflict.
+pub(crate) fn preview(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> (Vec<HookOutcome>, Option<String>) {
+    let source = prepared.original().source();
+    match apply_edits(source, &plan.edits()) {
+        Err(err) => (outcome::failed(plan.outcomes(), &err), None),
+        Ok((text, _)) => {
+            // Only a hook with blocks now can be "already applied" or "updated": a file without
+            // them needs no scan of the planned text.
+            let frames = if prepared.is_patched() {
+                marker::scan(&SourceFile::new(source.name(), text.as_str()), &recipe.id).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let anchors = if frames.is_empty() {
+                Vec::new()
+            } else {
+                marker::strip_with_anchors(&text, &frames).1
+            };
+            let after = Blocks::new(&frames, &anchors);
+            let outcomes = outcome::classify(recipe, plan.outcomes(), &prepared.blocks(), &after);
+            (outcomes, Some(text))
+        }
+    }
+}
+
+/// Applies an already computed plan of `prepared`'s original text.
+///
+/// # Errors
+/// As [`apply`].
+pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Patched, Error> {
+    if !plan.is_complete() {
+        let failure = plan.hooks.into_iter().find_map(|(_, _, p)| match p {
+            HookPlan::Failed(err) => Some(err),
+            _ => None,
+        });
+        return Err(failure.expect("an incomplete plan has a failure"));
+    }
+    let original = prepared.original();
+    check_orphans(recipe, prepared, &plan)?;
+    let (output, map) = apply_edits(original.source(), &plan.edits())?;
+    let out_file = SourceFile::new(original.source().name(), output);
+    let (out_frames, out_anchors) = verify(recipe, original, &out_file, &map)?;
+    let before = prepared.blocks();
+    let after = Blocks::new(&out_frames, &out_anchors);
+    let mut outcomes = outcome::classify(recipe, plan.outcomes(), &before, &after);
+    for outcome in &mut outcomes {
+        if matches!(
+            outcome.status,
+            Status::Applied | Status::AlreadyApplied | Status::Updated
+        ) {
+            outcome.lines = frame_lines(&out_file, &out_frames, &outcome.hook);
+        }
+    }
+    Ok(Patched {
+        name: prepared.current().name().to_string(),
+        input: prepared.current().text().to_string(),
+        output: out_file.text().to_string(),
+        outcomes,
+    })
+}
+
+/// Refuses when the text without this recipe's frames already holds a change this recipe makes:
+/// its marker line was deleted, so applying would make the change a second time (a return
+/// wrapped twice) and revert would leave it behind. Found where the plan puts each change: a
+/// return that is already the template around some value, a block next to its own code. Apply
+/// and revert look at the same original text, so they agree: code that merely happens to be
+/// what the recipe would add there is refused too (applying would duplicate it).
+pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> Result<(), Error> {
+    let file = prepared.original();
+    let text = file.source().text();
+    let current = prepared.current();
+    let foreign = marker::block_ranges(file.source());
+    for (id, _, planned) in &plan.hooks {
+        let (HookPlan::Edits(edits), Some(hook)) = (planned, recipe.hooks.iter().find(|h| &h.id == id)) else {
+            continue;
+        };
+        let definitions = hook_definitions(recipe, file, hook);
+        for edit in edits {
+            let range = edit.range();
+            // The parameters of the definition this edit lands in (a hook may target several).
+            let params = definitions
+                .iter()
+                .filter(|def| def.range().contains(&range.start))
+                .min_by_key(|def| def.range().len())
+                .map(|def| parameter_names(file.node(def)))
+                .unwrap_or_default();
+            let found = match &hook.action {
+                Action::WrapReturns { template, .. } if !range.is_empty() => {
+                    let value = text[range.clone()].strip_prefix("return ");
+                    value
+                        .and_then(|value| template.unrender(&recipe.vars, &params, value))
+                        .map(|_| range.start)
+                }
+                _ if range.is_empty() => edit.inserted().first().and_then(|inserted| {
+                    let code = &edit.text()[inserted.clone()];
+                    let at = if code.trim().is_empty() {
+                        None
+                    } else if text[..range.start].ends_with(code) {
+                        Some(range.start - code.len())
+                    } else {
+                        text[range.start..].starts_with(code).then_some(range.start)
+                    };
+                    // The same code inside another recipe's block is that recipe's (stacked
+                    // recipes may add the same lines): marked, not orphaned.
+                    at.filter(|&at| !marker::covers(&foreign, &(at..at + code.len())))
+                }),
+                _ => None,
+            };
+            if let Some(at) = found {
+                let at = marker::to_framed(&prepared.frames, at);
+                let line = current.lines().line_of(at);
+                let reason = format!(
+                    "line {line} already holds what hook `{id}` adds here, without its marker (was a marker line deleted?): applying would add it twice and revert would leave it behind"
+                );
+                return Err(ErrorKind::Marker { reason }.at(current.location(at)).with_hook(id));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize, usize)> {
+    let spans = frames.iter().filter(|f| f.hook == hook).map(|f| f.lines(file));
+    spans.reduce(|(first, last), (f, l)| (first.min(f), last.max(l)))
+}
+
+/// Removes this recipe's changes from `source`, giving back the original bytes.
+///
+/// # Errors
+/// [`ErrorKind::Marker`] for damaged or hand-edited frames, [`ErrorKind::Syntax`] when the result does
+/// not parse.
+pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
+    let prepared = Prepared::new(recipe, source)?;
+    // A change of this recipe whose marker line is gone would stay behind: refuse, as apply does.
+    check_orphans(recipe, &prepared, &plan(recipe, prepared.original()))?;
+    let outcomes = outcome::reverted(recipe, &prepared.blocks());
+    Ok(Patched {
+        name: prepared.current.name().to_string(),
+        input: prepared.current.text().to_string(),
+        output: prepared.original.source().text().to_string(),
+        outcomes,
+    })
+}

@@ -1,0 +1,308 @@
+//! Plan, apply, check and revert a recipe on one file, with verification.
+//!
+//! Planning never mutates; applying never decides. A file that already carries this recipe's
+//! markers is first reverted in memory to its original text, the recipe is planned on that
+//! original, and the result compared with what is there by [`crate::outcome`]: equal blocks are
+//! "already applied", changed or moved ones "updated".
+
+//!
+//! The work is split by stage: [`plan()`] (`plan.rs`) decides where each hook goes;
+//! [`apply()`], [`apply_plan`] and [`revert`] (`apply.rs`) make the edits and return a
+//! [`Patched`]; `verify.rs` checks every output before it is returned. This file holds the
+//! plan and the prepared file (the text with this recipe's frames taken out).
+
+mod apply;
+mod plan;
+mod verify;
+
+use std::sync::Arc;
+
+use crate::edit::Edit;
+use crate::error::{Error, ErrorKind};
+use crate::marker::{self, Frame, FrameKind};
+use crate::outcome::Blocks;
+pub use crate::outcome::{HookOutcome, Reason, Status};
+use crate::outline::ParsedFile;
+use crate::parse::parse_snippet;
+use crate::source::SourceFile;
+use crate::spec::{Action, Recipe};
+use crate::syntax::Node;
+pub use apply::{apply, apply_plan, apply_reporting, compiler_errors, revert, Attempt, Patched};
+pub(crate) use apply::{check_orphans, preview};
+pub use plan::plan;
+pub(crate) use plan::{hook_definitions, parameter_names};
+
+/// A hook's edits, or why it has none.
+#[derive(Debug)]
+enum HookPlan {
+    Edits(Vec<Edit>),
+    Skipped(Reason),
+    Failed(Error),
+}
+
+/// The plan of a recipe for one file: per hook, edits or the reason there are none.
+#[derive(Debug)]
+pub struct Plan {
+    recipe_id: String,
+    hooks: Vec<(String, String, HookPlan)>,
+}
+
+impl Plan {
+    /// Whether every hook could be placed or was skipped on purpose.
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        !self.hooks.iter().any(|(_, _, p)| matches!(p, HookPlan::Failed(_)))
+    }
+
+    /// The first failure, if any.
+    #[must_use]
+    pub fn first_failure(&self) -> Option<&Error> {
+        self.hooks.iter().find_map(|(_, _, p)| match p {
+            HookPlan::Failed(err) => Some(err),
+            _ => None,
+        })
+    }
+
+    /// All edits in hook order.
+    #[must_use]
+    pub fn edits(&self) -> Vec<Edit> {
+        self.hooks
+            .iter()
+            .flat_map(|(_, _, p)| match p {
+                HookPlan::Edits(edits) => edits.clone(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Per-hook statuses as planned (placed hooks show as `Applied`).
+    #[must_use]
+    pub fn outcomes(&self) -> Vec<HookOutcome> {
+        self.hooks
+            .iter()
+            .map(|(id, summary, p)| HookOutcome {
+                hook: id.clone(),
+                summary: summary.clone(),
+                status: match p {
+                    HookPlan::Edits(_) => Status::Applied,
+                    HookPlan::Skipped(reason) => Status::Skipped { reason: reason.clone() },
+                    HookPlan::Failed(err) => Status::Failed {
+                        reason: Reason::failed(err.clone()),
+                    },
+                },
+                lines: None,
+            })
+            .collect()
+    }
+
+    /// The recipe this plan is for.
+    #[must_use]
+    pub fn recipe_id(&self) -> &str {
+        &self.recipe_id
+    }
+}
+
+/// A file as found, with this recipe's frames taken out.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    current: SourceFile,
+    frames: Vec<Frame>,
+    /// Where each frame sits in the original text.
+    anchors: Vec<usize>,
+    /// Shared, so that an editor's next keystroke can re-parse from it (`Document`).
+    original: Arc<ParsedFile>,
+}
+
+impl Prepared {
+    /// Reads this recipe's markers in `current` and reconstructs the original text.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Marker`] for damaged or hand-edited frames; [`ErrorKind::Syntax`] when the text is not
+    /// valid Python.
+    pub fn new(recipe: &Recipe, current: SourceFile) -> Result<Prepared, Error> {
+        Prepared::reusing(recipe, current, None)
+    }
+
+    /// [`Prepared::new`], parsing the original text again only where it differs from
+    /// `previous` (the original of an earlier version of the same file, for this recipe).
+    pub(crate) fn reusing(
+        recipe: &Recipe,
+        current: SourceFile,
+        previous: Option<&ParsedFile>,
+    ) -> Result<Prepared, Error> {
+        let parse = |source: SourceFile| match previous {
+            Some(previous) => ParsedFile::reparse(source, previous),
+            None => ParsedFile::parse(source),
+        };
+        if let Some((other, line)) = marker::stacked_inside(&current, &recipe.id) {
+            // Taking this recipe's expansion out would take the other recipe's changes with it.
+            let offset = current.lines().line_start(line).unwrap_or(0);
+            return Err(ErrorKind::Marker {
+                reason: format!(
+                    "recipe `{other}` has changes inside this recipe's expanded one-line suite: revert `{other}` first"
+                ),
+            }
+            .at(current.location(offset)));
+        }
+        let frames = marker::scan(&current, &recipe.id)?;
+        check_replaced(recipe, &current, &frames)?;
+        let (original, anchors) = if frames.is_empty() {
+            (parse(current.clone())?, Vec::new())
+        } else {
+            let (text, anchors) = marker::strip_with_anchors(current.text(), &frames);
+            (parse(SourceFile::new(current.name(), text))?, anchors)
+        };
+        Ok(Prepared {
+            current,
+            frames,
+            anchors,
+            original: Arc::new(original),
+        })
+    }
+
+    /// The original, shared.
+    pub(crate) fn original_shared(&self) -> Arc<ParsedFile> {
+        Arc::clone(&self.original)
+    }
+
+    /// The file as found.
+    #[must_use]
+    pub fn current(&self) -> &SourceFile {
+        &self.current
+    }
+
+    /// The file without this recipe's changes.
+    #[must_use]
+    pub fn original(&self) -> &ParsedFile {
+        &self.original
+    }
+
+    /// This recipe's frames in the file as found.
+    pub(crate) fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+
+    /// Whether the recipe has frames in the file.
+    #[must_use]
+    pub fn is_patched(&self) -> bool {
+        !self.frames.is_empty()
+    }
+
+    /// This recipe's blocks in the file as found.
+    pub(crate) fn blocks(&self) -> Blocks<'_> {
+        Blocks::new(&self.frames, &self.anchors)
+    }
+}
+
+/// A frame that replaced statements puts them back on revert; they must be statements the
+/// recipe's `replace` hook of that id matches, or a marker could carry code of its own (its
+/// seal proves no more than that whoever wrote it could compute SHA-256).
+fn check_replaced(recipe: &Recipe, current: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
+    for frame in frames.iter().filter(|f| f.kind == FrameKind::Lines) {
+        let pattern = recipe
+            .hooks
+            .iter()
+            .find(|h| h.id == frame.hook)
+            .and_then(|h| match &h.action {
+                Action::Replace { selector, .. } => Some(&selector.pattern),
+                _ => None,
+            });
+        let matches = pattern.is_some_and(|pattern| {
+            displaced_statements(&frame.was)
+                .is_some_and(|stmts| !stmts.is_empty() && stmts.iter().all(|stmt| pattern.matches_statement(stmt)))
+        });
+        if !matches {
+            let reason = match pattern {
+                Some(pattern) => format!(
+                    "the statements this block of hook `{}` would put back do not match its pattern `{}` (was the marker forged?)",
+                    frame.hook,
+                    pattern.text()
+                ),
+                None => format!(
+                    "hook `{}` is not a `replace` of this recipe, so the statements its block would put back cannot be checked; revert with the recipe that applied it",
+                    frame.hook
+                ),
+            };
+            return Err(ErrorKind::Marker { reason }
+                .at(current.location(frame.removal.first().map_or(0, |r| r.start)))
+                .with_hook(&frame.hook));
+        }
+    }
+    Ok(())
+}
+
+/// The statements of displaced whole lines, indented as they were in the file (inside an
+/// `if` when indented, so that lines of a multi-line string keep their text).
+fn displaced_statements(was: &str) -> Option<Vec<Node>> {
+    if !was.starts_with([' ', '\t']) {
+        return parse_snippet("<was>", was).ok();
+    }
+    let wrapped = parse_snippet("<was>", &format!("if True:\n{was}\n")).ok()?;
+    let [stmt] = wrapped.as_slice() else { return None };
+    Some(stmt.field("body")?.children().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapped_values_are_parenthesized_only_when_needed() {
+        let spec = "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"w\"\nsummary = \"w\"\nin = \"f\"\nwrap-returns = \"g({value})\"\n";
+        let recipe = Recipe::from_toml("r.toml", spec).unwrap();
+        let cases = [
+            ("return (a, b), c", "return g(((a, b), c))"),
+            ("return (a, b)", "return g((a, b))"),
+            ("return a, b", "return g((a, b))"),
+            ("return (x for x in y)", "return g((x for x in y))"),
+            ("return a if c else b", "return g((a if c else b))"),
+            ("return", "return g(None)"),
+            ("return f(x)", "return g(f(x))"),
+        ];
+        for (before, after) in cases {
+            let text = format!("def f():\n    {before}\n");
+            let patched = apply(&recipe, SourceFile::new("t.py", text)).unwrap();
+            assert!(
+                patched.output().contains(&format!("\n    {after}\n")),
+                "{before}: {}",
+                patched.output()
+            );
+        }
+    }
+
+    /// The recursive passes over the tree (outline, patterns, verification) fit a 2 MiB thread
+    /// stack in a debug build for the deepest tree the parser accepts.
+    #[test]
+    fn deepest_accepted_tree_fits_a_small_stack() {
+        let spec = r#"
+[recipe]
+id = "deep"
+summary = "s"
+[[hook]]
+id = "wrap"
+summary = "w"
+in = "f"
+wrap-returns = "g({value})"
+when = "return $X + 1"
+[[hook]]
+id = "after"
+summary = "a"
+in = "f"
+at = { after = "y = $$$" }
+code = "z = y + 1"
+"#;
+        let depth = crate::parse::MAX_DEPTH - 10;
+        let text = format!(
+            "def f():\n    y = 1{}\n    return y{}\n",
+            " + 1".repeat(depth),
+            " + 1".repeat(depth)
+        );
+        let recipe = Recipe::from_toml("deep.toml", spec).unwrap();
+        let worker = std::thread::Builder::new().stack_size(2 << 20).spawn(move || {
+            let patched = apply(&recipe, SourceFile::new("deep.py", text.clone())).unwrap();
+            let back = revert(&recipe, SourceFile::new("deep.py", patched.output())).unwrap();
+            assert_eq!(back.output(), text);
+        });
+        worker.unwrap().join().expect("no stack overflow");
+    }
+}

@@ -1,0 +1,370 @@
+//! Where each hook of a recipe goes in a file: its targets, its placement, its edits.
+
+use std::ops::Range;
+
+use crate::edit::Edit;
+use crate::error::{Error, ErrorKind};
+use crate::locate::Target;
+use crate::outcome::Reason;
+use crate::outline::{DefKind, Definition, ParsedFile};
+use crate::pattern::{Depth, Pattern};
+use crate::place::{Placer, Refusal};
+use crate::source::file_lines_inside_strings;
+use crate::spec::{Action, Hook, Recipe};
+use crate::syntax::{kind, Node};
+use crate::template::{Bindings, Template};
+
+use super::{HookPlan, Plan};
+
+/// Plans `recipe` on an (unpatched) parsed file.
+#[must_use]
+pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
+    // Lines inside string literals are never marker lines; read them once for all hooks, and
+    // only where a marker can be (every marker line holds " pysplice ").
+    let text = file.source().text();
+    let string_lines = if text.contains(" pysplice ") {
+        file_lines_inside_strings(file.source())
+    } else {
+        Vec::new()
+    };
+    let mut hooks: Vec<(String, String, HookPlan)> = recipe
+        .hooks
+        .iter()
+        .map(|hook| {
+            let planned = match plan_hook(recipe, hook, file, &string_lines) {
+                Ok(Ok(edits)) => HookPlan::Edits(edits),
+                Ok(Err(reason)) => HookPlan::Skipped(Reason::new(reason)),
+                Err(err) if hook.optional => HookPlan::Skipped(Reason::skipped(err)),
+                Err(err) => HookPlan::Failed(err),
+            };
+            (hook.id.clone(), hook.summary.clone(), planned)
+        })
+        .collect();
+    // Hooks that each expand the same one-line suite share one expansion.
+    let placed: Vec<bool> = hooks.iter().map(|(_, _, p)| matches!(p, HookPlan::Edits(_))).collect();
+    for (def, indices) in crate::suite::shared_suites(recipe, file, &placed) {
+        match crate::suite::compose(recipe, file, def, &indices, &string_lines) {
+            Ok(edits) => {
+                hooks[indices[0]].2 = HookPlan::Edits(edits);
+                for &i in &indices[1..] {
+                    hooks[i].2 = HookPlan::Edits(Vec::new());
+                }
+            }
+            Err(refusal) => {
+                for &i in &indices {
+                    let hook = &recipe.hooks[i];
+                    let err = ErrorKind::Placement {
+                        reason: refusal.reason.clone(),
+                    }
+                    .at(file.source().location(refusal.offset))
+                    .with_hook(&hook.id);
+                    hooks[i].2 = if hook.optional {
+                        HookPlan::Skipped(Reason::skipped(err))
+                    } else {
+                        HookPlan::Failed(err)
+                    };
+                }
+            }
+        }
+    }
+    Plan {
+        recipe_id: recipe.id.clone(),
+        hooks,
+    }
+}
+
+/// `Ok(Ok(edits))` placed, `Ok(Err(reason))` skipped on purpose, `Err` cannot be placed.
+fn plan_hook(
+    recipe: &Recipe,
+    hook: &Hook,
+    file: &ParsedFile,
+    string_lines: &[usize],
+) -> Result<Result<Vec<Edit>, String>, Error> {
+    for path in &hook.requires {
+        if file.find_all(path.split('#').next().unwrap_or(path)).is_empty() {
+            return Ok(Err(format!("requires `{path}`, which this file does not define")));
+        }
+    }
+    let targets: Vec<Option<&Definition>> = match &hook.target {
+        Target::Module => vec![None],
+        Target::Definition { .. } => {
+            let text = target_text(&hook.target);
+            vec![Some(file.locate(&text).map_err(|err| err.with_hook(&hook.id))?)]
+        }
+        Target::Paths(paths) => paths
+            .iter()
+            .map(|p| file.locate(p).map(Some).map_err(|err| err.with_hook(&hook.id)))
+            .collect::<Result<_, _>>()?,
+        Target::Select { .. } => crate::project::select::in_file(recipe, file, &hook.id)?
+            .iter()
+            .map(|p| file.locate(p).map(Some).map_err(|err| err.with_hook(&hook.id)))
+            .collect::<Result<_, _>>()?,
+    };
+    // Several targets: every edit of those that place, or the reason when none does.
+    let mut edits = Vec::new();
+    let mut skipped = None;
+    for target in targets {
+        match plan_target(recipe, hook, file, string_lines, target)? {
+            Ok(found) => edits.extend(found),
+            Err(reason) => skipped = Some(reason),
+        }
+    }
+    match skipped {
+        Some(reason) if edits.is_empty() => Ok(Err(reason)),
+        _ => Ok(Ok(edits)),
+    }
+}
+
+/// [`plan_hook`] for one target (`None`: the module).
+fn plan_target(
+    recipe: &Recipe,
+    hook: &Hook,
+    file: &ParsedFile,
+    string_lines: &[usize],
+    target: Option<&Definition>,
+) -> Result<Result<Vec<Edit>, String>, Error> {
+    let placement_error = |refusal: Refusal| refused(file, hook, refusal.offset, refusal.reason);
+    let body = target.map_or(file.module_block(), |def| {
+        file.node(def).field("body").expect("definitions have a body")
+    });
+    if let Some(when) = &hook.when {
+        if when.find_in(body, Depth::Nested).is_empty() {
+            return Ok(Err(format!(
+                "not applicable: nothing in the target matches `{}`",
+                when.text()
+            )));
+        }
+    }
+    let params = target.map(|def| parameter_names(file.node(def))).unwrap_or_default();
+    let ctx = OnTarget {
+        recipe,
+        hook,
+        file,
+        def: target,
+        params: &params,
+    };
+    let placer = Placer::new(file, &recipe.id, &hook.id, string_lines);
+    let edits = match (&hook.action, target) {
+        (Action::EnsureImports(imports), _) => {
+            let (edits, present) = placer.ensure_imports(imports).map_err(placement_error)?;
+            if edits.is_empty() {
+                return Ok(Err(format!("already imported: {}", present.join(", "))));
+            }
+            edits
+        }
+        (Action::Insert { at, code }, None) => placer
+            .insert_in_module(at, &ctx.render(code)?)
+            .map_err(placement_error)?,
+        (Action::Insert { at, code }, Some(def)) => placer
+            .insert_in_definition(def, at, &ctx.render(code)?)
+            .map_err(placement_error)?,
+        (Action::Replace { selector, code }, _) => placer
+            .replace_statements(body, selector, &ctx.render(code)?)
+            .map_err(placement_error)?,
+        (
+            Action::WrapReturns {
+                template,
+                unless_inside,
+            },
+            Some(def),
+        ) => ctx.wrap_returns(&placer, def, body, template, unless_inside.as_ref())?,
+        (Action::AddForwarder { method, via }, Some(def)) => {
+            if def.kind() != DefKind::Class {
+                return Err(refused(
+                    file,
+                    hook,
+                    def.range().start,
+                    format!("`{}` is not a class", def.path()),
+                ));
+            }
+            if let Some((path, line)) = class_member(file, def, method) {
+                return Ok(Err(format!("already present: `{path}` (line {line})")));
+            }
+            if !assigns_self_attribute(file.node(def), via) {
+                let reason = format!("`{}` never assigns `self.{via}`", def.path());
+                return Err(refused(file, hook, def.range().start, reason));
+            }
+            placer.add_forwarder(def, method, via).map_err(placement_error)?
+        }
+        (Action::WrapReturns { .. } | Action::AddForwarder { .. }, None) => {
+            return Err(refused(
+                file,
+                hook,
+                0,
+                "this placement needs a definition target".into(),
+            ))
+        }
+    };
+    Ok(Ok(edits))
+}
+
+/// The placement of `hook` refused at `offset` of `file`, for `reason`.
+fn refused(file: &ParsedFile, hook: &Hook, offset: usize, reason: String) -> Error {
+    ErrorKind::Placement { reason }
+        .at(file.source().location(offset))
+        .with_hook(&hook.id)
+}
+
+/// One hook on one target (`def`, or the module), with the target's parameter names.
+struct OnTarget<'a> {
+    recipe: &'a Recipe,
+    hook: &'a Hook,
+    file: &'a ParsedFile,
+    def: Option<&'a Definition>,
+    params: &'a [String],
+}
+
+impl OnTarget<'_> {
+    /// The hook's code for this target, refused when it names a parameter the target lacks.
+    fn render(&self, template: &Template) -> Result<String, Error> {
+        self.check_params(template)?;
+        Ok(template.render(
+            &self.recipe.vars,
+            &Bindings {
+                value: None,
+                params: self.params,
+            },
+        ))
+    }
+
+    fn check_params(&self, template: &Template) -> Result<(), Error> {
+        match template.param_indices().iter().find(|&&n| n >= self.params.len()) {
+            Some(&n) => Err(refused(
+                self.file,
+                self.hook,
+                self.def.map_or(0, |d| d.range().start),
+                format!(
+                    "the template uses `{{param.{n}}}` but the target has {} parameters",
+                    self.params.len()
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The edits wrapping the returns of `def` (refused when there is none to wrap).
+    fn wrap_returns(
+        &self,
+        placer: &Placer<'_>,
+        def: &Definition,
+        body: &Node,
+        template: &Template,
+        unless_inside: Option<&Pattern>,
+    ) -> Result<Vec<Edit>, Error> {
+        let exclude: Vec<Range<usize>> = unless_inside
+            .map(|p| p.find_in(body, Depth::Nested).into_iter().map(Node::range).collect())
+            .unwrap_or_default();
+        // The parameters are checked once; each return then substitutes its value.
+        self.check_params(template)?;
+        let wrap = |value: &str| {
+            template.render(
+                &self.recipe.vars,
+                &Bindings {
+                    value: Some(value),
+                    params: self.params,
+                },
+            )
+        };
+        let (edits, left_alone) = placer
+            .wrap_returns(def, &exclude, &wrap)
+            .map_err(|refusal| refused(self.file, self.hook, refusal.offset, refusal.reason))?;
+        if edits.is_empty() {
+            let reason = if left_alone == 0 {
+                format!("`{}` has no return statement to wrap", def.path())
+            } else {
+                format!(
+                    "`{}` has no return statement to wrap: its {left_alone} return(s) are inside `unless-inside` or are bare returns of a generator, which are left alone",
+                    def.path()
+                )
+            };
+            return Err(refused(self.file, self.hook, def.range().start, reason));
+        }
+        Ok(edits)
+    }
+}
+
+/// The definitions a hook targets in `file`, those that exist (none for the module).
+pub(crate) fn hook_definitions<'f>(recipe: &Recipe, file: &'f ParsedFile, hook: &Hook) -> Vec<&'f Definition> {
+    let paths = match &hook.target {
+        Target::Module => Vec::new(),
+        Target::Definition { .. } => vec![target_text(&hook.target)],
+        Target::Paths(paths) => paths.clone(),
+        Target::Select { .. } => crate::project::select::in_file(recipe, file, &hook.id).unwrap_or_default(),
+    };
+    paths.iter().filter_map(|path| file.locate(path).ok()).collect()
+}
+
+fn target_text(target: &Target) -> String {
+    match target {
+        Target::Module => "module".into(),
+        Target::Definition { path, ordinal: Some(n) } => format!("{path}#{n}"),
+        Target::Definition { path, ordinal: None } => path.clone(),
+        Target::Paths(paths) => paths.join(", "),
+        Target::Select { selector, method } => format!("{selector}.{}", method.as_deref().unwrap_or("")),
+    }
+}
+
+/// Parameter names of a function node in order: positional-only, regular, `*args`, keyword-only, `**kwargs`.
+pub(crate) fn parameter_names(def: &Node) -> Vec<String> {
+    let Some(args) = def.children().iter().find(|c| c.is(kind::ARGUMENTS)) else {
+        return Vec::new();
+    };
+    args.parameters()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(arg, _)| arg.label().map(str::to_string))
+        .collect()
+}
+
+/// Where `class`, or a base class defined in the same file, binds `name` at class level: a
+/// method (decorated or not), an assignment (`get = helper`), an import, a nested class. As
+/// `(path, line)`.
+fn class_member(file: &ParsedFile, class: &Definition, name: &str) -> Option<(String, usize)> {
+    let mut seen = Vec::new();
+    let mut queue = vec![class.path().to_string()];
+    while let Some(path) = queue.pop() {
+        if seen.contains(&path) {
+            continue;
+        }
+        let method = format!("{path}.{name}");
+        if let Some(found) = file.find_all(&method).into_iter().next() {
+            return Some((found.path().to_string(), found.line()));
+        }
+        if let Some(def) = file.find_all(&path).into_iter().next() {
+            let node = file.node(def);
+            if let Some(body) = node.field("body") {
+                let mut binding = None;
+                crate::pattern::visit_statements(body, Depth::Nested, &mut |stmt| {
+                    if binding.is_none() && crate::place::binds_name(stmt, name) {
+                        binding = Some(stmt.range().start);
+                    }
+                });
+                if let Some(at) = binding {
+                    return Some((method, file.source().lines().line_of(at)));
+                }
+            }
+            if let Some(bases) = node.field("bases") {
+                queue.extend(bases.children().iter().filter_map(|b| b.as_name().map(str::to_string)));
+            }
+        }
+        seen.push(path);
+    }
+    None
+}
+
+fn assigns_self_attribute(class: &Node, attr: &str) -> bool {
+    let mut found = false;
+    class.walk(&mut |n| {
+        let targets = match (n.as_assign(), n.as_ann_assign()) {
+            (Some(assign), _) => assign.targets,
+            (None, Some(ann)) => std::slice::from_ref(ann.target),
+            (None, None) => &[],
+        };
+        found |= targets.iter().any(|t| {
+            t.as_attribute()
+                .is_some_and(|a| a.attr == attr && a.value.as_name() == Some("self"))
+        });
+        !found
+    });
+    found
+}

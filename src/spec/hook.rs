@@ -1,0 +1,427 @@
+//! One `[[hook]]` table compiled into a [`Hook`]: its target, its placement and code, each
+//! checked with a message at the key that is wrong.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use crate::error::{Error, ErrorKind};
+use crate::locate::Target;
+use crate::marker;
+use crate::parse::parse_snippet;
+use crate::pattern::Pattern;
+use crate::source::SourceFile;
+use crate::syntax::{is_identifier, kind};
+use crate::template::{Bindings, Template};
+
+use super::raw::{RawAt, RawHook, RawIn};
+use super::selectors::quoted_list;
+use super::{check_id, check_line, key_offset, spec_error};
+use super::{Action, Anchor, ClassSelector, Hook, ImportLine, Selector};
+
+/// Compiles the `[[hook]]` table `raw`, written at `span` of the spec `file`.
+pub(super) fn compile_hook(
+    file: &SourceFile,
+    vars: &BTreeMap<String, String>,
+    selectors: &[ClassSelector],
+    raw: RawHook,
+    span: Range<usize>,
+) -> Result<Hook, Error> {
+    let table = HookTable {
+        file,
+        vars,
+        span,
+        id: &raw.id,
+    };
+    check_id(file, &raw.id, table.at_key("id"), Some(&raw.id))?;
+    check_line(file, &raw.summary, table.at_key("summary"), "summary", Some(&raw.id))?;
+    table.check_fields(&raw)?;
+    let target = table.target(&raw, selectors)?;
+    let is_module = target == Target::Module;
+    table.check_companions(&raw)?;
+    let action = table.action(&raw, is_module)?;
+    if is_module {
+        table.check_module_code(&action)?;
+    }
+    let when = match &raw.when {
+        Some(text) => Some(table.pattern("when", text)?),
+        None => None,
+    };
+    for path in &raw.requires {
+        Target::parse(path, file.name()).map_err(|err| table.caused("requires", "", err))?;
+    }
+    let location = file.location(table.at_key("id"));
+    Ok(Hook {
+        id: raw.id,
+        summary: raw.summary,
+        target,
+        action,
+        optional: raw.optional,
+        when,
+        requires: raw.requires,
+        location,
+    })
+}
+
+/// A `[[hook]]` table being compiled: where it is written, for messages at its keys.
+struct HookTable<'a> {
+    file: &'a SourceFile,
+    vars: &'a BTreeMap<String, String>,
+    span: Range<usize>,
+    id: &'a str,
+}
+
+impl HookTable<'_> {
+    fn at_key(&self, key: &str) -> usize {
+        key_offset(self.file, &self.span, key)
+    }
+
+    fn fail(&self, key: &str, message: String) -> Error {
+        spec_error(self.file, self.at_key(key), message, Some(self.id))
+    }
+
+    /// A value with an error of its own (a pattern or code that does not parse, a bad path):
+    /// that error is the spec error's source, shown after `message`.
+    fn caused(&self, key: &str, message: &str, cause: Error) -> Error {
+        let kind = ErrorKind::Spec {
+            message: message.to_string(),
+            cause: Some(Box::new(cause)),
+        };
+        kind.at(self.file.location(self.at_key(key))).with_hook(self.id)
+    }
+
+    fn pattern(&self, key: &str, text: &str) -> Result<Pattern, Error> {
+        Pattern::parse(text).map_err(|err| self.caused(key, &format!("pattern `{text}` is not valid"), err))
+    }
+
+    /// The template of `key`, checked: known placeholders, no marker-like line, valid Python
+    /// (as the value of a `return` when `wrap`).
+    fn code(&self, key: &str, text: &str, wrap: bool) -> Result<Template, Error> {
+        let (file, vars, span, id) = (self.file, self.vars, &self.span, self.id);
+        let template = Template::new(if wrap { text.trim().to_string() } else { dedent(text) });
+        for (_, name) in template.placeholders() {
+            let known = match name {
+                "value" => wrap,
+                _ => name.starts_with("param.") || vars.contains_key(name),
+            };
+            if !known {
+                let message = if name == "value" {
+                    "`{value}` (the returned value) exists only in `wrap-returns`".to_string()
+                } else {
+                    format!("`{{{name}}}` names no variable: define `{name}` in [vars], or write `{{{{{name}}}}}` for literal braces")
+                };
+                let at = placeholder_offset(file, span, self.at_key(key), name);
+                return Err(spec_error(file, at, message, Some(id)));
+            }
+        }
+        let params: Vec<String> = (0..16).map(|i| format!("__param_{i}__")).collect();
+        let bindings = Bindings {
+            value: Some("__value__"),
+            params: &params,
+        };
+        let rendered = template.render(vars, &bindings);
+        if rendered.lines().any(marker::looks_like_marker) {
+            let at = marker_offset(file.text(), self.at_key(key)..span.end).unwrap_or(self.at_key(key));
+            return Err(spec_error(
+                file,
+                at,
+                "the code has a line that looks like a pysplice marker; the next run would take it for one".into(),
+                Some(id),
+            ));
+        }
+        let probe = if wrap { format!("return {rendered}") } else { rendered };
+        parse_snippet("<code>", &probe).map_err(|err| self.caused(key, "code does not parse as Python", err))?;
+        Ok(template)
+    }
+
+    /// Exactly one placement.
+    fn check_fields(&self, raw: &RawHook) -> Result<(), Error> {
+        let placements = [
+            raw.ensure_imports.is_some(),
+            raw.at.is_some(),
+            raw.wrap_returns.is_some(),
+            raw.replace.is_some(),
+            raw.add_forwarder.is_some(),
+        ];
+        if placements.iter().filter(|&&p| p).count() != 1 {
+            return Err(self.fail(
+                "id",
+                "a hook needs exactly one of `ensure-imports`, `at`, `wrap-returns`, `replace`, `add-forwarder`".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `in`: a path, a selector, or the module when absent.
+    fn target(&self, raw: &RawHook, selectors: &[ClassSelector]) -> Result<Target, Error> {
+        Ok(match &raw.target {
+            None => Target::Module,
+            Some(RawIn::Path(text)) => {
+                Target::parse(text, self.file.name()).map_err(|err| self.caused("in", "", err))?
+            }
+            Some(RawIn::Select(select)) => {
+                if !selectors.iter().any(|s| s.name == select.class) {
+                    let names: Vec<String> = selectors.iter().map(|s| s.name.clone()).collect();
+                    return Err(self.fail(
+                        "in",
+                        format!(
+                            "`class = \"{}\"` names no selector; the recipe has {}",
+                            select.class,
+                            quoted_list(&names)
+                        ),
+                    ));
+                }
+                if let Some(method) = select.method.as_deref().filter(|m| !is_identifier(m)) {
+                    return Err(self.fail("in", format!("`method = \"{method}\"` is not a Python name")));
+                }
+                Target::Select {
+                    selector: select.class.clone(),
+                    method: select.method.clone(),
+                }
+            }
+        })
+    }
+
+    /// Keys that belong to one placement appear with it only.
+    fn check_companions(&self, raw: &RawHook) -> Result<(), Error> {
+        let needs_code = raw.at.is_some() || raw.replace.is_some();
+        if needs_code != raw.code.is_some() {
+            let message = if needs_code {
+                "`at` and `replace` need `code`"
+            } else {
+                "`code` is only used with `at` or `replace`"
+            };
+            return Err(self.fail("code", message.into()));
+        }
+        if raw.unless_inside.is_some() && raw.wrap_returns.is_none() {
+            return Err(self.fail(
+                "unless-inside",
+                "`unless-inside` is only used with `wrap-returns`".into(),
+            ));
+        }
+        if raw.via.is_some() != raw.add_forwarder.is_some() {
+            return Err(self.fail("via", "`add-forwarder` and `via` go together".into()));
+        }
+        if (raw.nth.is_some() || raw.depth.is_some()) && raw.replace.is_none() {
+            return Err(self.fail(
+                "nth",
+                "`nth` and `depth` belong to `replace` or inside `at = { ... }`".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The placement and its code.
+    fn action(&self, raw: &RawHook, is_module: bool) -> Result<Action, Error> {
+        let code = || self.code("code", raw.code.as_deref().unwrap_or_default(), false);
+        if let Some(imports) = &raw.ensure_imports {
+            if !is_module {
+                return Err(self.fail("in", "`ensure-imports` works on the module; drop `in`".into()));
+            }
+            let lines = imports
+                .iter()
+                .map(|text| import_line(text).map_err(|message| self.fail("ensure-imports", message)))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Action::EnsureImports(lines))
+        } else if let Some(at) = &raw.at {
+            let at = self.anchor(at, is_module)?;
+            Ok(Action::Insert { at, code: code()? })
+        } else if let Some(text) = &raw.wrap_returns {
+            if is_module {
+                return Err(self.fail("in", "`wrap-returns` needs a function target".into()));
+            }
+            let template = self.code("wrap-returns", text, true)?;
+            if !template.mentions("value") {
+                return Err(self.fail(
+                    "wrap-returns",
+                    "the template must use `{value}` (the returned value)".into(),
+                ));
+            }
+            let unless_inside = match &raw.unless_inside {
+                Some(text) => Some(self.pattern("unless-inside", text)?),
+                None => None,
+            };
+            Ok(Action::WrapReturns {
+                template,
+                unless_inside,
+            })
+        } else if let Some(text) = &raw.replace {
+            Ok(Action::Replace {
+                selector: Selector {
+                    pattern: self.pattern("replace", text)?,
+                    nth: raw.nth.unwrap_or_default(),
+                    depth: raw.depth.unwrap_or_default(),
+                },
+                code: code()?,
+            })
+        } else {
+            let method = raw.add_forwarder.clone().unwrap_or_default();
+            let via = raw.via.clone().unwrap_or_default();
+            for name in [&method, &via] {
+                if !is_identifier(name) {
+                    return Err(self.fail("add-forwarder", format!("`{name}` is not a Python name")));
+                }
+            }
+            if is_module {
+                return Err(self.fail("in", "`add-forwarder` needs a class target".into()));
+            }
+            Ok(Action::AddForwarder { method, via })
+        }
+    }
+
+    /// `at`: a named anchor or `{ before | after = PATTERN }`.
+    fn anchor(&self, at: &RawAt, is_module: bool) -> Result<Anchor, Error> {
+        Ok(match at {
+            RawAt::Named(name) => match name.as_str() {
+                "start" => Anchor::Start,
+                "end" => Anchor::End,
+                "after-imports" if is_module => Anchor::AfterImports,
+                "after-imports" => return Err(self.fail("at", "`after-imports` is for `in = \"module\"`".into())),
+                other => {
+                    return Err(self.fail(
+                        "at",
+                        format!("unknown anchor `{other}`; use start, end, after-imports, {{ before = PATTERN }} or {{ after = PATTERN }}"),
+                    ))
+                }
+            },
+            RawAt::Anchor(anchor) => match (&anchor.before, &anchor.after) {
+                (Some(text), None) => Anchor::Before(Selector {
+                    pattern: self.pattern("at", text)?,
+                    nth: anchor.nth,
+                    depth: anchor.depth,
+                }),
+                (None, Some(text)) => Anchor::After(Selector {
+                    pattern: self.pattern("at", text)?,
+                    nth: anchor.nth,
+                    depth: anchor.depth,
+                }),
+                _ => return Err(self.fail("at", "`at = { ... }` needs exactly one of `before` and `after`".into())),
+            },
+        })
+    }
+
+    /// Module code has no function around it, so no parameters to name.
+    fn check_module_code(&self, action: &Action) -> Result<(), Error> {
+        if let Action::Insert { code, .. } | Action::Replace { code, .. } = action {
+            if let Some((_, name)) = code.placeholders().into_iter().find(|(_, n)| n.starts_with("param.")) {
+                let at = placeholder_offset(self.file, &self.span, self.at_key("code"), name);
+                return Err(spec_error(
+                    self.file,
+                    at,
+                    format!("`{{{name}}}` names a parameter, but the hook's target is the module"),
+                    Some(self.id),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The offset of `{name}` in the spec text of a hook, from `from` (the key that holds it).
+fn placeholder_offset(file: &SourceFile, span: &Range<usize>, from: usize, name: &str) -> usize {
+    let needle = format!("{{{name}}}");
+    let text = file.text();
+    let window = text.get(from..span.end).unwrap_or_default();
+    window
+        .match_indices(&needle)
+        .find(|(i, _)| !window[..*i].ends_with('{'))
+        .map_or(from, |(i, _)| from + i)
+}
+
+/// The offset of the first marker-like text (see [`marker::marker_like_offset`]) in `range` of
+/// `text`.
+pub(super) fn marker_offset(text: &str, range: Range<usize>) -> Option<usize> {
+    let start = range.start;
+    text.get(range)
+        .and_then(marker::marker_like_offset)
+        .map(|at| start + at)
+}
+
+/// Parses one `ensure-imports` entry: `os`, `numpy as np`, `import a.b`, `from a import b as c`.
+fn import_line(text: &str) -> Result<ImportLine, String> {
+    let text = text.trim();
+    if text.contains(['\n', '\r']) {
+        return Err(format!(
+            "`{text}` spans several lines; write one import per entry, on one line"
+        ));
+    }
+    let statement = if text.starts_with("import ") || text.starts_with("from ") {
+        text.to_string()
+    } else {
+        format!("import {text}")
+    };
+    let bad = || format!("`{text}` is not one import of one name (`os`, `a as b`, `from a import b`)");
+    let stmts = parse_snippet("<import>", &statement).map_err(|_| bad())?;
+    let [stmt] = stmts.as_slice() else { return Err(bad()) };
+    let names = stmt.field("names").map(|n| n.children()).unwrap_or_default();
+    let [alias] = names else { return Err(bad()) };
+    let name = alias.label().unwrap_or_default().to_string();
+    if name == "*" {
+        return Err(bad());
+    }
+    let asname = alias.asname().map(str::to_string);
+    match stmt.kind() {
+        kind::IMPORT => Ok(ImportLine {
+            statement,
+            from: None,
+            name,
+            alias: asname,
+        }),
+        kind::IMPORT_FROM => Ok(ImportLine {
+            statement,
+            from: Some(stmt.label().unwrap_or_default().to_string()),
+            name,
+            alias: asname,
+        }),
+        _ => Err(bad()),
+    }
+}
+
+/// Removes the common leading whitespace of non-blank lines and surrounding blank lines.
+fn dedent(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| !l.trim().is_empty()).unwrap_or(lines.len());
+    let end = lines
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .map_or(start, |i| i + 1);
+    let body = &lines[start..end];
+    let common = body
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start_matches([' ', '\t']).len())
+        .min()
+        .unwrap_or(0);
+    let out: Vec<&str> = body
+        .iter()
+        .map(|l| {
+            // Blank lines may be shorter, or start with other (non-ASCII) whitespace.
+            let ascii_indent = l.len() - l.trim_start_matches([' ', '\t']).len();
+            if ascii_indent >= common {
+                &l[common..]
+            } else {
+                l.trim_start()
+            }
+        })
+        .collect();
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imports_parse_in_all_forms() {
+        let i = import_line("numpy as np").unwrap();
+        assert_eq!((i.statement.as_str(), i.bound_name()), ("import numpy as np", "np"));
+        let i = import_line("from ..a import b").unwrap();
+        assert_eq!((i.from.as_deref(), i.bound_name()), (Some("..a"), "b"));
+        assert_eq!(import_line("os.path").unwrap().bound_name(), "os");
+    }
+
+    #[test]
+    fn dedent_keeps_relative_indentation() {
+        assert_eq!(dedent("\n    if x:\n        y\n\n    z\n"), "if x:\n    y\n\nz");
+        assert_eq!(dedent("   x = 1\n\u{a0}\u{a0}\n   y = 2"), "x = 1\n\ny = 2");
+    }
+}

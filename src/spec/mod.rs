@@ -1,0 +1,487 @@
+//! Hook specifications (recipes) in TOML: serde mirror types, compiled into validated hooks.
+//!
+//! This file holds the compiled types ([`Recipe`], [`Hook`], [`Action`], ...), the reading of
+//! a whole recipe and the helpers that point messages at a key; `raw.rs` is the TOML shape as
+//! read, `selectors.rs` compiles `[select.NAME]` tables and `hook.rs` one `[[hook]]` table.
+//!
+//! ```toml
+//! [recipe]
+//! id = "demo"
+//! summary = "Count forward calls"
+//!
+//! [vars]
+//! attr = "_calls"
+//!
+//! [[hook]]
+//! id = "imports"
+//! summary = "Added imports"
+//! ensure-imports = ["os"]
+//!
+//! [[hook]]
+//! id = "count"
+//! summary = "Count calls in Model.forward"
+//! in = "Model.forward"
+//! at = "start"
+//! code = "self.{attr} = getattr(self, '{attr}', 0) + 1"
+//! ```
+
+mod build;
+mod hook;
+mod raw;
+mod selectors;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde::Deserialize;
+
+use crate::error::{Error, ErrorKind, Location};
+use crate::locate::Target;
+use crate::marker;
+use crate::pattern::{Depth, Pattern};
+use crate::source::SourceFile;
+use crate::template::Template;
+
+pub use build::{HookBuilder, RecipeBuilder};
+use hook::{compile_hook, marker_offset};
+use raw::RawSpec;
+use selectors::compile_selectors;
+
+/// Which of the matching statements an anchor or replacement uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum Nth {
+    /// The first match in source order.
+    #[default]
+    First,
+    /// The last match.
+    Last,
+    /// Every match.
+    All,
+}
+
+/// Statements chosen by a pattern.
+#[derive(Clone, Debug)]
+pub struct Selector {
+    /// The pattern statements must match.
+    pub pattern: Pattern,
+    /// Which matches to use.
+    pub nth: Nth,
+    /// How deep to look.
+    pub depth: Depth,
+}
+
+/// Where inserted code goes.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Anchor {
+    /// Start of the body (after a docstring; for the module also after `from __future__` imports).
+    Start,
+    /// End of the body.
+    End,
+    /// After the module's docstring, `from __future__` imports and leading import block.
+    AfterImports,
+    /// Before the selected statements.
+    Before(Selector),
+    /// After the selected statements.
+    After(Selector),
+}
+
+/// One import a hook makes sure the module has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportLine {
+    /// The statement as it will be written (`import os`, `from a import b as c`).
+    pub statement: String,
+    /// For `from` imports, the module with its leading dots; `None` for plain `import`.
+    pub from: Option<String>,
+    /// The imported module (plain import) or name (from import).
+    pub name: String,
+    /// The `as` name, if any.
+    pub alias: Option<String>,
+}
+
+impl ImportLine {
+    /// The name this import binds in the module.
+    #[must_use]
+    pub fn bound_name(&self) -> &str {
+        match (&self.alias, &self.from) {
+            (Some(alias), _) => alias,
+            (None, Some(_)) => &self.name,
+            (None, None) => self.name.split('.').next().unwrap_or(&self.name),
+        }
+    }
+}
+
+/// What a hook does.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Action {
+    /// Add the module-level imports that are missing.
+    EnsureImports(Vec<ImportLine>),
+    /// Insert a block of code at an anchor.
+    Insert {
+        /// Where in the target the code goes.
+        at: Anchor,
+        /// The code (dedented).
+        code: Template,
+    },
+    /// Wrap the value of every return statement of the target in a template around `{value}`.
+    WrapReturns {
+        /// The expression template.
+        template: Template,
+        /// Returns inside a statement matching this pattern are left alone.
+        unless_inside: Option<Pattern>,
+    },
+    /// Replace the selected statements by code.
+    Replace {
+        /// The statements to replace.
+        selector: Selector,
+        /// The code (dedented).
+        code: Template,
+    },
+    /// Add a method to a wrapper class that forwards to an attribute, unless the class has it.
+    AddForwarder {
+        /// The name of the method to add (and of the delegate's method it calls).
+        method: String,
+        /// The attribute holding the delegate (`language_model`).
+        via: String,
+    },
+}
+
+/// A validated hook: read from TOML ([`Recipe::from_toml`]) or built in code
+/// ([`Hook::builder`]).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Hook {
+    /// Unique id within the recipe.
+    pub id: String,
+    /// One line shown in reports.
+    pub summary: String,
+    /// The definition (or module) the hook works in.
+    pub target: Target,
+    /// What it does.
+    pub action: Action,
+    /// Skip (with the reason) instead of failing when the target or anchor is absent.
+    pub optional: bool,
+    /// Apply only where the target contains a match of this pattern.
+    pub when: Option<Pattern>,
+    /// Definition paths that must exist in the file, or the hook is skipped.
+    pub requires: Vec<String>,
+    /// Where the hook is written in the spec.
+    pub location: Location,
+}
+
+/// A validated recipe: metadata, variables and hooks in order; read from TOML
+/// ([`Recipe::from_toml`]) or built in code ([`Recipe::builder`]).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Recipe {
+    /// Recipe id, written into every marker.
+    pub id: String,
+    /// One-line description.
+    pub summary: String,
+    /// Notes for the user (launch flags, caveats).
+    pub notes: Vec<String>,
+    /// Template variables.
+    pub vars: BTreeMap<String, String>,
+    /// The hooks, in the order they are planned.
+    pub hooks: Vec<Hook>,
+    /// Class selectors (`[select.NAME]`), in the order written; hooks name them in `in`.
+    pub selectors: Vec<ClassSelector>,
+}
+
+/// Classes chosen by what they are, not by name: a `[select.NAME]` table.
+///
+/// ```toml
+/// [select.capturing]
+/// entries = true                              # the classes a module lists in `EntryClass`
+/// has-method = "set_eagle3_layers_to_capture" # that define or inherit this method
+///
+/// [select.backbone]
+/// held-by = "capturing"                       # held by such a class (`self.ATTR = ...`)
+/// via = ["model", "language_model"]           # through these attributes, at any depth
+/// assigns = "layers_to_capture"               # the first held class setting `self.layers_to_capture`
+/// ```
+///
+/// A selector without `held-by` is a root: its classes are what a caller can pick from
+/// (`--arch`). Draft models (Eagle, NextN, MTP... in the class or file name) are never selected
+/// as roots. Resolution lives in [`crate::project::select`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassSelector {
+    /// The name hooks use in `in = { class = NAME }`.
+    pub name: String,
+    /// Only classes listed in some module's `EntryClass`.
+    pub entries: bool,
+    /// Only classes that define or inherit this method.
+    pub has_method: Option<String>,
+    /// Classes left out by name (roots only), e.g. ones that inherit the method but serve
+    /// another purpose.
+    pub exclude: Vec<String>,
+    /// The selector whose classes hold these (derived selectors).
+    pub held_by: Option<String>,
+    /// The attributes followed from a holder (any when empty).
+    pub via: Vec<String>,
+    /// Stop at the first class (the holder itself included) that assigns `self.<assigns>`
+    /// (in its own or an inherited method); without it, the classes held directly.
+    pub assigns: Option<String>,
+    /// Where the table is written.
+    pub location: Location,
+}
+
+// ---- compilation ---------------------------------------------------------------------------
+
+impl Recipe {
+    /// Reads and validates a recipe from TOML text; `name` is used in messages.
+    ///
+    /// ```
+    /// let recipe = pysplice::Recipe::from_toml("demo.toml", r#"
+    /// [recipe]
+    /// id = "demo"
+    /// summary = "Say hello"
+    ///
+    /// [[hook]]
+    /// id = "hello"
+    /// summary = "Greets"
+    /// in = "greet"
+    /// at = "start"
+    /// code = "print('hello')"
+    /// "#)?;
+    /// assert_eq!(recipe.hooks.len(), 1);
+    /// # Ok::<(), pysplice::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::Spec`] at the TOML line and column, naming the hook, for syntax errors, unknown
+    /// fields, missing or conflicting fields, duplicate ids, and code or patterns that do not parse.
+    pub fn from_toml(name: &str, text: &str) -> Result<Recipe, Error> {
+        let file = SourceFile::new(name, text);
+        let raw: RawSpec = toml::from_str(text).map_err(|err| {
+            let offset = err.span().map_or(0, |span| span.start);
+            let hook = enclosing_hook_id(text, offset);
+            spec_error(&file, offset, err.message().trim().to_string(), hook.as_deref())
+        })?;
+        Recipe::compile(&file, raw)
+    }
+
+    /// Checks and compiles a recipe as read from `file` (or built in code, with an empty file
+    /// named after the recipe).
+    fn compile(file: &SourceFile, raw: RawSpec) -> Result<Recipe, Error> {
+        let text = file.text();
+        check_id(file, &raw.recipe.id, 0, None)?;
+        let recipe_key = |key: &str| key_offset(file, &(0..text.len()), key);
+        check_line(file, &raw.recipe.summary, recipe_key("summary"), "summary", None)?;
+        for note in &raw.recipe.notes {
+            check_line(file, note, recipe_key("notes"), "note", None)?;
+        }
+        for (name, value) in &raw.vars {
+            if value.lines().any(marker::looks_like_marker) {
+                let key = key_offset(file, &(0..text.len()), name);
+                let at = marker_offset(text, key..text.len()).unwrap_or(key);
+                let message =
+                    format!("variable `{name}` has a line that looks like a pysplice marker; the next run would take it for one");
+                return Err(spec_error(file, at, message, None));
+            }
+        }
+        let selectors = compile_selectors(file, raw.select)?;
+        let mut hooks: Vec<Hook> = Vec::new();
+        for spanned in raw.hooks {
+            let span = spanned.span();
+            let hook = compile_hook(file, &raw.vars, &selectors, spanned.into_inner(), span)?;
+            if let Some(first) = hooks.iter().find(|h| h.id == hook.id) {
+                let message = format!("duplicate hook id (first used at line {})", first.location.line);
+                return Err(spec_error(file, hook_offset(file, &hook.id), message, Some(&hook.id)));
+            }
+            hooks.push(hook);
+        }
+        Ok(Recipe {
+            id: raw.recipe.id,
+            summary: raw.recipe.summary,
+            notes: raw.recipe.notes,
+            vars: raw.vars,
+            hooks,
+            selectors,
+        })
+    }
+
+    /// The selector named `name`.
+    #[must_use]
+    pub fn selector(&self, name: &str) -> Option<&ClassSelector> {
+        self.selectors.iter().find(|s| s.name == name)
+    }
+
+    /// Whether some hook chooses its targets by meaning (`in = { class = ... }`).
+    #[must_use]
+    pub fn selects(&self) -> bool {
+        self.hooks.iter().any(|h| matches!(h.target, Target::Select { .. }))
+    }
+}
+
+fn spec_error(file: &SourceFile, offset: usize, message: String, hook: Option<&str>) -> Error {
+    let err = ErrorKind::Spec { message, cause: None }.at(file.location(offset));
+    match hook {
+        Some(hook) => err.with_hook(hook),
+        None => err,
+    }
+}
+
+/// The id of the `[[hook]]` table around `offset`, read from the text (for TOML errors, which
+/// come before any hook is known).
+fn enclosing_hook_id(text: &str, offset: usize) -> Option<String> {
+    let start = text.get(..offset)?.rfind("[[hook]]")?;
+    let table = &text[start + 8..];
+    let table = &table[..table.find("\n[").unwrap_or(table.len())];
+    table.lines().find_map(|line| {
+        let value = line.trim().strip_prefix("id")?.trim_start().strip_prefix('=')?.trim();
+        Some(value.trim_matches(['"', '\'']).to_string())
+    })
+}
+
+/// The offset of `id = "<id>"` in the spec, for messages.
+fn hook_offset(file: &SourceFile, id: &str) -> usize {
+    let needle = format!("\"{id}\"");
+    file.text().find(&needle).unwrap_or(0)
+}
+
+fn check_id(file: &SourceFile, id: &str, offset: usize, hook: Option<&str>) -> Result<(), Error> {
+    if marker::is_id(id) {
+        Ok(())
+    } else {
+        let message = format!("id `{id}` must be non-empty ASCII letters, digits, `-`, `_` or `.`");
+        Err(spec_error(file, offset, message, hook))
+    }
+}
+
+/// Summaries and notes are printed as lines: one line each, without control characters (which
+/// could rewrite what a terminal shows).
+fn check_line(file: &SourceFile, text: &str, offset: usize, what: &str, hook: Option<&str>) -> Result<(), Error> {
+    match text.chars().find(|c| c.is_control()) {
+        None => Ok(()),
+        Some(c) => {
+            let message = format!("the {what} must be one line without control characters (found {c:?})");
+            Err(spec_error(file, offset, message, hook))
+        }
+    }
+}
+
+/// The offset of `key` inside the hook's table, falling back to the table start.
+fn key_offset(file: &SourceFile, span: &Range<usize>, key: &str) -> usize {
+    let table = file.slice(span.clone());
+    table
+        .match_indices(key)
+        .find(|(i, _)| table[..*i].ends_with('\n') || *i == 0 || table[..*i].ends_with(' '))
+        .map_or(span.start, |(i, _)| span.start + i)
+}
+
+/// The JSON Schema (draft 7) of the TOML hook spec, for editors (taplo, Even Better TOML): checked
+/// in as `schemas/hook-spec.schema.json`.
+#[cfg(feature = "serde")]
+#[must_use]
+pub fn spec_schema() -> schemars::schema::RootSchema {
+    let mut schema = schemars::schema_for!(RawSpec);
+    let metadata = schema.schema.metadata();
+    metadata.title = Some("pysplice hook spec".to_string());
+    metadata.description = Some("A recipe: `[recipe]`, optional `[vars]`, and `[[hook]]` tables.".to_string());
+    schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        Recipe::from_toml("s.toml", text).unwrap_err().to_string()
+    }
+
+    const HEAD: &str = "[recipe]\nid = \"r\"\nsummary = \"s\"\n";
+
+    #[test]
+    fn unknown_fields_point_at_the_toml() {
+        let e = err(&format!(
+            "{HEAD}\n[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x\"\ncolour = 1\n"
+        ));
+        assert!(
+            e.starts_with("s.toml:11:1: bad spec: unknown field `colour`") && e.ends_with("[hook h]"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_code_and_patterns_name_the_hook() {
+        let e = err(&format!(
+            "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x = (\"\n"
+        ));
+        assert!(
+            e.starts_with("s.toml:9:1: bad spec: code does not parse") && e.ends_with("[hook h]"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = {{ after = \"x = \" }}\ncode = \"y\"\n"
+        ));
+        assert!(
+            e.contains("pattern `x = ` is not valid") && e.contains("[hook h]"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn placement_must_be_single_and_complete() {
+        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\n"));
+        assert!(e.contains("exactly one of"), "{e}");
+        let e = err(&format!(
+            "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nwrap-returns = \"f(1)\"\n"
+        ));
+        assert!(e.contains("must use `{value}`"), "{e}");
+        let e = err(&format!(
+            "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nensure-imports = [\"a, b\"]\n"
+        ));
+        assert!(e.contains("is not one import"), "{e}");
+        let twice = "[[hook]]\nid = \"h\"\nsummary = \"x\"\nensure-imports = [\"os\"]\n";
+        let e = err(&format!("{HEAD}{twice}{twice}"));
+        assert!(e.contains("duplicate hook id"), "{e}");
+    }
+
+    #[test]
+    fn selectors_are_validated_with_their_table_and_hook() {
+        let sel = "[select.top]\nentries = true\nhas-method = \"capture\"\n";
+        let hook = |target: &str| {
+            format!("[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = {target}\nat = \"end\"\ncode = \"pass\"\n")
+        };
+        let ok = Recipe::from_toml(
+            "s.toml",
+            &format!("{HEAD}{sel}{}", hook("{ class = \"top\", method = \"__init__\" }")),
+        )
+        .unwrap();
+        assert_eq!(ok.selectors[0].has_method.as_deref(), Some("capture"));
+        assert!(ok.selects());
+        let e = err(&format!("{HEAD}{sel}{}", hook("{ class = \"tops\" }")));
+        assert!(
+            e.starts_with("s.toml:10:1: bad spec:")
+                && e.contains("`class = \"tops\"` names no selector; the recipe has `top`")
+                && e.ends_with("[hook h]"),
+            "{e}"
+        );
+        let e = err(&format!("{HEAD}{sel}{}", hook("{ class = \"top\", method = \"a.b\" }")));
+        assert!(e.contains("`method = \"a.b\"` is not a Python name"), "{e}");
+        let e = err(&format!("{HEAD}[select.top]\nvia = [\"model\"]\n"));
+        assert!(
+            e.starts_with("s.toml:4:1: bad spec: [select.top]: a root selector needs"),
+            "{e}"
+        );
+        let e = err(&format!("{HEAD}{sel}[select.inner]\nheld-by = \"nowhere\"\n"));
+        assert!(
+            e.starts_with("s.toml:7:1: bad spec: [select.inner]: `held-by = \"nowhere\"` names no selector"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{HEAD}[select.a]\nheld-by = \"b\"\n[select.b]\nheld-by = \"a\"\n"
+        ));
+        assert!(e.contains("goes round in a circle (a -> b)"), "{e}");
+        let e = err(&format!(
+            "{HEAD}{sel}[select.inner]\nheld-by = \"top\"\nexclude = [\"X\"]\n"
+        ));
+        assert!(e.contains("belong to root selectors"), "{e}");
+        let e = err(&format!("{HEAD}[select.top]\nentries = true\ncolour = 1\n"));
+        assert!(e.starts_with("s.toml:6:1: bad spec: unknown field `colour`"), "{e}");
+    }
+}

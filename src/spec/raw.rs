@@ -1,0 +1,138 @@
+//! The TOML shape of a recipe, as serde reads it (and the JSON schema describes it), before
+//! any validation.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::pattern::Depth;
+
+use super::Nth;
+
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Spec"))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSpec {
+    pub(super) recipe: RawRecipe,
+    #[serde(default)]
+    pub(super) vars: BTreeMap<String, String>,
+    #[serde(default, rename = "hook")]
+    #[cfg_attr(feature = "serde", schemars(with = "Vec<RawHook>"))]
+    pub(super) hooks: Vec<Spanned<RawHook>>,
+    /// Class selectors (`[select.NAME]`) that hooks name in `in = { class = "NAME", ... }`.
+    #[serde(default)]
+    #[cfg_attr(feature = "serde", schemars(with = "BTreeMap<String, RawSelect>"))]
+    pub(super) select: BTreeMap<String, Spanned<RawSelect>>,
+}
+
+/// A class selector: classes chosen by what they are, not by name.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Select"))]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawSelect {
+    /// Only `EntryClass` classes.
+    #[serde(default)]
+    pub(super) entries: bool,
+    /// Only classes defining or inheriting this method.
+    pub(super) has_method: Option<String>,
+    /// Classes left out by name.
+    pub(super) exclude: Option<Vec<String>>,
+    /// The holder selector.
+    pub(super) held_by: Option<String>,
+    /// Attributes to follow.
+    pub(super) via: Option<Vec<String>>,
+    /// Stop at the class assigning `self.<assigns>`.
+    pub(super) assigns: Option<String>,
+}
+
+/// `in = "A.f"` or `in = { class = "backbone", method = "forward" }`.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "In"))]
+#[serde(untagged)]
+pub(super) enum RawIn {
+    Path(String),
+    Select(RawSelectIn),
+}
+
+/// A hook's target chosen by a selector: the selected classes, or a method that runs for them.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "SelectIn"))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSelectIn {
+    pub(super) class: String,
+    pub(super) method: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "RecipeTable"))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRecipe {
+    /// Recipe id: letters, digits, `-`, `_`, `.`.
+    pub(super) id: String,
+    /// One line.
+    pub(super) summary: String,
+    #[serde(default)]
+    pub(super) notes: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Hook"))]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawHook {
+    /// Unique id within the recipe.
+    pub(super) id: String,
+    /// One line for reports.
+    pub(super) summary: String,
+    /// Target path, or `module`.
+    #[serde(rename = "in")]
+    pub(super) target: Option<RawIn>,
+    /// Imports to make sure of.
+    pub(super) ensure_imports: Option<Vec<String>>,
+    /// Insertion anchor.
+    pub(super) at: Option<RawAt>,
+    /// Code for `at` and `replace`.
+    pub(super) code: Option<String>,
+    /// Template around `{value}` for every return.
+    pub(super) wrap_returns: Option<String>,
+    /// Leave returns inside statements matching this pattern alone.
+    pub(super) unless_inside: Option<String>,
+    /// Pattern of statements to replace by `code`.
+    pub(super) replace: Option<String>,
+    /// Which matches `replace` uses.
+    pub(super) nth: Option<Nth>,
+    /// How deep `replace` looks.
+    pub(super) depth: Option<Depth>,
+    /// Add this method to the target class, forwarding through `via`.
+    pub(super) add_forwarder: Option<String>,
+    /// The attribute a forwarder calls through.
+    pub(super) via: Option<String>,
+    /// Skip instead of failing when the target or anchor is absent.
+    #[serde(default)]
+    pub(super) optional: bool,
+    /// Apply only where the target contains a match.
+    pub(super) when: Option<String>,
+    /// Paths that must exist, or the hook is skipped.
+    #[serde(default)]
+    pub(super) requires: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "At"))]
+#[serde(untagged)]
+pub(super) enum RawAt {
+    Named(String),
+    Anchor(RawAnchor),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Anchor"))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAnchor {
+    pub(super) before: Option<String>,
+    pub(super) after: Option<String>,
+    #[serde(default)]
+    pub(super) nth: Nth,
+    #[serde(default)]
+    pub(super) depth: Depth,
+}
