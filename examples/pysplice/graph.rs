@@ -160,7 +160,7 @@ pub fn graph(args: &GraphArgs) -> u8 {
         }
         (None, None) => {
             let graph = project.graph(&Scope::Classes);
-            let entries: Vec<usize> = graph.entries().into_iter().map(|(id, _, _)| id).collect();
+            let entries: Vec<_> = graph.entries().into_iter().map(|(id, _, _)| id).collect();
             if args.json {
                 print_json(&args.dir, Body::Graph(Graph::subgraph(&package, &graph, None)))
             } else {

@@ -10,8 +10,20 @@ use super::{ClassKey, FileProblem, Project, Resolved};
 mod mro;
 pub use mro::RunPath;
 
-/// Index of a class in [`ClassGraph::classes`].
-pub type ClassId = usize;
+/// A class of one [`ClassGraph`]: its position in [`ClassGraph::classes`], meaningful only
+/// for the graph that gave it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "serde", serde(transparent), schemars(transparent))]
+pub struct ClassId(usize);
+
+impl ClassId {
+    /// The position in [`ClassGraph::classes`].
+    #[must_use]
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
 
 /// What a base class expression resolved to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,27 +200,27 @@ impl<'p> ClassGraph<'p> {
         while let Some(id) = queue.pop_front() {
             g.resolve_node(id, &policy, &mut queue);
         }
-        for id in 0..g.nodes.len() {
+        for id in g.ids() {
             let bases: Vec<ClassId> = g.class_bases(id);
             for b in bases {
-                if !g.nodes[b].subclasses.contains(&id) {
-                    g.nodes[b].subclasses.push(id);
+                if !g.nodes[b.0].subclasses.contains(&id) {
+                    g.nodes[b.0].subclasses.push(id);
                 }
             }
         }
         g.mro = (0..g.nodes.len()).map(|_| Vec::new()).collect();
         let mut state = vec![0u8; g.nodes.len()];
-        for id in 0..g.nodes.len() {
+        for id in g.ids() {
             g.compute_mro(id, &mut state);
         }
-        g.edges = (0..g.nodes.len()).map(|id| g.effective_compositions(id)).collect();
+        g.edges = g.ids().map(|id| g.effective_compositions(id)).collect();
         g
     }
 
     fn intern(&mut self, key: ClassKey, expand: bool, queue: &mut VecDeque<(ClassId, bool)>) -> ClassId {
         if let Some(&id) = self.index.get(&key) {
-            if expand && !self.nodes[id].expanded {
-                self.nodes[id].expanded = true;
+            if expand && !self.nodes[id.0].expanded {
+                self.nodes[id.0].expanded = true;
                 queue.push_back((id, true));
             }
             return id;
@@ -216,7 +228,7 @@ impl<'p> ClassGraph<'p> {
         let file = self.project.file(key.file);
         let class = self.class_facts_of(key);
         let draft = looks_like_draft(&class.name) || looks_like_draft(file.relative_path());
-        let id = self.nodes.len();
+        let id = ClassId(self.nodes.len());
         self.nodes.push(ClassNode {
             module: file.module().to_string(),
             name: class.name.clone(),
@@ -252,11 +264,11 @@ impl<'p> ClassGraph<'p> {
         policy: &Policy,
         queue: &mut VecDeque<(ClassId, bool)>,
     ) {
-        let key = self.nodes[id].key;
+        let key = self.nodes[id.0].key;
         let class = self.class_facts_of(key);
         let project = self.project;
         if !compositions {
-            let expand = self.nodes[id].expanded;
+            let expand = self.nodes[id.0].expanded;
             let mut links = Vec::new();
             for base in &class.bases {
                 let resolved = if base.is_name {
@@ -292,7 +304,7 @@ impl<'p> ClassGraph<'p> {
                     if let BaseTarget::Unresolved(reason) = t {
                         self.diagnostics.push(Diagnostic::UnresolvedBase {
                             class: class.name.clone(),
-                            file: self.nodes[id].file.clone(),
+                            file: self.nodes[id.0].file.clone(),
                             line: base.line,
                             base: base.text.clone(),
                             reason: reason.clone(),
@@ -305,7 +317,7 @@ impl<'p> ClassGraph<'p> {
                     targets,
                 });
             }
-            self.nodes[id].bases = links;
+            self.nodes[id.0].bases = links;
             return;
         }
         let mut edges = Vec::new();
@@ -337,7 +349,7 @@ impl<'p> ClassGraph<'p> {
                 }
             }
         }
-        self.nodes[id].compositions = edges;
+        self.nodes[id.0].compositions = edges;
     }
 
     fn edge(&self, class: &ClassFacts, comp: &CompositionFacts, target: ClassId) -> CompositionEdge {
@@ -375,14 +387,19 @@ impl<'p> ClassGraph<'p> {
 
     fn effective_compositions(&self, k: ClassId) -> Vec<(ClassId, usize)> {
         let mut out = Vec::new();
-        for &x in &self.mro[k] {
-            for (i, edge) in self.nodes[x].compositions.iter().enumerate() {
+        for &x in &self.mro[k.0] {
+            for (i, edge) in self.nodes[x.0].compositions.iter().enumerate() {
                 if self.runs(k, x, &edge.method).is_some() {
                     out.push((x, i));
                 }
             }
         }
         out
+    }
+
+    /// Every class id, in order.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = ClassId> {
+        (0..self.nodes.len()).map(ClassId)
     }
 
     /// The id of a class definition, when it is in the graph.
@@ -403,7 +420,7 @@ impl<'p> ClassGraph<'p> {
     /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn class(&self, id: ClassId) -> &ClassNode {
-        &self.nodes[id]
+        &self.nodes[id.0]
     }
 
     /// The facts read off a class's source (methods, attributes, uses).
@@ -413,7 +430,7 @@ impl<'p> ClassGraph<'p> {
     /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn facts(&self, id: ClassId) -> &'p ClassFacts {
-        self.class_facts_of(self.nodes[id].key)
+        self.class_facts_of(self.nodes[id.0].key)
     }
 
     /// The entry classes (`EntryClass` of the modules in scope), with the file and line listing
@@ -445,7 +462,7 @@ impl<'p> ClassGraph<'p> {
     /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn mro(&self, id: ClassId) -> &[ClassId] {
-        &self.mro[id]
+        &self.mro[id.0]
     }
 
     /// The compositions instances of `id` get: their own and those of ancestors whose assigning
@@ -456,9 +473,9 @@ impl<'p> ClassGraph<'p> {
     /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn compositions_of(&self, id: ClassId) -> Vec<(ClassId, &CompositionEdge)> {
-        self.edges[id]
+        self.edges[id.0]
             .iter()
-            .map(|&(x, i)| (x, &self.nodes[x].compositions[i]))
+            .map(|&(x, i)| (x, &self.nodes[x.0].compositions[i]))
             .collect()
     }
 
@@ -466,9 +483,10 @@ impl<'p> ClassGraph<'p> {
     /// prefixed by its module or a tail of it (`deepseek_v2.DeepseekV2Model`). Sorted by module.
     #[must_use]
     pub fn find(&self, name: &str) -> Vec<ClassId> {
-        let mut out: Vec<ClassId> = (0..self.nodes.len())
+        let mut out: Vec<ClassId> = self
+            .ids()
             .filter(|&id| {
-                let n = &self.nodes[id];
+                let n = &self.nodes[id.0];
                 if n.name == name {
                     return true;
                 }
@@ -476,7 +494,7 @@ impl<'p> ClassGraph<'p> {
                 full == name || full.ends_with(&format!(".{name}"))
             })
             .collect();
-        out.sort_by(|&a, &b| (&self.nodes[a].module, a).cmp(&(&self.nodes[b].module, b)));
+        out.sort_by(|&a, &b| (&self.nodes[a.0].module, a).cmp(&(&self.nodes[b.0].module, b)));
         out
     }
 
@@ -490,7 +508,7 @@ impl<'p> ClassGraph<'p> {
         let mut out = Vec::new();
         let mut queue = VecDeque::from([id]);
         while let Some(c) = queue.pop_front() {
-            for &s in &self.nodes[c].subclasses {
+            for &s in &self.nodes[c.0].subclasses {
                 if s != id && !out.contains(&s) {
                     out.push(s);
                     queue.push_back(s);
@@ -503,14 +521,14 @@ impl<'p> ClassGraph<'p> {
     /// The classes from which some goal class is reachable through compositions (goal classes
     /// included).
     pub(crate) fn can_reach(&self, goal: &dyn Fn(ClassId) -> bool) -> Vec<bool> {
-        let mut reach: Vec<bool> = (0..self.nodes.len()).map(goal).collect();
+        let mut reach: Vec<bool> = self.ids().map(goal).collect();
         loop {
             let mut changed = false;
             for k in 0..self.nodes.len() {
                 if !reach[k]
                     && self.edges[k]
                         .iter()
-                        .any(|&(x, i)| reach[self.nodes[x].compositions[i].target])
+                        .any(|&(x, i)| reach[self.nodes[x.0].compositions[i].target.0])
                 {
                     reach[k] = true;
                     changed = true;
@@ -524,7 +542,7 @@ impl<'p> ClassGraph<'p> {
 
     /// Composition hops `(via, edge index)` out of `k`, in a stable order.
     pub(crate) fn hops(&self, k: ClassId) -> &[(ClassId, usize)] {
-        &self.edges[k]
+        &self.edges[k.0]
     }
 }
 

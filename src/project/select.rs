@@ -299,7 +299,7 @@ impl Resolver<'_, '_> {
         let mut ids: Vec<ClassId> = if selector.entries {
             self.graph.entries().into_iter().map(|(id, _, _)| id).collect()
         } else {
-            (0..self.graph.classes().len()).collect()
+            self.graph.ids().collect()
         };
         ids.sort_unstable();
         ids.dedup();

@@ -10,7 +10,7 @@ use crate::project::Resolved;
 impl ClassGraph<'_> {
     pub(super) fn class_bases(&self, id: ClassId) -> Vec<ClassId> {
         let mut out = Vec::new();
-        for link in &self.nodes[id].bases {
+        for link in &self.nodes[id.0].bases {
             for t in &link.targets {
                 if let BaseTarget::Class(b) = t {
                     if !out.contains(b) && *b != id {
@@ -24,12 +24,12 @@ impl ClassGraph<'_> {
 
     /// C3 linearization over the project bases; depth-first order when C3 fails or bases cycle.
     pub(super) fn compute_mro(&mut self, id: ClassId, state: &mut [u8]) -> Vec<ClassId> {
-        match state[id] {
-            2 => return self.mro[id].clone(),
+        match state[id.0] {
+            2 => return self.mro[id.0].clone(),
             1 => return vec![id],
             _ => {}
         }
-        state[id] = 1;
+        state[id.0] = 1;
         let bases = self.class_bases(id);
         let mut lists: Vec<Vec<ClassId>> = bases.iter().map(|&b| self.compute_mro(b, state)).collect();
         lists.push(bases.clone());
@@ -48,8 +48,8 @@ impl ClassGraph<'_> {
             }
         }
         out.dedup();
-        state[id] = 2;
-        self.mro[id] = out.clone();
+        state[id.0] = 2;
+        self.mro[id.0] = out.clone();
         out
     }
 
@@ -60,7 +60,7 @@ impl ClassGraph<'_> {
     /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn owner_of(&self, id: ClassId, name: &str) -> Option<ClassId> {
-        self.mro[id].iter().copied().find(|&c| self.facts(c).defines(name))
+        self.mro[id.0].iter().copied().find(|&c| self.facts(c).defines(name))
     }
 
     /// Whether calling method `m` on an instance of `k` runs the body of `t.m`: `k` is `t`, `k`
@@ -72,7 +72,7 @@ impl ClassGraph<'_> {
     /// When `k` or `t` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn runs(&self, k: ClassId, t: ClassId, m: &str) -> Option<RunPath> {
-        let mro = &self.mro[k];
+        let mro = &self.mro[k.0];
         let mut pos = 0;
         let mut through = Vec::new();
         loop {
@@ -97,7 +97,7 @@ impl ClassGraph<'_> {
                     if called != m {
                         continue;
                     }
-                    let resolved = self.project.resolve(self.nodes[class].key.file, &method.locals, base);
+                    let resolved = self.project.resolve(self.nodes[class.0].key.file, &method.locals, base);
                     for r in resolved {
                         if let Resolved::Class(key) = r {
                             if let Some(&b) = self.index.get(&key) {

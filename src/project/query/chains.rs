@@ -165,7 +165,7 @@ impl ClassGraph<'_> {
         }
         for &(via, edge) in self.hops(k) {
             let target = self.class(via).compositions[edge].target;
-            if !reach[target] || on_path.contains(&target) {
+            if !reach[target.index()] || on_path.contains(&target) {
                 continue;
             }
             path.push((k, via, edge));
@@ -181,7 +181,7 @@ impl ClassGraph<'_> {
         let mut parent: HashMap<ClassId, (ClassId, ClassId, usize)> = HashMap::new();
         let mut queue = VecDeque::from([from]);
         let mut seen = vec![false; self.classes().len()];
-        seen[from] = true;
+        seen[from.index()] = true;
         while let Some(k) = queue.pop_front() {
             if goal(k) {
                 let mut hops = Vec::new();
@@ -195,8 +195,8 @@ impl ClassGraph<'_> {
             }
             for &(via, edge) in self.hops(k) {
                 let target = self.class(via).compositions[edge].target;
-                if !seen[target] {
-                    seen[target] = true;
+                if !seen[target.index()] {
+                    seen[target.index()] = true;
                     parent.insert(target, (k, via, edge));
                     queue.push_back(target);
                 }
