@@ -1,6 +1,6 @@
 //! Facts about one module, read off the crate's syntax tree once and kept instead of the tree:
 //! the import table and other top-level bindings, every class (bases, methods, attributes,
-//! compositions, delegation uses) and the `EntryClass` list.
+//! compositions, delegation uses) and the entry list (see [`super::Conventions`]).
 
 mod class_walk;
 mod module_walk;
@@ -231,7 +231,8 @@ pub struct ModuleFacts {
     pub imports: Vec<Import>,
     /// Classes at module level (also in `if`/`try` blocks) and nested in class bodies.
     pub classes: Vec<ClassFacts>,
-    /// `EntryClass` items as dotted names with their lines.
+    /// The entry list's items ([`super::Conventions::entry_list`]) as dotted names with their
+    /// lines.
     pub entry_classes: Vec<(String, usize)>,
     /// `__all__`, when it is a literal list of strings.
     pub all: Option<Vec<String>>,

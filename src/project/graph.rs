@@ -90,8 +90,9 @@ pub struct ClassNode {
     pub compositions: Vec<CompositionEdge>,
     /// Direct subclasses within the graph.
     pub subclasses: Vec<ClassId>,
-    /// The class or its file looks like a speculative-decoding draft model (Eagle, NextN, MTP,
-    /// Medusa, DFlash or "draft" in the name).
+    /// The class or its file contains one of the project's draft markers
+    /// ([`Conventions::draft_markers`](super::Conventions)), such as a speculative-decoding draft
+    /// model in SGLang.
     pub draft: bool,
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) key: ClassKey,
@@ -153,15 +154,6 @@ pub struct ClassGraph<'p> {
     /// Per class: the compositions its instances get, as (class defining it, index in that
     /// class's compositions).
     edges: Vec<Vec<(ClassId, usize)>>,
-}
-
-const DRAFT_MARKERS: &[&str] = &["eagle", "nextn", "mtp", "medusa", "dflash", "draft"];
-
-/// Whether a class or file name looks like a speculative-decoding draft model.
-#[must_use]
-pub fn looks_like_draft(name: &str) -> bool {
-    let lower = name.to_lowercase();
-    DRAFT_MARKERS.iter().any(|m| lower.contains(m))
 }
 
 impl<'p> ClassGraph<'p> {
@@ -227,7 +219,8 @@ impl<'p> ClassGraph<'p> {
         }
         let file = self.project.file(key.file);
         let class = self.class_facts_of(key);
-        let draft = looks_like_draft(&class.name) || looks_like_draft(file.relative_path());
+        let conventions = self.project.conventions();
+        let draft = conventions.is_draft(&class.name) || conventions.is_draft(file.relative_path());
         let id = ClassId(self.nodes.len());
         self.nodes.push(ClassNode {
             module: file.module().to_string(),
@@ -433,7 +426,7 @@ impl<'p> ClassGraph<'p> {
         self.class_facts_of(self.nodes[id.0].key)
     }
 
-    /// The entry classes (`EntryClass` of the modules in scope), with the file and line listing
+    /// The entry classes (the entry lists, [`Conventions::entry_list`](super::Conventions), of the modules in scope), with the file and line listing
     /// them.
     #[must_use]
     pub fn entries(&self) -> Vec<(ClassId, String, usize)> {
@@ -443,7 +436,7 @@ impl<'p> ClassGraph<'p> {
             .collect()
     }
 
-    /// Whether the class is listed in some `EntryClass`.
+    /// Whether the class is listed in some module's entry list.
     #[must_use]
     pub fn is_entry(&self, id: ClassId) -> bool {
         self.entries.iter().any(|(e, _, _)| *e == id)

@@ -22,7 +22,9 @@
 //!     dir.join("pkg/outer.py"),
 //!     "from .inner import Inner\nclass Outer:\n    def __init__(self):\n        self.inner = Inner()\nEntryClass = Outer\n",
 //! )?;
-//! let project = pysplice::project::Project::scan(&dir.join("pkg"))?;
+//! use pysplice::project::{Conventions, Project, ScanOptions};
+//! let entries = Conventions::default().with_entry_list("EntryClass");
+//! let project = Project::scan_with(&dir.join("pkg"), &ScanOptions::default().with_conventions(entries))?;
 //! let reach = project.reach("Inner.forward")?;
 //! assert_eq!(reach.entries[0].chain.to_string(), "Outer -inner-> Inner");
 //! # std::fs::remove_dir_all(&dir)?;
@@ -30,6 +32,7 @@
 //! # }
 //! ```
 
+mod conventions;
 mod facts;
 mod graph;
 mod query;
@@ -46,13 +49,12 @@ use rayon::prelude::*;
 
 use crate::source::SourceFile;
 
+pub use conventions::Conventions;
 pub use facts::{
     AttributeFacts, AttributeKind, BaseFacts, ClassFacts, CompositionFacts, Import, MethodFacts, MethodKind,
     ModuleFacts, UseFacts, UseKind,
 };
-pub use graph::{
-    looks_like_draft, BaseLink, BaseTarget, ClassGraph, ClassId, ClassNode, CompositionEdge, Diagnostic, RunPath,
-};
+pub use graph::{BaseLink, BaseTarget, ClassGraph, ClassId, ClassNode, CompositionEdge, Diagnostic, RunPath};
 pub use query::{
     Chain, Evidence, ForwardNeed, Forwarding, Member, Reach, ReachEntry, RunVia, Runner, Step, UseEvidence,
 };
@@ -129,6 +131,8 @@ pub struct ScanOptions {
     /// The dotted package name of the scanned directory; `None` infers it (see
     /// [`Project::scan`]). Give `Some(String::new())` to treat the directory as a source root.
     pub package: Option<String>,
+    /// The code base's conventions (entry list, draft markers); none by default.
+    pub conventions: Conventions,
 }
 
 impl ScanOptions {
@@ -137,7 +141,15 @@ impl ScanOptions {
     pub fn with_package(package: impl Into<String>) -> ScanOptions {
         ScanOptions {
             package: Some(package.into()),
+            ..ScanOptions::default()
         }
+    }
+
+    /// These options with the code base's `conventions`.
+    #[must_use]
+    pub fn with_conventions(mut self, conventions: Conventions) -> ScanOptions {
+        self.conventions = conventions;
+        self
     }
 }
 
@@ -146,8 +158,8 @@ impl ScanOptions {
 pub enum Scope {
     /// Every file.
     All,
-    /// Files whose text has a line starting with `class ` (after indentation) or mentions
-    /// `EntryClass`.
+    /// Files whose text has a line starting with `class ` (after indentation) or mentions the
+    /// entry list variable ([`Conventions::entry_list`]).
     Classes,
     /// Files that can matter to these class names: their definitions, subclasses and holders,
     /// transitively.
@@ -222,6 +234,7 @@ pub struct Project {
     files: Vec<ProjectFile>,
     modules: HashMap<String, usize>,
     namespaces: HashSet<String>,
+    conventions: Conventions,
 }
 
 /// A class definition: file index and class index within that file's facts.
@@ -251,6 +264,12 @@ impl Project {
     #[must_use]
     pub fn package(&self) -> &str {
         &self.package
+    }
+
+    /// The conventions the project was scanned with.
+    #[must_use]
+    pub fn conventions(&self) -> &Conventions {
+        &self.conventions
     }
 
     /// Every `.py` file, sorted by path.
@@ -290,6 +309,7 @@ impl Project {
                 let ctx = ModuleContext {
                     module: &file.module,
                     is_package: file.is_package,
+                    entry_list: self.conventions.entry_list.as_deref(),
                 };
                 Ok(facts::extract(&source, &root, &ctx))
             })

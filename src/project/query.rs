@@ -5,7 +5,7 @@
 use std::fmt;
 
 use super::facts::{AttributeKind, MethodKind, UseKind};
-use super::graph::{looks_like_draft, ClassGraph, ClassId, RunPath};
+use super::graph::{ClassGraph, ClassId, RunPath};
 use super::{Project, QueryError, Scope};
 use crate::syntax::is_identifier;
 
@@ -183,7 +183,7 @@ pub struct ReachEntry {
     pub module: String,
     /// The entry class or a class on its chain looks like a draft model.
     pub draft: bool,
-    /// The `EntryClass` line listing it.
+    /// The entry-list line naming it (`EntryClass = ...` in SGLang).
     pub listed: Evidence,
     /// A shortest chain from the entry class to a runner and up to the method's class.
     pub chain: Chain,

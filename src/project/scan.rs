@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use super::{FileProblem, Project, ProjectFile, ScanOptions};
+use super::{Conventions, FileProblem, Project, ProjectFile, ScanOptions};
 use crate::error::{Error, Location};
 use crate::source::SourceFile;
 use crate::syntax::is_identifier;
@@ -89,13 +89,21 @@ impl Project {
             files,
             modules,
             namespaces,
+            conventions: options.conventions.clone(),
         })
     }
 
     /// A project of in-memory files: `(relative path, text)` pairs under package `package`
-    /// (empty for a source root). What selection on a single file uses.
+    /// (empty for a source root), without conventions.
     #[must_use]
     pub fn from_sources(package: &str, sources: Vec<(String, String)>) -> Project {
+        Project::from_sources_with(package, sources, Conventions::default())
+    }
+
+    /// [`Project::from_sources`] with the code base's conventions. What selection on a single
+    /// file uses.
+    #[must_use]
+    pub fn from_sources_with(package: &str, sources: Vec<(String, String)>, conventions: Conventions) -> Project {
         let mut files = Vec::with_capacity(sources.len());
         let mut modules = HashMap::new();
         let mut namespaces = HashSet::new();
@@ -122,6 +130,7 @@ impl Project {
             files,
             modules,
             namespaces,
+            conventions,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use rayon::prelude::*;
 
 use super::facts::{Binding, ModuleFacts};
-use super::{Project, Scope};
+use super::{Conventions, Project, Scope};
 
 impl Project {
     /// The files a [`Scope`] selects, parsed (in parallel). For [`Scope::Related`] this runs the
@@ -21,7 +21,7 @@ impl Project {
             Scope::Classes => {
                 let selected: Vec<usize> = (0..self.files.len())
                     .into_par_iter()
-                    .filter(|&i| has_class_statement(self.files[i].text()))
+                    .filter(|&i| has_class_statement(self.files[i].text(), self.conventions.entry_list.as_deref()))
                     .collect();
                 self.load(&selected);
                 (selected, None)
@@ -63,7 +63,7 @@ impl Project {
                 let mut added = Vec::new();
                 for &i in &parsed {
                     let Ok(facts) = self.facts(i) else { continue };
-                    for name in referring_names(facts, &names) {
+                    for name in referring_names(facts, &names, &self.conventions) {
                         if !names.contains(&name) && !added.contains(&name) {
                             added.push(name);
                         }
@@ -84,7 +84,7 @@ impl Project {
 /// Names the closure must follow from one parsed module: classes referring (by a base or a
 /// composition) to a known name, and names re-bound to a known name (`from m import X as Y`,
 /// `Y = X`).
-fn referring_names(facts: &ModuleFacts, names: &HashSet<String>) -> Vec<String> {
+fn referring_names(facts: &ModuleFacts, names: &HashSet<String>, conventions: &Conventions) -> Vec<String> {
     let last = |d: &str| d.rsplit('.').next().unwrap_or(d).to_string();
     let mut out = Vec::new();
     for class in &facts.classes {
@@ -103,8 +103,8 @@ fn referring_names(facts: &ModuleFacts, names: &HashSet<String>) -> Vec<String> 
             Binding::Alias(d) => Some(last(d)),
             _ => None,
         };
-        // `EntryClass = X` lists entry points; nothing subclasses or constructs it.
-        if b.name != "EntryClass" && target.is_some_and(|t| names.contains(&t)) {
+        // The entry list (`EntryClass = X`) lists entry points; nothing subclasses or constructs it.
+        if !conventions.is_entry_list(&b.name) && target.is_some_and(|t| names.contains(&t)) {
             out.push(b.name.clone());
         }
     }
@@ -125,9 +125,10 @@ pub(crate) fn contains_word(text: &str, name: &str) -> bool {
     })
 }
 
-/// Whether some line starts (after indentation) with `class `, or the text mentions `EntryClass`.
-fn has_class_statement(text: &str) -> bool {
-    text.contains("EntryClass") || class_statement_names(text).next().is_some()
+/// Whether some line starts (after indentation) with `class `, or the text mentions the entry
+/// list variable.
+fn has_class_statement(text: &str, entry_list: Option<&str>) -> bool {
+    entry_list.is_some_and(|name| text.contains(name)) || class_statement_names(text).next().is_some()
 }
 
 /// The names of `class X` lines (indentation allowed), by text alone.
@@ -162,7 +163,8 @@ mod tests {
     fn class_lines_are_found_by_text() {
         let names: Vec<String> = class_statement_names("class A:\n  class B(x):\n# class C\ns = 'class D'\n").collect();
         assert_eq!(names, ["A", "B"]);
-        assert!(has_class_statement("EntryClass = X\n"));
-        assert!(!has_class_statement("def classify(): pass\n"));
+        assert!(has_class_statement("EntryClass = X\n", Some("EntryClass")));
+        assert!(!has_class_statement("EntryClass = X\n", None));
+        assert!(!has_class_statement("def classify(): pass\n", Some("EntryClass")));
     }
 }

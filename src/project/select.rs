@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::facts::{dotted, AttributeKind};
 use super::graph::{ClassGraph, ClassId};
-use super::{Project, Resolved, Scope};
+use super::{Conventions, Project, Resolved, Scope};
 use crate::error::{Error, HookRef, Location};
 use crate::locate::Target;
 use crate::outline::{DefKind, ParsedFile};
@@ -233,16 +233,32 @@ fn concrete(recipe: &Recipe, selection: &Selection, file: &str) -> Recipe {
 }
 
 /// The paths `selector` (with `method`) selects inside one file, for every root of the file.
+/// Entry classes and drafts follow SGLang's conventions
+/// ([`crate::recipes::sglang_models::conventions`]), those the bundled recipes' selectors are
+/// written for; [`in_file_with`] takes others.
 ///
 /// # Errors
 /// [`Error::Placement`] (at the file's first line) when nothing is selected, saying why.
 pub fn in_file(recipe: &Recipe, file: &ParsedFile, hook: &str) -> Result<Vec<String>, Error> {
+    in_file_with(recipe, file, hook, crate::recipes::sglang_models::conventions())
+}
+
+/// [`in_file`] with the code base's conventions (entry list, draft markers).
+///
+/// # Errors
+/// [`Error::Placement`] (at the file's first line) when nothing is selected, saying why.
+pub fn in_file_with(
+    recipe: &Recipe,
+    file: &ParsedFile,
+    hook: &str,
+    conventions: Conventions,
+) -> Result<Vec<String>, Error> {
     let name = file.source().name().to_string();
     let rel = std::path::Path::new(&name)
         .file_name()
         .map_or_else(|| "module.py".to_string(), |n| n.to_string_lossy().into_owned());
     let rel = if rel.ends_with(".py") { rel } else { format!("{rel}.py") };
-    let project = Project::from_sources("", vec![(rel.clone(), file.source().text().to_string())]);
+    let project = Project::from_sources_with("", vec![(rel.clone(), file.source().text().to_string())], conventions);
     let selection = select(&project, recipe);
     let mut paths: Vec<String> = Vec::new();
     for root in selection.roots.iter().filter(|r| r.skipped.is_none()) {
@@ -505,12 +521,13 @@ code = "pass"
 
     fn targets(sources: &[(&str, &str)]) -> Vec<String> {
         let recipe = Recipe::from_toml("r.toml", RECIPE).unwrap();
-        let project = Project::from_sources(
+        let project = Project::from_sources_with(
             "pkg",
             sources
                 .iter()
                 .map(|(a, b)| ((*a).to_string(), (*b).to_string()))
                 .collect(),
+            Conventions::default().with_entry_list("EntryClass"),
         );
         let selection = select(&project, &recipe);
         selection

@@ -10,6 +10,8 @@ use crate::syntax::{kind, Node};
 pub(crate) struct ModuleContext<'a> {
     pub module: &'a str,
     pub is_package: bool,
+    /// The variable listing entry classes ([`crate::project::Conventions::entry_list`]).
+    pub entry_list: Option<&'a str>,
 }
 
 impl ModuleContext<'_> {
@@ -122,7 +124,7 @@ impl ModuleWalker<'_, '_> {
                 continue;
             };
             match name {
-                "EntryClass" => {
+                _ if self.ctx.entry_list == Some(name) => {
                     if !augmented {
                         self.facts.entry_classes.clear();
                     }
@@ -251,7 +253,7 @@ pub(super) fn target_names(target: &Node) -> Vec<String> {
     }
 }
 
-/// Items of an `EntryClass` value: a name, a list or tuple of names, branches of `a if c else b`.
+/// Items of an entry list's value: a name, a list or tuple of names, branches of `a if c else b`.
 fn entry_items<'n>(value: &'n Node, out: &mut Vec<&'n Node>) {
     match value.kind() {
         kind::LIST_DISPLAY | kind::TUPLE | kind::SET => {
@@ -364,7 +366,12 @@ mod tests {
     fn facts(module: &str, is_package: bool, text: &str) -> ModuleFacts {
         let source = SourceFile::new("t.py", text);
         let root = parse_module(&source).unwrap();
-        extract(&source, &root, &ModuleContext { module, is_package })
+        let ctx = ModuleContext {
+            module,
+            is_package,
+            entry_list: Some("EntryClass"),
+        };
+        extract(&source, &root, &ctx)
     }
 
     #[test]

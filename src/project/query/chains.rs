@@ -296,7 +296,7 @@ impl ClassGraph<'_> {
             let end = owners.iter().copied().find(|&o| self.mro(runner).contains(&o));
             let chain = self.chain(e, &hops, end);
             let draft = self.class(e).draft
-                || looks_like_draft(&file)
+                || self.project.conventions().is_draft(&file)
                 || hops.iter().any(|&(k, _, _)| self.class(k).draft)
                 || self.class(runner).draft;
             entries.push(ReachEntry {
@@ -306,7 +306,7 @@ impl ClassGraph<'_> {
                 listed: Evidence {
                     file,
                     line,
-                    note: "EntryClass".into(),
+                    note: self.project.conventions().entry_list.clone().unwrap_or_default(),
                 },
                 chain,
             });
