@@ -1,11 +1,25 @@
 //! Many files at once: a package directory scanned in parallel, each module's facts (import
-//! table, classes, `EntryClass`), class names resolved across modules, and the class graph with
+//! table, classes, entry list), class names resolved across modules, and the class graph with
 //! its delegation queries (chains, hook reach, missing forwards).
+//!
+//! The files, in data-flow order:
+//!
+//! | file | job |
+//! |---|---|
+//! | `conventions.rs` | [`Conventions`]: what a code base says beyond Python (entry-list variable, draft markers); none by default |
+//! | `scan.rs` | [`Project::scan`]: read a folder's `.py` files (nothing parsed), module names, the package name |
+//! | `scope.rs` | the text prefilter of a [`Scope`]: which files a query parses |
+//! | `facts.rs` | the facts kept per module ([`ModuleFacts`], [`ClassFacts`], ...); `facts/module_walk.rs` reads a module's top level (imports, bindings, entry list), `facts/class_walk.rs` a class body (methods, attributes, compositions, uses) |
+//! | `resolve.rs` | what a dotted name in a module denotes, across imports and re-bindings |
+//! | `graph.rs` | [`ClassGraph`]: classes of a scope, resolved bases, compositions, entries; `graph/mro.rs` the MRO and which class's code a call runs |
+//! | `query.rs` | answers with evidence ([`Chain`], [`Reach`], [`Forwarding`]) and the [`Project`] queries by name; `query/chains.rs` chains and reach, `query/forwards.rs` members, forwarders and the composition tree |
+//! | `select.rs` | [`select`]: recipe hook targets chosen by meaning; `select/held.rs` derived selectors, `select/eval.rs` which classes an expression stands for |
 //!
 //! Scanning reads every `.py` file but parses none. Files are parsed on demand, at most once,
 //! and only the facts are kept (the syntax tree is dropped). Which files a query parses is
 //! decided by a cheap text prefilter ([`Scope`]):
-//! - [`Scope::Classes`]: files with a `class` statement or an `EntryClass` (the whole graph);
+//! - [`Scope::Classes`]: files with a `class` statement or mentioning the entry list (the whole
+//!   graph);
 //! - [`Scope::Related`]: the files that can matter to a few named classes, found by a closure
 //!   over identifiers. A class can only be a subclass or a holder of class `X` if its file
 //!   mentions `X` (or a name `X` is re-bound to, which is added in turn), so the closure parses

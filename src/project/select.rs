@@ -2,7 +2,8 @@
 //! of a recipe land on, in one file or across a package.
 //!
 //! A recipe declares class selectors (`[select.NAME]`, see [`ClassSelector`]). A root selector
-//! picks classes by what they are: listed in an `EntryClass`, defining or inheriting a method.
+//! picks classes by what they are: listed in an entry list ([`Conventions::entry_list`],
+//! `EntryClass` in SGLang), defining or inheriting a method; draft classes are never roots.
 //! A derived selector follows what such a class holds: `self.model = Qwen2Model(...)`,
 //! `self.language_model = DeepseekV3ForCausalLM(...)`, `self.model = self._init_model(...)`
 //! (the class the method returns), `self.model = self.body_cls(...)` (a class attribute),
