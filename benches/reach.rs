@@ -13,7 +13,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pysplice::project::{Project, Scope};
+use pysplice::project::{Project, ScanOptions, Scope};
+
+/// SGLang's conventions (`EntryClass`, draft models by name).
+fn sglang() -> ScanOptions {
+    ScanOptions::default().with_conventions(pysplice::recipes::sglang_models::conventions())
+}
 
 fn package_dir() -> Option<PathBuf> {
     let root = std::env::var_os("PYSPLICE_CORPUS").map_or_else(
@@ -47,11 +52,15 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("reach");
     group.sample_size(10).measurement_time(Duration::from_secs(20));
     group.bench_function("scan", |b| {
-        b.iter(|| Project::scan(&dir).map(|p| p.files().len()).unwrap_or(0));
+        b.iter(|| {
+            Project::scan_with(&dir, &sglang())
+                .map(|p| p.files().len())
+                .unwrap_or(0)
+        });
     });
     group.bench_function("reach (related prefilter)", |b| {
         b.iter(|| {
-            let project = Project::scan(&dir).expect("corpus is readable");
+            let project = Project::scan_with(&dir, &sglang()).expect("corpus is readable");
             project
                 .reach("DeepseekV2Model.forward")
                 .map(|r| r.entries.len())
@@ -60,7 +69,7 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("graph (class prefilter, baseline)", |b| {
         b.iter(|| {
-            let project = Project::scan(&dir).expect("corpus is readable");
+            let project = Project::scan_with(&dir, &sglang()).expect("corpus is readable");
             let graph = project.graph(&Scope::Classes);
             graph.classes().len()
         });

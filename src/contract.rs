@@ -385,7 +385,9 @@ impl Graph {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// std::fs::write(dir.path().join("m.py"), "class A:\n    pass\n\nclass B(A):\n    pass\n\nEntryClass = B\n").unwrap();
-    /// let project = pysplice::Project::scan(dir.path())?;
+    /// let conventions = pysplice::recipes::sglang_models::conventions();
+    /// let options = pysplice::project::ScanOptions::default().with_conventions(conventions);
+    /// let project = pysplice::Project::scan_with(dir.path(), &options)?;
     /// let graph = project.graph(&Scope::Classes);
     /// let whole = Graph::subgraph(project.package(), &graph, None);
     /// let names: Vec<&str> = whole.classes.iter().map(|c| c.class.as_str()).collect();

@@ -8,13 +8,18 @@ mod common;
 
 use std::fmt::Write as _;
 
-use pysplice::project::{Project, Reach, RunVia};
+use pysplice::project::{Project, Reach, RunVia, ScanOptions};
 
 const KIMI: &str = "KimiK25ForConditionalGeneration";
 const CHAIN: &str =
     "KimiK25ForConditionalGeneration -language_model-> DeepseekV3ForCausalLM ⊂ DeepseekV2ForCausalLM -model-> DeepseekV2Model";
 
 /// The pinned releases that have `kimi_k25.py`.
+/// SGLang's conventions (`EntryClass`, draft models by name).
+fn sglang() -> ScanOptions {
+    ScanOptions::default().with_conventions(pysplice::recipes::sglang_models::conventions())
+}
+
 fn kimi_versions() -> Vec<String> {
     let versions: Vec<String> = common::pinned_versions()
         .into_iter()
@@ -76,7 +81,7 @@ fn compact(reach: &Reach) -> String {
 #[test]
 fn kimi_k25_reaches_deepseek_v2_model_through_its_language_model() {
     for version in kimi_versions() {
-        let project = Project::scan(&common::models_dir(&version)).unwrap();
+        let project = Project::scan_with(&common::models_dir(&version), &sglang()).unwrap();
         assert_eq!(project.package(), "sglang.srt.models");
         let chains = project.chains(Some(KIMI), "DeepseekV2Model", 20).unwrap();
         assert_eq!(chains[0].to_string(), CHAIN, "{version}");
@@ -92,7 +97,7 @@ fn kimi_k25_reaches_deepseek_v2_model_through_its_language_model() {
 #[test]
 fn hooks_in_deepseek_v2_reach_every_wrapper_and_flag_drafts() {
     for version in kimi_versions() {
-        let project = Project::scan(&common::models_dir(&version)).unwrap();
+        let project = Project::scan_with(&common::models_dir(&version), &sglang()).unwrap();
         let forward = project.reach("DeepseekV2Model.forward").unwrap();
         let entries: Vec<&str> = forward.entries.iter().map(|e| e.class.as_str()).collect();
         assert!(entries.contains(&KIMI), "{version}: {entries:?}");
@@ -116,7 +121,7 @@ fn hooks_in_deepseek_v2_reach_every_wrapper_and_flag_drafts() {
 #[test]
 fn kimi_k25_forwards_set_eagle3_layers_to_capture_from_0_5_10() {
     for version in kimi_versions() {
-        let project = Project::scan(&common::models_dir(&version)).unwrap();
+        let project = Project::scan_with(&common::models_dir(&version), &sglang()).unwrap();
         let list = project.forwards(KIMI).unwrap();
         let language_model = list
             .iter()
@@ -136,8 +141,8 @@ fn kimi_k25_forwards_set_eagle3_layers_to_capture_from_0_5_10() {
 #[test]
 fn the_related_prefilter_gives_the_whole_graph_answer_on_the_newest_release() {
     let version = kimi_versions().pop().unwrap();
-    let narrow = Project::scan(&common::models_dir(&version)).unwrap();
-    let wide = Project::scan(&common::models_dir(&version)).unwrap();
+    let narrow = Project::scan_with(&common::models_dir(&version), &sglang()).unwrap();
+    let wide = Project::scan_with(&common::models_dir(&version), &sglang()).unwrap();
     let graph = wide.graph(&pysplice::project::Scope::Classes);
     for path in ["DeepseekV2Model.forward", "DeepseekV2ForCausalLM.__init__"] {
         let (class, method) = path.split_once('.').unwrap();

@@ -6,15 +6,21 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::project::{
-    BaseTarget, ClassGraph, ClassId, Diagnostic, ForwardNeed, Project, QueryError, RunVia, ScanOptions, Scope, Step,
+    BaseTarget, ClassGraph, ClassId, Conventions, Diagnostic, ForwardNeed, Project, QueryError, RunVia, ScanOptions,
+    Scope, Step,
 };
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/project/src")
 }
 
+/// The fixtures follow SGLang's conventions (`EntryClass`, draft models by name).
+fn sglang() -> ScanOptions {
+    ScanOptions::default().with_conventions(pysplice::recipes::sglang_models::conventions())
+}
+
 fn project() -> Project {
-    Project::scan(&src()).expect("fixture directory is readable")
+    Project::scan_with(&src(), &sglang()).expect("fixture directory is readable")
 }
 
 fn id(graph: &ClassGraph<'_>, name: &str) -> ClassId {
@@ -379,6 +385,31 @@ fn reach_follows_inheritance_super_calls_and_flags_drafts() {
         .iter()
         .find(|e| e.class == "FooMTPHolder")
         .is_some_and(|e| e.draft));
+}
+
+#[test]
+fn entry_lists_and_drafts_are_the_callers_conventions() {
+    // Without conventions no variable lists entries and no name marks a draft.
+    let plain = Project::scan(&src()).unwrap();
+    let g = plain.graph(&Scope::Classes);
+    assert!(g.entries().is_empty());
+    assert!(g.classes().iter().all(|c| !c.draft));
+    assert!(plain.reach("Engine.stop").unwrap().entries.is_empty());
+    // Other names work the same way as SGLang's.
+    let conventions = Conventions::default()
+        .with_entry_list("EntryClass")
+        .with_draft_markers(["holder"]);
+    let custom = Project::scan_with(&src(), &ScanOptions::default().with_conventions(conventions)).unwrap();
+    let g = custom.graph(&Scope::Classes);
+    let drafts: Vec<&str> = g
+        .classes()
+        .iter()
+        .filter(|c| c.draft)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(drafts, ["FooMTPHolder"]);
+    let entries: Vec<String> = g.entries().iter().map(|(e, _, _)| g.class(*e).name.clone()).collect();
+    assert_eq!(entries, ["FooMTPHolder", "Wrapper", "SubWrapper"]);
 }
 
 #[test]

@@ -12,9 +12,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pysplice::project::select::{self, Selection};
-use pysplice::project::Project;
+use pysplice::project::{Project, ScanOptions};
 use pysplice::{Patched, Recipe, SourceFile, Status};
 use similar::{DiffTag, TextDiff};
+
+/// SGLang's conventions (`EntryClass`, draft models by name).
+fn sglang() -> ScanOptions {
+    ScanOptions::default().with_conventions(pysplice::recipes::sglang_models::conventions())
+}
 
 fn recipe() -> Recipe {
     pysplice::recipes::sglang_models::recipe().expect("the bundled recipes compile")
@@ -51,7 +56,7 @@ fn releases() -> &'static [(String, Release)] {
 
 fn release(recipe: &Recipe, version: &str) -> Release {
     let dir = common::models_dir(version);
-    let project = Project::scan(&dir).unwrap();
+    let project = Project::scan_with(&dir, &sglang()).unwrap();
     let selection = select::select(&project, recipe);
     let plans = select::expand(recipe, &selection, None, "models").unwrap();
     let files = plans

@@ -2,12 +2,13 @@
 //!
 //! Exit codes: 0 success, 1 class / method / chain not found (with close candidates),
 //! 2 bad usage or an unreadable directory. With `--json`, one object of `pysplice::contract` per
-//! query, on one line, also on failure.
+//! query, on one line, also on failure. Entry classes and draft models follow SGLang's conventions
+//! (`EntryClass`, Eagle / NextN / MTP ... in a name).
 
 use std::path::PathBuf;
 
 use pysplice::contract::{Body, ErrorInfo, Forwards, Graph, Output, ReachBody};
-use pysplice::project::{Project, QueryError, Scope};
+use pysplice::project::{Project, QueryError, ScanOptions, Scope};
 
 /// Arguments of `graph`.
 #[derive(clap::Args)]
@@ -56,9 +57,15 @@ const TREE_DEPTH: usize = 8;
 
 use crate::output::emit;
 
+/// The project of `dir`, read with SGLang's conventions.
+fn scan_dir(dir: &std::path::Path) -> Result<Project, pysplice::Error> {
+    let options = ScanOptions::default().with_conventions(pysplice::recipes::sglang_models::conventions());
+    Project::scan_with(dir, &options)
+}
+
 /// Scans `dir`; on failure reports the error (as JSON with `--json`) and gives exit code 2.
 fn scan(dir: &std::path::Path, json: bool, empty: fn() -> Body) -> Result<Project, u8> {
-    Project::scan(dir).map_err(|err| {
+    scan_dir(dir).map_err(|err| {
         if json {
             let output = Output::failed(dir.display().to_string(), empty(), ErrorInfo::from(&err));
             emit(&format!("{}\n", output.to_line()));
@@ -160,7 +167,7 @@ pub fn graph(args: &GraphArgs) -> u8 {
         }
         (None, None) => {
             let graph = project.graph(&Scope::Classes);
-            let entries: Vec<usize> = graph.entries().into_iter().map(|(id, _, _)| id).collect();
+            let entries: Vec<_> = graph.entries().into_iter().map(|(id, _, _)| id).collect();
             if args.json {
                 print_json(&args.dir, Body::Graph(Graph::subgraph(&package, &graph, None)))
             } else {
@@ -214,7 +221,7 @@ pub fn forwards(args: &ForwardsArgs) -> u8 {
             forwards,
         })
     };
-    let project = match Project::scan(&args.dir) {
+    let project = match scan_dir(&args.dir) {
         Ok(p) => p,
         Err(err) => {
             if args.json {

@@ -7,8 +7,23 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use super::facts::{ClassFacts, CompositionFacts, MethodFacts};
 use super::{ClassKey, FileProblem, Project, Resolved};
 
-/// Index of a class in [`ClassGraph::classes`].
-pub type ClassId = usize;
+mod mro;
+pub use mro::RunPath;
+
+/// A class of one [`ClassGraph`]: its position in [`ClassGraph::classes`], meaningful only
+/// for the graph that gave it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "serde", serde(transparent), schemars(transparent))]
+pub struct ClassId(usize);
+
+impl ClassId {
+    /// The position in [`ClassGraph::classes`].
+    #[must_use]
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
 
 /// What a base class expression resolved to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,8 +90,9 @@ pub struct ClassNode {
     pub compositions: Vec<CompositionEdge>,
     /// Direct subclasses within the graph.
     pub subclasses: Vec<ClassId>,
-    /// The class or its file looks like a speculative-decoding draft model (Eagle, NextN, MTP,
-    /// Medusa, DFlash or "draft" in the name).
+    /// The class or its file contains one of the project's draft markers
+    /// ([`Conventions::draft_markers`](super::Conventions)), such as a speculative-decoding draft
+    /// model in SGLang.
     pub draft: bool,
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) key: ClassKey,
@@ -140,15 +156,6 @@ pub struct ClassGraph<'p> {
     edges: Vec<Vec<(ClassId, usize)>>,
 }
 
-const DRAFT_MARKERS: &[&str] = &["eagle", "nextn", "mtp", "medusa", "dflash", "draft"];
-
-/// Whether a class or file name looks like a speculative-decoding draft model.
-#[must_use]
-pub fn looks_like_draft(name: &str) -> bool {
-    let lower = name.to_lowercase();
-    DRAFT_MARKERS.iter().any(|m| lower.contains(m))
-}
-
 impl<'p> ClassGraph<'p> {
     pub(crate) fn build(project: &'p Project, files: &[usize], policy: Policy) -> ClassGraph<'p> {
         let mut g = ClassGraph {
@@ -185,35 +192,36 @@ impl<'p> ClassGraph<'p> {
         while let Some(id) = queue.pop_front() {
             g.resolve_node(id, &policy, &mut queue);
         }
-        for id in 0..g.nodes.len() {
+        for id in g.ids() {
             let bases: Vec<ClassId> = g.class_bases(id);
             for b in bases {
-                if !g.nodes[b].subclasses.contains(&id) {
-                    g.nodes[b].subclasses.push(id);
+                if !g.nodes[b.0].subclasses.contains(&id) {
+                    g.nodes[b.0].subclasses.push(id);
                 }
             }
         }
         g.mro = (0..g.nodes.len()).map(|_| Vec::new()).collect();
         let mut state = vec![0u8; g.nodes.len()];
-        for id in 0..g.nodes.len() {
+        for id in g.ids() {
             g.compute_mro(id, &mut state);
         }
-        g.edges = (0..g.nodes.len()).map(|id| g.effective_compositions(id)).collect();
+        g.edges = g.ids().map(|id| g.effective_compositions(id)).collect();
         g
     }
 
     fn intern(&mut self, key: ClassKey, expand: bool, queue: &mut VecDeque<(ClassId, bool)>) -> ClassId {
         if let Some(&id) = self.index.get(&key) {
-            if expand && !self.nodes[id].expanded {
-                self.nodes[id].expanded = true;
+            if expand && !self.nodes[id.0].expanded {
+                self.nodes[id.0].expanded = true;
                 queue.push_back((id, true));
             }
             return id;
         }
         let file = self.project.file(key.file);
         let class = self.class_facts_of(key);
-        let draft = looks_like_draft(&class.name) || looks_like_draft(file.relative_path());
-        let id = self.nodes.len();
+        let conventions = self.project.conventions();
+        let draft = conventions.is_draft(&class.name) || conventions.is_draft(file.relative_path());
+        let id = ClassId(self.nodes.len());
         self.nodes.push(ClassNode {
             module: file.module().to_string(),
             name: class.name.clone(),
@@ -249,11 +257,11 @@ impl<'p> ClassGraph<'p> {
         policy: &Policy,
         queue: &mut VecDeque<(ClassId, bool)>,
     ) {
-        let key = self.nodes[id].key;
+        let key = self.nodes[id.0].key;
         let class = self.class_facts_of(key);
         let project = self.project;
         if !compositions {
-            let expand = self.nodes[id].expanded;
+            let expand = self.nodes[id.0].expanded;
             let mut links = Vec::new();
             for base in &class.bases {
                 let resolved = if base.is_name {
@@ -289,7 +297,7 @@ impl<'p> ClassGraph<'p> {
                     if let BaseTarget::Unresolved(reason) = t {
                         self.diagnostics.push(Diagnostic::UnresolvedBase {
                             class: class.name.clone(),
-                            file: self.nodes[id].file.clone(),
+                            file: self.nodes[id.0].file.clone(),
                             line: base.line,
                             base: base.text.clone(),
                             reason: reason.clone(),
@@ -302,7 +310,7 @@ impl<'p> ClassGraph<'p> {
                     targets,
                 });
             }
-            self.nodes[id].bases = links;
+            self.nodes[id.0].bases = links;
             return;
         }
         let mut edges = Vec::new();
@@ -334,7 +342,7 @@ impl<'p> ClassGraph<'p> {
                 }
             }
         }
-        self.nodes[id].compositions = edges;
+        self.nodes[id.0].compositions = edges;
     }
 
     fn edge(&self, class: &ClassFacts, comp: &CompositionFacts, target: ClassId) -> CompositionEdge {
@@ -370,61 +378,21 @@ impl<'p> ClassGraph<'p> {
         }
     }
 
-    fn class_bases(&self, id: ClassId) -> Vec<ClassId> {
-        let mut out = Vec::new();
-        for link in &self.nodes[id].bases {
-            for t in &link.targets {
-                if let BaseTarget::Class(b) = t {
-                    if !out.contains(b) && *b != id {
-                        out.push(*b);
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    /// C3 linearization over the project bases; depth-first order when C3 fails or bases cycle.
-    fn compute_mro(&mut self, id: ClassId, state: &mut [u8]) -> Vec<ClassId> {
-        match state[id] {
-            2 => return self.mro[id].clone(),
-            1 => return vec![id],
-            _ => {}
-        }
-        state[id] = 1;
-        let bases = self.class_bases(id);
-        let mut lists: Vec<Vec<ClassId>> = bases.iter().map(|&b| self.compute_mro(b, state)).collect();
-        lists.push(bases.clone());
-        let mut out = vec![id];
-        let merged = c3_merge(lists.clone());
-        match merged {
-            Some(rest) => out.extend(rest),
-            None => {
-                for list in lists {
-                    for c in list {
-                        if !out.contains(&c) {
-                            out.push(c);
-                        }
-                    }
-                }
-            }
-        }
-        out.dedup();
-        state[id] = 2;
-        self.mro[id] = out.clone();
-        out
-    }
-
     fn effective_compositions(&self, k: ClassId) -> Vec<(ClassId, usize)> {
         let mut out = Vec::new();
-        for &x in &self.mro[k] {
-            for (i, edge) in self.nodes[x].compositions.iter().enumerate() {
+        for &x in &self.mro[k.0] {
+            for (i, edge) in self.nodes[x.0].compositions.iter().enumerate() {
                 if self.runs(k, x, &edge.method).is_some() {
                     out.push((x, i));
                 }
             }
         }
         out
+    }
+
+    /// Every class id, in order.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = ClassId> {
+        (0..self.nodes.len()).map(ClassId)
     }
 
     /// The id of a class definition, when it is in the graph.
@@ -445,7 +413,7 @@ impl<'p> ClassGraph<'p> {
     /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn class(&self, id: ClassId) -> &ClassNode {
-        &self.nodes[id]
+        &self.nodes[id.0]
     }
 
     /// The facts read off a class's source (methods, attributes, uses).
@@ -455,10 +423,10 @@ impl<'p> ClassGraph<'p> {
     /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn facts(&self, id: ClassId) -> &'p ClassFacts {
-        self.class_facts_of(self.nodes[id].key)
+        self.class_facts_of(self.nodes[id.0].key)
     }
 
-    /// The entry classes (`EntryClass` of the modules in scope), with the file and line listing
+    /// The entry classes (the entry lists, [`Conventions::entry_list`](super::Conventions), of the modules in scope), with the file and line listing
     /// them.
     #[must_use]
     pub fn entries(&self) -> Vec<(ClassId, String, usize)> {
@@ -468,7 +436,7 @@ impl<'p> ClassGraph<'p> {
             .collect()
     }
 
-    /// Whether the class is listed in some `EntryClass`.
+    /// Whether the class is listed in some module's entry list.
     #[must_use]
     pub fn is_entry(&self, id: ClassId) -> bool {
         self.entries.iter().any(|(e, _, _)| *e == id)
@@ -487,7 +455,7 @@ impl<'p> ClassGraph<'p> {
     /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn mro(&self, id: ClassId) -> &[ClassId] {
-        &self.mro[id]
+        &self.mro[id.0]
     }
 
     /// The compositions instances of `id` get: their own and those of ancestors whose assigning
@@ -498,9 +466,9 @@ impl<'p> ClassGraph<'p> {
     /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
     #[must_use]
     pub fn compositions_of(&self, id: ClassId) -> Vec<(ClassId, &CompositionEdge)> {
-        self.edges[id]
+        self.edges[id.0]
             .iter()
-            .map(|&(x, i)| (x, &self.nodes[x].compositions[i]))
+            .map(|&(x, i)| (x, &self.nodes[x.0].compositions[i]))
             .collect()
     }
 
@@ -508,9 +476,10 @@ impl<'p> ClassGraph<'p> {
     /// prefixed by its module or a tail of it (`deepseek_v2.DeepseekV2Model`). Sorted by module.
     #[must_use]
     pub fn find(&self, name: &str) -> Vec<ClassId> {
-        let mut out: Vec<ClassId> = (0..self.nodes.len())
+        let mut out: Vec<ClassId> = self
+            .ids()
             .filter(|&id| {
-                let n = &self.nodes[id];
+                let n = &self.nodes[id.0];
                 if n.name == name {
                     return true;
                 }
@@ -518,7 +487,7 @@ impl<'p> ClassGraph<'p> {
                 full == name || full.ends_with(&format!(".{name}"))
             })
             .collect();
-        out.sort_by(|&a, &b| (&self.nodes[a].module, a).cmp(&(&self.nodes[b].module, b)));
+        out.sort_by(|&a, &b| (&self.nodes[a.0].module, a).cmp(&(&self.nodes[b.0].module, b)));
         out
     }
 
@@ -532,7 +501,7 @@ impl<'p> ClassGraph<'p> {
         let mut out = Vec::new();
         let mut queue = VecDeque::from([id]);
         while let Some(c) = queue.pop_front() {
-            for &s in &self.nodes[c].subclasses {
+            for &s in &self.nodes[c.0].subclasses {
                 if s != id && !out.contains(&s) {
                     out.push(s);
                     queue.push_back(s);
@@ -542,111 +511,17 @@ impl<'p> ClassGraph<'p> {
         out
     }
 
-    /// The first class in the MRO of `id` that defines method `name`.
-    ///
-    /// # Panics
-    ///
-    /// When `id` is not a class of this graph (not an index into [`ClassGraph::classes`]).
-    #[must_use]
-    pub fn owner_of(&self, id: ClassId, name: &str) -> Option<ClassId> {
-        self.mro[id].iter().copied().find(|&c| self.facts(c).defines(name))
-    }
-
-    /// Whether calling method `m` on an instance of `k` runs the body of `t.m`: `k` is `t`, `k`
-    /// inherits `t.m`, or the overriding methods on the way call `super().m(...)` or
-    /// `Base.m(self, ...)` until they reach it.
-    ///
-    /// # Panics
-    ///
-    /// When `k` or `t` is not a class of this graph (not an index into [`ClassGraph::classes`]).
-    #[must_use]
-    pub fn runs(&self, k: ClassId, t: ClassId, m: &str) -> Option<RunPath> {
-        let mro = &self.mro[k];
-        let mut pos = 0;
-        let mut through = Vec::new();
-        loop {
-            let x = pos + mro.get(pos..)?.iter().position(|&c| self.facts(c).defines(m))?;
-            let class = mro[x];
-            if class == t {
-                return Some(RunPath {
-                    direct: x == 0,
-                    through,
-                });
-            }
-            let facts = self.facts(class);
-            let methods: Vec<&MethodFacts> = facts.methods_named(m).collect();
-            if let Some(method) = methods.iter().find(|md| md.super_calls.iter().any(|s| s == m)) {
-                through.push((class, method.line));
-                pos = x + 1;
-                continue;
-            }
-            let mut jumped = None;
-            for method in &methods {
-                for (base, called) in &method.explicit_calls {
-                    if called != m {
-                        continue;
-                    }
-                    let resolved = self.project.resolve(self.nodes[class].key.file, &method.locals, base);
-                    for r in resolved {
-                        if let Resolved::Class(key) = r {
-                            if let Some(&b) = self.index.get(&key) {
-                                if let Some(i) = mro.iter().position(|&c| c == b).filter(|&i| i > x) {
-                                    jumped = Some((i, method.line));
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            let (i, line) = jumped?;
-            through.push((class, line));
-            pos = i;
-        }
-    }
-
-    /// A shortest inheritance path from `from` up to its ancestor `to` (both included).
-    ///
-    /// # Panics
-    ///
-    /// When `from`, or a class on the way up, is not a class of this graph (not an index into
-    /// [`ClassGraph::classes`]).
-    #[must_use]
-    pub fn inheritance_path(&self, from: ClassId, to: ClassId) -> Option<Vec<ClassId>> {
-        let mut parent: HashMap<ClassId, ClassId> = HashMap::new();
-        let mut queue = VecDeque::from([from]);
-        let mut seen = HashSet::from([from]);
-        while let Some(c) = queue.pop_front() {
-            if c == to {
-                let mut path = vec![c];
-                let mut at = c;
-                while let Some(&p) = parent.get(&at) {
-                    path.push(p);
-                    at = p;
-                }
-                path.reverse();
-                return Some(path);
-            }
-            for b in self.class_bases(c) {
-                if seen.insert(b) {
-                    parent.insert(b, c);
-                    queue.push_back(b);
-                }
-            }
-        }
-        None
-    }
-
     /// The classes from which some goal class is reachable through compositions (goal classes
     /// included).
     pub(crate) fn can_reach(&self, goal: &dyn Fn(ClassId) -> bool) -> Vec<bool> {
-        let mut reach: Vec<bool> = (0..self.nodes.len()).map(goal).collect();
+        let mut reach: Vec<bool> = self.ids().map(goal).collect();
         loop {
             let mut changed = false;
             for k in 0..self.nodes.len() {
                 if !reach[k]
                     && self.edges[k]
                         .iter()
-                        .any(|&(x, i)| reach[self.nodes[x].compositions[i].target])
+                        .any(|&(x, i)| reach[self.nodes[x.0].compositions[i].target.0])
                 {
                     reach[k] = true;
                     changed = true;
@@ -660,37 +535,7 @@ impl<'p> ClassGraph<'p> {
 
     /// Composition hops `(via, edge index)` out of `k`, in a stable order.
     pub(crate) fn hops(&self, k: ClassId) -> &[(ClassId, usize)] {
-        &self.edges[k]
-    }
-}
-
-/// How a method call reaches a method body (see [`ClassGraph::runs`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunPath {
-    /// The class itself defines the method.
-    pub direct: bool,
-    /// Overriding methods passed through (class, line of their `def`), calling up by `super()`
-    /// or an explicit base call.
-    pub through: Vec<(ClassId, usize)>,
-}
-
-fn c3_merge(mut lists: Vec<Vec<ClassId>>) -> Option<Vec<ClassId>> {
-    let mut out = Vec::new();
-    loop {
-        lists.retain(|l| !l.is_empty());
-        if lists.is_empty() {
-            return Some(out);
-        }
-        let head = lists
-            .iter()
-            .map(|l| l[0])
-            .find(|&h| !lists.iter().any(|l| l[1..].contains(&h)))?;
-        out.push(head);
-        for l in &mut lists {
-            if l[0] == head {
-                l.remove(0);
-            }
-        }
+        &self.edges[k.0]
     }
 }
 

@@ -14,8 +14,30 @@ use crate::engine::{apply, revert, Patched};
 use crate::error::{Error, ErrorKind, Location};
 use crate::files::DiskFile;
 use crate::project::select::{self, Selection};
-use crate::project::Project;
+use crate::project::{Conventions, Project, ScanOptions};
 use crate::spec::Recipe;
+
+/// The module-level variable by which an SGLang model file lists the classes it serves
+/// (`EntryClass = [DeepseekV2ForCausalLM, DeepseekV3ForCausalLM]`).
+pub const ENTRY_LIST: &str = "EntryClass";
+
+/// Name parts of speculative-decoding draft models (Eagle, NextN, MTP, Medusa, DFlash): a class
+/// whose name or file contains one is a draft, never an architecture of its own.
+pub const DRAFT_MARKERS: [&str; 6] = ["eagle", "nextn", "mtp", "medusa", "dflash", "draft"];
+
+/// SGLang's conventions for the project layer: [`ENTRY_LIST`] and [`DRAFT_MARKERS`].
+///
+/// ```
+/// let conventions = pysplice::recipes::sglang_models::conventions();
+/// assert!(conventions.is_draft("DeepseekV3ForCausalLMNextN"));
+/// assert_eq!(conventions.entry_list.as_deref(), Some("EntryClass"));
+/// ```
+#[must_use]
+pub fn conventions() -> Conventions {
+    Conventions::default()
+        .with_entry_list(ENTRY_LIST)
+        .with_draft_markers(DRAFT_MARKERS)
+}
 
 /// The composed recipe: `imports` and `dump-helpers` of [`crate::recipes::SGLANG_HS_DUMP`], then
 /// the selector hooks of [`crate::recipes::SGLANG_HS_DUMP_MODELS`].
@@ -126,7 +148,7 @@ pub fn patch(
     wanted: Option<&[String]>,
     mode: Mode,
 ) -> Result<(Selection, Vec<FilePatch>), Error> {
-    let project = Project::scan(models_dir)?;
+    let project = Project::scan_with(models_dir, &ScanOptions::default().with_conventions(conventions()))?;
     let selection = select::select(&project, recipe);
     let root = models_dir.display().to_string();
     let mut files = select::expand(recipe, &selection, wanted, &root)?;

@@ -1,0 +1,243 @@
+//! Reading a folder: the `.py` files under it (in parallel, nothing parsed), their module names
+//! and the package the folder is.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+use super::{Conventions, FileProblem, Project, ProjectFile, ScanOptions};
+use crate::error::{Error, ErrorKind, Location};
+use crate::source::SourceFile;
+use crate::syntax::is_identifier;
+
+impl Project {
+    /// Scans `dir` for `.py` files (recursively, skipping hidden folders and `__pycache__`) and
+    /// reads them in parallel; nothing is parsed yet.
+    ///
+    /// Module names are dotted paths relative to the directory's parent, so scanning
+    /// `.../sglang` names `sglang/srt/models/kimi_k25.py` `sglang.srt.models.kimi_k25`. The
+    /// package name of the directory is its folder name, extended upwards through parents with an
+    /// `__init__.py`, and further when the files' own absolute imports show a longer dotted name
+    /// ending in it (scanning `.../sglang/srt/models`, whose files say
+    /// `from sglang.srt.models.deepseek_v2 import ...`, gives `sglang.srt.models`). A directory
+    /// with no `.py` file of its own is a source root: module names start below it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] when `dir` is not a readable directory. Unreadable files are not errors:
+    /// they are listed by [`Project::problems`].
+    pub fn scan(dir: &Path) -> Result<Project, Error> {
+        Project::scan_with(dir, &ScanOptions::default())
+    }
+
+    /// [`Project::scan`] with options.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] when `dir` is not a readable directory.
+    pub fn scan_with(dir: &Path, options: &ScanOptions) -> Result<Project, Error> {
+        let io = |source: std::io::Error| {
+            ErrorKind::Io {
+                action: "cannot read the directory".into(),
+                source: source.into(),
+            }
+            .at(Location::new(dir.display().to_string(), 1, 1))
+        };
+        let meta = std::fs::metadata(dir).map_err(io)?;
+        if !meta.is_dir() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a directory",
+            )));
+        }
+        let mut paths = Vec::new();
+        walk(dir, dir, &mut paths).map_err(io)?;
+        paths.sort();
+        let texts: Vec<Result<String, FileProblem>> =
+            paths.par_iter().map(|(path, rel)| read_text(path, rel)).collect();
+        let own_py = paths.iter().any(|(_, rel)| !rel.contains('/'));
+        let package = match &options.package {
+            Some(p) => p.clone(),
+            None if own_py => infer_package(dir, &texts),
+            None => String::new(),
+        };
+        let mut files = Vec::with_capacity(paths.len());
+        let mut modules = HashMap::new();
+        let mut namespaces = HashSet::new();
+        for ((path, rel), text) in paths.into_iter().zip(texts) {
+            let (module, is_package) = module_name(&package, &rel);
+            let mut parent = module.as_str();
+            while let Some((up, _)) = parent.rsplit_once('.') {
+                namespaces.insert(up.to_string());
+                parent = up;
+            }
+            if !module.is_empty() {
+                namespaces.insert(module.split('.').next().unwrap_or_default().to_string());
+            }
+            // A package's __init__ wins over a same-named module file only by coming later.
+            modules.insert(module.clone(), files.len());
+            files.push(ProjectFile {
+                path,
+                rel,
+                module,
+                is_package,
+                text,
+                facts: OnceLock::new(),
+            });
+        }
+        Ok(Project {
+            root: dir.to_path_buf(),
+            package,
+            files,
+            modules,
+            namespaces,
+            conventions: options.conventions.clone(),
+        })
+    }
+
+    /// A project of in-memory files: `(relative path, text)` pairs under package `package`
+    /// (empty for a source root), without conventions.
+    #[must_use]
+    pub fn from_sources(package: &str, sources: Vec<(String, String)>) -> Project {
+        Project::from_sources_with(package, sources, Conventions::default())
+    }
+
+    /// [`Project::from_sources`] with the code base's conventions. What selection on a single
+    /// file uses.
+    #[must_use]
+    pub fn from_sources_with(package: &str, sources: Vec<(String, String)>, conventions: Conventions) -> Project {
+        let mut files = Vec::with_capacity(sources.len());
+        let mut modules = HashMap::new();
+        let mut namespaces = HashSet::new();
+        for (rel, text) in sources {
+            let (module, is_package) = module_name(package, &rel);
+            let mut parent = module.as_str();
+            while let Some((up, _)) = parent.rsplit_once('.') {
+                namespaces.insert(up.to_string());
+                parent = up;
+            }
+            modules.insert(module.clone(), files.len());
+            files.push(ProjectFile {
+                path: PathBuf::from(&rel),
+                rel,
+                module,
+                is_package,
+                text: Ok(text),
+                facts: OnceLock::new(),
+            });
+        }
+        Project {
+            root: PathBuf::new(),
+            package: package.to_string(),
+            files,
+            modules,
+            namespaces,
+            conventions,
+        }
+    }
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, String)>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Ok(kind) = entry.file_type() else { continue };
+        let path = entry.path();
+        if kind.is_dir() {
+            if name.starts_with('.') || name == "__pycache__" {
+                continue;
+            }
+            // Unreadable sub-folders are skipped rather than failing the scan.
+            let _ = walk(root, &path, out);
+        } else if name.ends_with(".py") && (kind.is_file() || kind.is_symlink()) {
+            let rel = path
+                .strip_prefix(root)
+                .map(|p| {
+                    p.components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                        .join("/")
+                })
+                .unwrap_or_else(|_| name.to_string());
+            out.push((path, rel));
+        }
+    }
+    Ok(())
+}
+
+fn read_text(path: &Path, rel: &str) -> Result<String, FileProblem> {
+    // Regular files only, within the size limit: a FIFO or device named `x.py` is reported, not read.
+    let bytes = crate::files::read_bytes(path).map_err(|e| FileProblem::new(rel, &e))?;
+    SourceFile::from_bytes(rel, bytes)
+        .map(|s| s.text().to_string())
+        .map_err(|e| FileProblem::new(rel, &e))
+}
+
+/// `(module, is_package)` of a file at `rel` (relative, `/`-separated) under package `package`.
+fn module_name(package: &str, rel: &str) -> (String, bool) {
+    let stem = rel.strip_suffix(".py").unwrap_or(rel);
+    let mut parts: Vec<&str> = if package.is_empty() { Vec::new() } else { vec![package] };
+    parts.extend(stem.split('/'));
+    let is_package = parts.last() == Some(&"__init__");
+    if is_package {
+        parts.pop();
+    }
+    (parts.join("."), is_package)
+}
+
+/// The package name of `dir` (see [`Project::scan`]).
+fn infer_package(dir: &Path, texts: &[Result<String, FileProblem>]) -> String {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let name_of = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let Some(own) = name_of(&dir).filter(|n| is_identifier(n)) else {
+        return String::new();
+    };
+    let mut parts = vec![own];
+    let mut up = dir.parent();
+    while let Some(p) = up {
+        match name_of(p) {
+            Some(n) if is_identifier(&n) && p.join("__init__.py").is_file() => parts.insert(0, n),
+            _ => break,
+        }
+        up = p.parent();
+    }
+    let mut best = parts.join(".");
+    // Longer names suggested by the files' own absolute imports.
+    let mut candidate = parts.clone();
+    for _ in 0..6 {
+        let Some(p) = up else { break };
+        let Some(n) = name_of(p).filter(|n| is_identifier(n)) else {
+            break;
+        };
+        candidate.insert(0, n);
+        let dotted = candidate.join(".");
+        let needles = [
+            format!("from {dotted}."),
+            format!("import {dotted}."),
+            format!("from {dotted} import"),
+        ];
+        if texts
+            .iter()
+            .flatten()
+            .any(|t| needles.iter().any(|needle| t.contains(needle.as_str())))
+        {
+            best = dotted;
+        }
+        up = p.parent();
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_follow_the_package() {
+        assert_eq!(module_name("pkg", "a/b.py"), ("pkg.a.b".into(), false));
+        assert_eq!(module_name("pkg", "a/__init__.py"), ("pkg.a".into(), true));
+        assert_eq!(module_name("pkg", "__init__.py"), ("pkg".into(), true));
+        assert_eq!(module_name("", "x/y.py"), ("x.y".into(), false));
+    }
+}
