@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::facts::{dotted, AttributeKind};
 use super::graph::{ClassGraph, ClassId};
-use super::{Conventions, Project, Resolved, Scope};
+use super::{Project, Resolved, Scope};
 use crate::error::{Error, ErrorKind, Location};
 use crate::locate::Target;
 use crate::outline::{DefKind, ParsedFile};
@@ -234,26 +234,12 @@ fn concrete(recipe: &Recipe, selection: &Selection, file: &str) -> Recipe {
 }
 
 /// The paths `selector` (with `method`) selects inside one file, for every root of the file.
-/// Entry classes and drafts follow SGLang's conventions
-/// ([`crate::recipes::sglang_models::conventions`]), those the bundled recipes' selectors are
-/// written for; [`in_file_with`] takes others.
+/// Entry classes and drafts follow the recipe's `[conventions]`.
 ///
 /// # Errors
 /// [`ErrorKind::Placement`] (at the file's first line) when nothing is selected, saying why.
 pub fn in_file(recipe: &Recipe, file: &ParsedFile, hook: &str) -> Result<Vec<String>, Error> {
-    in_file_with(recipe, file, hook, crate::recipes::sglang_models::conventions())
-}
-
-/// [`in_file`] with the code base's conventions (entry list, draft markers).
-///
-/// # Errors
-/// [`ErrorKind::Placement`] (at the file's first line) when nothing is selected, saying why.
-pub fn in_file_with(
-    recipe: &Recipe,
-    file: &ParsedFile,
-    hook: &str,
-    conventions: Conventions,
-) -> Result<Vec<String>, Error> {
+    let conventions = recipe.conventions.clone();
     let name = file.source().name().to_string();
     let rel = std::path::Path::new(&name)
         .file_name()
@@ -497,6 +483,8 @@ mod tests {
 [recipe]
 id = "r"
 summary = "s"
+[conventions]
+entry-list = "EntryClass"
 [select.top]
 entries = true
 has-method = "capture"
@@ -525,7 +513,7 @@ code = "pass"
                 .iter()
                 .map(|(a, b)| ((*a).to_string(), (*b).to_string()))
                 .collect(),
-            Conventions::default().with_entry_list("EntryClass"),
+            recipe.conventions.clone(),
         );
         let selection = select(&project, &recipe);
         selection

@@ -17,15 +17,10 @@ use crate::project::select::{self, Selection};
 use crate::project::{Conventions, Project, ScanOptions};
 use crate::spec::Recipe;
 
-/// The module-level variable by which an SGLang model file lists the classes it serves
-/// (`EntryClass = [DeepseekV2ForCausalLM, DeepseekV3ForCausalLM]`).
-pub const ENTRY_LIST: &str = "EntryClass";
-
-/// Name parts of speculative-decoding draft models (Eagle, NextN, MTP, Medusa, DFlash): a class
-/// whose name or file contains one is a draft, never an architecture of its own.
-pub const DRAFT_MARKERS: [&str; 6] = ["eagle", "nextn", "mtp", "medusa", "dflash", "draft"];
-
-/// SGLang's conventions for the project layer: [`ENTRY_LIST`] and [`DRAFT_MARKERS`].
+/// SGLang's conventions for the project layer, as the bundled models recipe declares them in
+/// `[conventions]`: model files list the classes they serve in `EntryClass`
+/// (`EntryClass = [DeepseekV2ForCausalLM, DeepseekV3ForCausalLM]`), and speculative-decoding
+/// draft models (Eagle, NextN, MTP, Medusa, DFlash) are never architectures of their own.
 ///
 /// ```
 /// let conventions = pysplice::recipes::sglang_models::conventions();
@@ -34,9 +29,13 @@ pub const DRAFT_MARKERS: [&str; 6] = ["eagle", "nextn", "mtp", "medusa", "dflash
 /// ```
 #[must_use]
 pub fn conventions() -> Conventions {
-    Conventions::default()
-        .with_entry_list(ENTRY_LIST)
-        .with_draft_markers(DRAFT_MARKERS)
+    // The bundled recipe compiles (a test says so); none if it ever did not.
+    Recipe::from_toml(
+        "recipes/sglang_hs_dump_models.toml",
+        crate::recipes::SGLANG_HS_DUMP_MODELS,
+    )
+    .map(|recipe| recipe.conventions)
+    .unwrap_or_default()
 }
 
 /// The composed recipe: `imports` and `dump-helpers` of [`crate::recipes::SGLANG_HS_DUMP`], then
@@ -148,7 +147,8 @@ pub fn patch(
     wanted: Option<&[String]>,
     mode: Mode,
 ) -> Result<(Selection, Vec<FilePatch>), Error> {
-    let project = Project::scan_with(models_dir, &ScanOptions::default().with_conventions(conventions()))?;
+    let options = ScanOptions::default().with_conventions(recipe.conventions.clone());
+    let project = Project::scan_with(models_dir, &options)?;
     let selection = select::select(&project, recipe);
     let root = models_dir.display().to_string();
     let mut files = select::expand(recipe, &selection, wanted, &root)?;

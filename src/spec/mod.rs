@@ -39,13 +39,14 @@ use crate::error::{Error, ErrorKind, Location};
 use crate::locate::Target;
 use crate::marker;
 use crate::pattern::{Depth, Pattern};
+use crate::project::Conventions;
 use crate::source::SourceFile;
 use crate::template::Template;
 
 pub use build::{HookBuilder, RecipeBuilder};
 use hook::{compile_hook, marker_offset};
 use raw::RawSpec;
-use selectors::compile_selectors;
+use selectors::{compile_conventions, compile_selectors};
 
 /// Which of the matching statements an anchor or replacement uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -189,13 +190,16 @@ pub struct Recipe {
     pub hooks: Vec<Hook>,
     /// Class selectors (`[select.NAME]`), in the order written; hooks name them in `in`.
     pub selectors: Vec<ClassSelector>,
+    /// The code base's conventions the selectors rely on (`[conventions]`: which variable lists
+    /// entry classes, which name parts mark draft classes); none by default.
+    pub conventions: Conventions,
 }
 
 /// Classes chosen by what they are, not by name: a `[select.NAME]` table.
 ///
 /// ```toml
 /// [select.capturing]
-/// entries = true                              # the classes a module lists in `EntryClass`
+/// entries = true                              # the classes a module lists in its entry list
 /// has-method = "set_eagle3_layers_to_capture" # that define or inherit this method
 ///
 /// [select.backbone]
@@ -205,13 +209,19 @@ pub struct Recipe {
 /// ```
 ///
 /// A selector without `held-by` is a root: its classes are what a caller can pick from
-/// (`--arch`). Draft models (Eagle, NextN, MTP... in the class or file name) are never selected
-/// as roots. Resolution lives in [`crate::project::select`].
+/// (`--arch`). Draft classes (a `[conventions] draft-markers` part in the class or file name) are
+/// never selected as roots. The entry list is named in `[conventions]`:
+///
+/// ```toml
+/// [conventions]
+/// entry-list = "EntryClass"
+/// draft-markers = ["eagle", "nextn"]
+/// ``` Resolution lives in [`crate::project::select`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassSelector {
     /// The name hooks use in `in = { class = NAME }`.
     pub name: String,
-    /// Only classes listed in some module's `EntryClass`.
+    /// Only classes listed in some module's entry list (`[conventions] entry-list`).
     pub entries: bool,
     /// Only classes that define or inherit this method.
     pub has_method: Option<String>,
@@ -283,7 +293,8 @@ impl Recipe {
                 return Err(spec_error(file, at, message, None));
             }
         }
-        let selectors = compile_selectors(file, raw.select)?;
+        let conventions = compile_conventions(file, raw.conventions)?;
+        let selectors = compile_selectors(file, raw.select, &conventions)?;
         let mut hooks: Vec<Hook> = Vec::new();
         for spanned in raw.hooks {
             let span = spanned.span();
@@ -301,6 +312,7 @@ impl Recipe {
             vars: raw.vars,
             hooks,
             selectors,
+            conventions,
         })
     }
 
@@ -443,7 +455,8 @@ mod tests {
 
     #[test]
     fn selectors_are_validated_with_their_table_and_hook() {
-        let sel = "[select.top]\nentries = true\nhas-method = \"capture\"\n";
+        let sel =
+            "[conventions]\nentry-list = \"EntryClass\"\n[select.top]\nentries = true\nhas-method = \"capture\"\n";
         let hook = |target: &str| {
             format!("[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = {target}\nat = \"end\"\ncode = \"pass\"\n")
         };
@@ -456,7 +469,7 @@ mod tests {
         assert!(ok.selects());
         let e = err(&format!("{HEAD}{sel}{}", hook("{ class = \"tops\" }")));
         assert!(
-            e.starts_with("s.toml:10:1: bad spec:")
+            e.starts_with("s.toml:12:1: bad spec:")
                 && e.contains("`class = \"tops\"` names no selector; the recipe has `top`")
                 && e.ends_with("[hook h]"),
             "{e}"
@@ -470,7 +483,7 @@ mod tests {
         );
         let e = err(&format!("{HEAD}{sel}[select.inner]\nheld-by = \"nowhere\"\n"));
         assert!(
-            e.starts_with("s.toml:7:1: bad spec: [select.inner]: `held-by = \"nowhere\"` names no selector"),
+            e.starts_with("s.toml:9:1: bad spec: [select.inner]: `held-by = \"nowhere\"` names no selector"),
             "{e}"
         );
         let e = err(&format!(
@@ -481,6 +494,10 @@ mod tests {
             "{HEAD}{sel}[select.inner]\nheld-by = \"top\"\nexclude = [\"X\"]\n"
         ));
         assert!(e.contains("belong to root selectors"), "{e}");
+        let e = err(&format!("{HEAD}[select.top]\nentries = true\n"));
+        assert!(e.contains("`[conventions] entry-list = \"NAME\"`"), "{e}");
+        let e = err(&format!("{HEAD}[conventions]\nentry-list = \"Entry Class\"\n"));
+        assert!(e.contains("entry-list `Entry Class` is not a Python name"), "{e}");
         let e = err(&format!("{HEAD}[select.top]\nentries = true\ncolour = 1\n"));
         assert!(e.starts_with("s.toml:6:1: bad spec: unknown field `colour`"), "{e}");
     }

@@ -24,6 +24,24 @@ pub(super) struct RawSpec {
     #[serde(default)]
     #[cfg_attr(feature = "serde", schemars(with = "BTreeMap<String, RawSelect>"))]
     pub(super) select: BTreeMap<String, Spanned<RawSelect>>,
+    /// The code base's conventions that selectors rely on (`[conventions]`).
+    #[serde(default)]
+    pub(super) conventions: RawConventions,
+}
+
+/// What a code base's own conventions say about its classes (see
+/// [`crate::project::Conventions`]).
+#[derive(Debug, Default, Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Conventions"))]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawConventions {
+    /// The module-level variable whose value lists a module's entry classes
+    /// (`EntryClass = [A, B]`); needed by `entries = true`.
+    pub(super) entry_list: Option<String>,
+    /// Name parts (compared lower-case) that mark draft classes: a class whose name or file
+    /// contains one is never a root selector's class.
+    #[serde(default)]
+    pub(super) draft_markers: Vec<String>,
 }
 
 /// A class selector: classes chosen by what they are, not by name.

@@ -6,15 +6,17 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use crate::error::{Error, ErrorKind};
+use crate::project::Conventions;
 use crate::source::SourceFile;
 use crate::syntax::is_identifier;
 
-use super::raw::RawSelect;
+use super::raw::{RawConventions, RawSelect};
 use super::ClassSelector;
 
 pub(super) fn compile_selectors(
     file: &SourceFile,
     raw: BTreeMap<String, Spanned<RawSelect>>,
+    conventions: &Conventions,
 ) -> Result<Vec<ClassSelector>, Error> {
     let names: Vec<String> = raw.keys().cloned().collect();
     let mut out = Vec::new();
@@ -63,6 +65,13 @@ pub(super) fn compile_selectors(
                 )))
             }
             Some(by) if *by == name => return Err(fail("a selector cannot hold itself".into())),
+            None if raw.entries && conventions.entry_list.is_none() => {
+                return Err(fail(
+                    "`entries = true` needs the variable that lists entry classes: \
+                     `[conventions] entry-list = \"NAME\"`"
+                        .into(),
+                ))
+            }
             _ => {}
         }
         out.push(ClassSelector {
@@ -104,4 +113,21 @@ pub(super) fn quoted_list(names: &[String]) -> String {
         return "no `[select.NAME]` table".into();
     }
     names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// The `[conventions]` table, checked: the entry list must be a Python name.
+pub(super) fn compile_conventions(file: &SourceFile, raw: RawConventions) -> Result<Conventions, Error> {
+    let mut conventions = Conventions::default().with_draft_markers(raw.draft_markers);
+    if let Some(name) = raw.entry_list {
+        if !is_identifier(&name) {
+            let at = file.text().find("[conventions]").unwrap_or(0);
+            return Err(ErrorKind::Spec {
+                message: format!("[conventions]: entry-list `{name}` is not a Python name"),
+                cause: None,
+            }
+            .at(file.location(at)));
+        }
+        conventions = conventions.with_entry_list(name);
+    }
+    Ok(conventions)
 }
