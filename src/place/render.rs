@@ -1,0 +1,132 @@
+//! Rendering: code indented in the file's style, framed by markers, as an edit at an
+//! [`Insertion`] or in place of displaced text.
+
+use std::ops::Range;
+
+use crate::edit::Edit;
+use crate::marker::{self, Displaced};
+use crate::source::{newlines_inside_literals, SourceFile};
+
+use super::{Insertion, Placer, Refusal};
+
+impl Placer<'_> {
+    /// `code` framed as a block at `place`, indented there, among other recipes' blocks.
+    pub(super) fn frame(&self, place: &Insertion, code: &str) -> Result<Edit, Refusal> {
+        Ok(self.block_at_line(place.at, &place.indent, &self.indent_code(code, &place.indent)?))
+    }
+
+    /// Indents rendered code: the snippet's indentation unit becomes the file's, every line gets
+    /// `indent`, lines inside multi-line strings stay as written, line breaks become the file's.
+    /// Returns the lines, each ending with the file's line break.
+    pub(crate) fn indent_code(&self, code: &str, indent: &str) -> Result<String, Refusal> {
+        let snippet = SourceFile::new("<code>", code);
+        // The lines a string literal continues onto, read lexically: the code was parsed when
+        // the recipe was compiled, and the output is parsed again by the verification, so a
+        // third parse here (the largest part of planning a long helper) would find nothing new.
+        let string_lines: Vec<usize> = newlines_inside_literals(code)
+            .into_iter()
+            .map(|newline| snippet.lines().line_of(newline) + 1)
+            .collect();
+        let unit = snippet.style().indent_unit().to_string();
+        // Nested levels follow the block's own indentation: a block indented with spaces in a
+        // file whose unit is a tab (or the other way round) must not mix the two.
+        let file_unit = match (self.style().indent_unit(), indent) {
+            (file, block) if !block.is_empty() && !block.contains('\t') && file.contains('\t') => "    ",
+            (file, block) if block.contains('\t') && !file.contains('\t') => "\t",
+            (file, _) => file,
+        };
+        let mut out = String::with_capacity(code.len() * 2);
+        for (i, line) in code.split('\n').enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if string_lines.contains(&(i + 1)) {
+                out.push_str(line);
+            } else if !line.trim().is_empty() {
+                let trimmed = line.trim_start_matches([' ', '\t']);
+                let leading = &line[..line.len() - trimmed.len()];
+                let levels = if unit.is_empty() { 0 } else { leading.len() / unit.len() };
+                let extra = if unit.is_empty() {
+                    leading
+                } else {
+                    &leading[levels * unit.len()..]
+                };
+                out.push_str(indent);
+                out.push_str(&file_unit.repeat(levels));
+                out.push_str(extra);
+                out.push_str(trimmed);
+            }
+            out.push_str(self.newline());
+        }
+        Ok(out)
+    }
+
+    /// A framed block of `lines` inserted at the start of a line (`at`), placed among other
+    /// recipes' blocks there by recipe id.
+    fn block_at_line(&self, at: usize, indent: &str, lines: &str) -> Edit {
+        let at = if at < self.text().len() || self.text().ends_with(['\n', '\r']) {
+            self.among_other_blocks(at)
+        } else {
+            at
+        };
+        let frame = marker::block(
+            self.recipe,
+            self.hook,
+            indent,
+            self.newline(),
+            lines,
+            Displaced::Nothing,
+        );
+        let content = frame.content_offset..frame.content_offset + frame.content_len;
+        let text = self.text();
+        let depth = indent.len();
+        if at == text.len() && !text.is_empty() && !text.ends_with(['\n', '\r']) && at > self.line_start(at) {
+            // No final line break: the frame starts with one and ends without one.
+            let shifted = content.start + self.newline().len()..content.end + self.newline().len();
+            Edit::insertion(self.hook, at, format!("{}{}", self.newline(), frame.text))
+                .with_inserted(shifted)
+                .with_depth(depth)
+        } else {
+            Edit::insertion(self.hook, at, format!("{}{}", frame.text, self.line_break_before(at)))
+                .with_inserted(content)
+                .with_depth(depth)
+        }
+    }
+
+    /// The line break that ends the line before `at` (a line start), for the line break after a
+    /// block inserted there: in a file with mixed line breaks, a block ending in the file's `\r`
+    /// would join a following `\n` into one `\r\n`.
+    pub(super) fn line_break_before(&self, at: usize) -> &'static str {
+        let before = &self.text()[..at];
+        if before.ends_with("\r\n") {
+            "\r\n"
+        } else if before.ends_with('\r') {
+            "\r"
+        } else if before.ends_with('\n') || self.text()[at..].starts_with('\n') {
+            "\n"
+        } else {
+            self.newline()
+        }
+    }
+
+    /// A framed block that takes the place of `range`: whole lines (`joined` false, from a line
+    /// start to a line end) or the rest of a line after a colon (`joined` true).
+    pub(super) fn displacing_block(
+        &self,
+        range: Range<usize>,
+        indent: &str,
+        lines: &str,
+        inserted: Range<usize>,
+        joined: bool,
+    ) -> Edit {
+        let was = &self.text()[range.clone()];
+        let displaced = if joined {
+            Displaced::Joined(was)
+        } else {
+            Displaced::Lines(was)
+        };
+        let frame = marker::block(self.recipe, self.hook, indent, self.newline(), lines, displaced);
+        let lead = if joined { self.newline() } else { "" };
+        let base = lead.len() + frame.content_offset;
+        Edit::replacement(self.hook, range, format!("{lead}{}", frame.text))
+            .with_inserted(base + inserted.start..base + inserted.end)
+    }
+}
