@@ -4,8 +4,10 @@
 //! Positions here are what the Language Server Protocol sends: 0-based lines and 0-based
 //! characters counted in UTF-16 code units ([`Utf16Position`]). Lines break on `\n`, `\r\n` and
 //! `\r` only, as Python's do (ropey's Unicode line breaks are turned off). The library's own
-//! types ([`SourceFile`], [`Plan`](crate::Plan)) work on byte offsets of a `String`; a
-//! [`Document`] converts at the edge.
+//! types ([`SourceFile`](crate::SourceFile), [`Plan`](crate::Plan)) work on byte offsets of a
+//! `String`; a [`Document`] converts at the edge. Only these position types count lines from 0:
+//! a plain line number ([`Document::line_range`], [`Location`]) is 1-based, as everywhere in
+//! the library.
 //!
 //! Costs, for a text of `n` bytes: an incremental change of `m` bytes is O(m + log n); every
 //! position conversion is O(log n); [`Document::text`] copies the rope into a `String` (O(n));
@@ -276,11 +278,13 @@ impl Document {
         Utf16Position::new(saturate(line), saturate(character))
     }
 
-    /// The range of 0-based `line` without its line break (the last line when past the end).
-    /// O(log n).
+    /// The range of 1-based `line` (as in [`SourceFile::line_range`](crate::SourceFile::line_range)
+    /// and [`Location`]) without its line break, in LSP positions: the first line when `line`
+    /// is 0, the last line when past the end. O(log n).
     #[must_use]
     pub fn line_range(&self, line: usize) -> Utf16Range {
-        let line = line.min(self.rope.len_lines() - 1);
+        // The rope counts lines from 0, as LSP does.
+        let line = line.saturating_sub(1).min(self.rope.len_lines() - 1);
         let start = self.rope.line_to_char(line);
         let end = self.line_end_char(line);
         let units = self.rope.char_to_utf16_cu(end) - self.rope.char_to_utf16_cu(start);
@@ -294,7 +298,7 @@ impl Document {
     /// location names another file. O(log n).
     #[must_use]
     pub fn location_range(&self, location: &Location) -> Option<Utf16Range> {
-        (location.file == self.name).then(|| self.line_range(location.line.saturating_sub(1)))
+        (location.file == self.name).then(|| self.line_range(location.line))
     }
 
     /// The recipe and hook named by the marker comment on the line of `at`, if that line is a
@@ -352,9 +356,9 @@ impl Document {
         start + len
     }
 
-    /// The 0-based line of byte `offset`.
+    /// The 1-based line of byte `offset`.
     fn line_of_byte(&self, offset: usize) -> usize {
-        self.rope.byte_to_line(offset.min(self.rope.len_bytes()))
+        self.rope.byte_to_line(offset.min(self.rope.len_bytes())) + 1
     }
 }
 

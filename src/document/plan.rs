@@ -153,13 +153,13 @@ impl Document {
                 _ => None,
             };
             let anchor = match (&status, blocks.first()) {
-                (Status::AlreadyApplied | Status::Updated, Some(block)) => Some(block.start.line as usize),
+                (Status::AlreadyApplied | Status::Updated, Some(block)) => Some(block.start.line as usize + 1),
                 _ => reason_offset
                     .or_else(|| target.map(|d| d.range().start))
                     .or(first_edit)
                     .map(|offset| self.line_of_byte(to_current(offset))),
             };
-            let range = self.line_range(anchor.unwrap_or(0));
+            let range = self.line_range(anchor.unwrap_or(1));
             let message = message(&status, &hook.summary, original.source().name());
             hooks.push(DocumentHook {
                 id: hook.id.clone(),
@@ -228,8 +228,8 @@ impl Document {
     /// The lines a frame occupies in the current text, marker lines included.
     fn frame_range(&self, current: &SourceFile, frame: &Frame) -> Utf16Range {
         let (first, last) = frame.lines(current);
-        let first = self.line_range(first.saturating_sub(1));
-        let last = self.line_range(last.saturating_sub(1));
+        let first = self.line_range(first);
+        let last = self.line_range(last);
         Utf16Range::new(first.start, last.end)
     }
 }
