@@ -4,11 +4,10 @@
 //! sharing a line, `elif` chains, comments at the end of a line, tabs, CRLF, the BOM, files
 //! without a final newline, and other recipes' marker lines. It never decides whether a hook
 //! should apply (see [`crate::engine`]); it only says where and how, or why it cannot.
-
 //!
-//! A placement first finds *where* (an [`Insertion`]: a line start and the indentation of the
-//! block there, or the text a block displaces), then renders *what* goes there
-//! (`render`). Each kind of placement has its own module:
+//! A placement first finds *where*, as a value: an [`Insertion`] (a line start and the
+//! indentation of the block there) or a [`Displacement`] (the text a block takes the place of);
+//! then `render` frames *what* goes there. Each kind of placement has its own module:
 //!
 //! | module | placement |
 //! |---|---|
@@ -31,6 +30,8 @@ mod one_line;
 mod render;
 mod returns;
 mod statements;
+
+use std::ops::Range;
 
 use crate::edit::Edit;
 use crate::outline::ParsedFile;
@@ -74,6 +75,39 @@ impl Insertion {
         Insertion {
             at,
             indent: indent.into(),
+        }
+    }
+}
+
+/// Where a framed block takes the place of original text: whole lines (from a line start to
+/// a line end: replaced statements), or the rest of a line after a colon (`joined`: a one-line
+/// suite expanded into a block). The frame keeps the displaced text for revert.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Displacement {
+    /// The displaced text.
+    range: Range<usize>,
+    /// The indentation of every line of the block.
+    indent: String,
+    /// Whether the block splits a line (it then starts with a line break).
+    joined: bool,
+}
+
+impl Displacement {
+    /// The whole lines `range`, displaced by a block indented by `indent`.
+    fn lines(range: Range<usize>, indent: impl Into<String>) -> Displacement {
+        Displacement {
+            range,
+            indent: indent.into(),
+            joined: false,
+        }
+    }
+
+    /// The rest of a line after a colon, `range`, displaced by a block indented by `indent`.
+    fn joined(range: Range<usize>, indent: impl Into<String>) -> Displacement {
+        Displacement {
+            range,
+            indent: indent.into(),
+            joined: true,
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::outline::Definition;
 use crate::spec::Anchor;
 use crate::syntax::Node;
 
-use super::{refuse, Placed, Placer, Refusal, SuitePart};
+use super::{refuse, Displacement, Placed, Placer, Refusal, SuitePart};
 
 impl Placer<'_> {
     /// `def f(): return x` with code at its start or end: the suite becomes a block.
@@ -45,13 +45,8 @@ impl Placer<'_> {
                 suite_line.len()..suite_line.len() + code_lines.len(),
             )
         };
-        Ok(vec![self.displacing_block(
-            colon_end..end,
-            indent,
-            &lines,
-            inserted,
-            true,
-        )])
+        let place = Displacement::joined(colon_end..end, indent);
+        Ok(vec![self.displacing_block(&place, &lines, inserted)])
     }
 
     /// Several hooks of this recipe on one one-line suite (`def f(x): return x` with code at its

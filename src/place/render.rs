@@ -7,7 +7,7 @@ use crate::edit::Edit;
 use crate::marker::{self, Displaced};
 use crate::source::{newlines_inside_literals, SourceFile};
 
-use super::{Insertion, Placer, Refusal};
+use super::{Displacement, Insertion, Placer, Refusal};
 
 impl Placer<'_> {
     /// `code` framed as a block at `place`, indented there, among other recipes' blocks.
@@ -107,16 +107,11 @@ impl Placer<'_> {
         }
     }
 
-    /// A framed block that takes the place of `range`: whole lines (`joined` false, from a line
-    /// start to a line end) or the rest of a line after a colon (`joined` true).
-    pub(super) fn displacing_block(
-        &self,
-        range: Range<usize>,
-        indent: &str,
-        lines: &str,
-        inserted: Range<usize>,
-        joined: bool,
-    ) -> Edit {
+    /// A framed block of `lines` (already indented) at `place`; `inserted` is the part of
+    /// `lines` the hook brought (the rest is displaced code that stays, such as a suite).
+    pub(super) fn displacing_block(&self, place: &Displacement, lines: &str, inserted: Range<usize>) -> Edit {
+        let Displacement { range, indent, joined } = place;
+        let (range, joined) = (range.clone(), *joined);
         let was = &self.text()[range.clone()];
         let displaced = if joined {
             Displaced::Joined(was)

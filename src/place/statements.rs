@@ -4,7 +4,7 @@ use crate::pattern::Depth;
 use crate::spec::{Nth, Selector};
 use crate::syntax::Node;
 
-use super::{refuse, Insertion, Placed, Placer, Refusal};
+use super::{refuse, Displacement, Insertion, Placed, Placer, Refusal};
 
 impl Placer<'_> {
     /// The statements of `block` chosen by `selector`, or why none are.
@@ -81,10 +81,8 @@ impl Placer<'_> {
             let to = self.source().line_range(self.line_of(stmt.range().end)).end;
             let lines = self.indent_code(code, &indent)?;
             let len = lines.len();
-            edits.push(
-                self.displacing_block(from..to, &indent, &lines, 0..len, false)
-                    .with_removed(stmt.range()),
-            );
+            let place = Displacement::lines(from..to, indent);
+            edits.push(self.displacing_block(&place, &lines, 0..len).with_removed(stmt.range()));
         }
         Ok(edits)
     }
