@@ -8,7 +8,7 @@ use super::Placer;
 
 impl Placer<'_> {
     /// The marker line holding `at`, if any (never a line inside a string literal).
-    pub(super) fn marker_line(&self, at: usize) -> Option<MarkerLine<'_>> {
+    fn marker_line(&self, at: usize) -> Option<MarkerLine<'_>> {
         if self.string_lines.binary_search(&self.line_of(at)).is_ok() {
             return None;
         }
@@ -17,7 +17,7 @@ impl Placer<'_> {
     }
 
     /// The kind and `(recipe, hook)` of the marker line holding `at`, if any.
-    pub(super) fn marker_at(&self, at: usize) -> Option<(MarkerKind, (&str, &str))> {
+    fn marker_at(&self, at: usize) -> Option<(MarkerKind, (&str, &str))> {
         self.marker_line(at).map(|m| (m.kind, (m.recipe, m.hook)))
     }
 
@@ -38,7 +38,7 @@ impl Placer<'_> {
 
     /// Whether the closing marker of block `id` at `at` closes a joined frame: its opening
     /// marker, the nearest one of `id` above, says `joined=`.
-    pub(super) fn is_joined_closer(&self, at: usize, id: (&str, &str)) -> bool {
+    fn is_joined_closer(&self, at: usize, id: (&str, &str)) -> bool {
         let mut line = self.line_of(at);
         while line > 1 {
             line -= 1;
@@ -97,7 +97,7 @@ impl Placer<'_> {
     }
 
     /// The start of the line with the opening marker of block `id` that ends on the line at `end`.
-    pub(super) fn opening_marker_above(&self, end: usize, id: (&str, &str)) -> Option<usize> {
+    fn opening_marker_above(&self, end: usize, id: (&str, &str)) -> Option<usize> {
         let mut line = self.line_of(end);
         while line > 1 {
             line -= 1;
@@ -112,7 +112,7 @@ impl Placer<'_> {
     }
 
     /// The start of the line with the closing marker of block `id` that opens on the line at `begin`.
-    pub(super) fn closing_marker_below(&self, begin: usize, id: (&str, &str)) -> Option<usize> {
+    fn closing_marker_below(&self, begin: usize, id: (&str, &str)) -> Option<usize> {
         let mut at = self.next_line_start(begin);
         while at < self.text().len() {
             match self.marker_at(at) {

@@ -12,7 +12,47 @@ use super::{Displacement, Insertion, Placer, Refusal};
 impl Placer<'_> {
     /// `code` framed as a block at `place`, indented there, among other recipes' blocks.
     pub(super) fn frame(&self, place: &Insertion, code: &str) -> Result<Edit, Refusal> {
-        Ok(self.block_at_line(place.at, &place.indent, &self.indent_code(code, &place.indent)?))
+        let lines = self.indent_code(code, &place.indent)?;
+        let Settled { at, prefix, suffix } = self.settle(place);
+        let frame = marker::block(
+            self.recipe,
+            self.hook,
+            &place.indent,
+            self.newline(),
+            &lines,
+            Displaced::Nothing,
+        );
+        let start = prefix.len() + frame.content_offset;
+        Ok(
+            Edit::insertion(self.hook, at, format!("{prefix}{}{suffix}", frame.text))
+                .with_inserted(start..start + frame.content_len)
+                .with_depth(place.indent.len()),
+        )
+    }
+
+    /// Where exactly a block at `place` goes: among other recipes' blocks at that line start
+    /// (by recipe id), with the line breaks it needs around it.
+    fn settle(&self, place: &Insertion) -> Settled {
+        let text = self.text();
+        let at = if place.at < text.len() || text.ends_with(['\n', '\r']) {
+            self.among_other_blocks(place.at)
+        } else {
+            place.at
+        };
+        if at == text.len() && !text.is_empty() && !text.ends_with(['\n', '\r']) && at > self.line_start(at) {
+            // No final line break: the frame starts with one and ends without one.
+            Settled {
+                at,
+                prefix: self.newline(),
+                suffix: "",
+            }
+        } else {
+            Settled {
+                at,
+                prefix: "",
+                suffix: self.line_break_before(at),
+            }
+        }
     }
 
     /// Indents rendered code: the snippet's indentation unit becomes the file's, every line gets
@@ -59,42 +99,10 @@ impl Placer<'_> {
         Ok(out)
     }
 
-    /// A framed block of `lines` inserted at the start of a line (`at`), placed among other
-    /// recipes' blocks there by recipe id.
-    fn block_at_line(&self, at: usize, indent: &str, lines: &str) -> Edit {
-        let at = if at < self.text().len() || self.text().ends_with(['\n', '\r']) {
-            self.among_other_blocks(at)
-        } else {
-            at
-        };
-        let frame = marker::block(
-            self.recipe,
-            self.hook,
-            indent,
-            self.newline(),
-            lines,
-            Displaced::Nothing,
-        );
-        let content = frame.content_offset..frame.content_offset + frame.content_len;
-        let text = self.text();
-        let depth = indent.len();
-        if at == text.len() && !text.is_empty() && !text.ends_with(['\n', '\r']) && at > self.line_start(at) {
-            // No final line break: the frame starts with one and ends without one.
-            let shifted = content.start + self.newline().len()..content.end + self.newline().len();
-            Edit::insertion(self.hook, at, format!("{}{}", self.newline(), frame.text))
-                .with_inserted(shifted)
-                .with_depth(depth)
-        } else {
-            Edit::insertion(self.hook, at, format!("{}{}", frame.text, self.line_break_before(at)))
-                .with_inserted(content)
-                .with_depth(depth)
-        }
-    }
-
     /// The line break that ends the line before `at` (a line start), for the line break after a
     /// block inserted there: in a file with mixed line breaks, a block ending in the file's `\r`
     /// would join a following `\n` into one `\r\n`.
-    pub(super) fn line_break_before(&self, at: usize) -> &'static str {
+    fn line_break_before(&self, at: usize) -> &'static str {
         let before = &self.text()[..at];
         if before.ends_with("\r\n") {
             "\r\n"
@@ -124,4 +132,12 @@ impl Placer<'_> {
         Edit::replacement(self.hook, range, format!("{lead}{}", frame.text))
             .with_inserted(base + inserted.start..base + inserted.end)
     }
+}
+
+/// An [`Insertion`] settled in the text: the offset of the frame, and the line breaks that go
+/// before it (at the end of a text without a final line break) and after it.
+struct Settled {
+    at: usize,
+    prefix: &'static str,
+    suffix: &'static str,
 }

@@ -8,7 +8,7 @@ use super::{refuse, Displacement, Insertion, Placed, Placer, Refusal};
 
 impl Placer<'_> {
     /// The statements of `block` chosen by `selector`, or why none are.
-    pub(super) fn select<'n>(&self, block: &'n Node, selector: &Selector) -> Result<Vec<&'n Node>, Refusal> {
+    fn select<'n>(&self, block: &'n Node, selector: &Selector) -> Result<Vec<&'n Node>, Refusal> {
         let found = selector.pattern.find_in(block, selector.depth);
         if found.is_empty() {
             let depth = match selector.depth {
