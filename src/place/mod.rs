@@ -61,7 +61,7 @@ fn refuse(offset: usize, reason: impl Into<String>) -> Refusal {
 /// Where a framed block goes: the start of a line (the text's end to append) and the
 /// indentation of the block's lines. A placement computes it; [`Placer::frame`] puts code there.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Insertion {
+struct Insertion {
     /// The line start the block goes before, before other recipes' blocks are taken into
     /// account (see `Placer::among_other_blocks`).
     at: usize,
@@ -83,7 +83,7 @@ impl Insertion {
 /// a line end: replaced statements), or the rest of a line after a colon (`joined`: a one-line
 /// suite expanded into a block). The frame keeps the displaced text for revert.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Displacement {
+struct Displacement {
     /// The displaced text.
     range: Range<usize>,
     /// The indentation of every line of the block.
