@@ -33,6 +33,13 @@
 //! # Ok::<(), pysplice::Error>(())
 //! ```
 //!
+//! Lines and columns are counted from 1 everywhere in the library, as CPython and the programs
+//! count them: [`Location`], [`LineColumn`], [`LineIndex::line_of`], [`SourceFile::line_range`],
+//! [`Definition::line`], [`marker::Frame::line`], [`Document::line_range`]. The one exception
+//! is the editor protocol's own type: a [`Utf16Position`] (and so a [`Utf16Range`] or a
+//! [`TextEdit`]) holds LSP's 0-based line and 0-based UTF-16 character, and converts only
+//! through [`Document`].
+//!
 //! | module | job |
 //! |---|---|
 //! | [`source`] | a file's text, style (indent, newline, BOM), line index, UTF-8/UTF-16 positions |

@@ -1,9 +1,10 @@
 //! Marker comments: how pysplice frames what it inserted, so that applying again is a no-op,
 //! a changed spec replaces its old blocks, hand edits are caught, and revert is exact. This is
-//! the one module that knows markers: writing frames, reading them back (`scan`), checking their
-//! seals (`seal.rs`) and taking them out (`strip.rs`). Its [`grammar`] part is the one place that
-//! spells marker lines out: what a line must look like, which blanks, line breaks and positions
-//! are accepted, and marker-like text that recipes may not contain.
+//! the one module that knows markers: writing frames, reading them back ([`scan`], in
+//! `scan.rs`), checking their seals (`seal.rs`) and taking them out (`strip.rs`). Its
+//! [`grammar`] part is the one place that spells marker lines out: what a line must look like,
+//! which blanks, line breaks and positions are accepted, and marker-like text that recipes may
+//! not contain.
 //!
 //! A block of inserted lines:
 //! ```text
@@ -44,16 +45,17 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::error::{Error, ErrorKind};
 use crate::source::SourceFile;
 
 pub mod grammar;
+mod scan;
 mod seal;
 mod strip;
 
-use grammar::{begin_fields, end_fields, inline_fields, marker_lines, BeginFields, Found, InlineFields, Seal};
+use grammar::marker_lines;
 pub use grammar::{carries, is_id, looks_like_marker, marker_like_offset, parse_line, MarkerKind, MarkerLine};
-use seal::{seal, Broken, Claim};
+pub use scan::scan;
+use seal::seal;
 pub use strip::{strip, strip_with_anchors, to_framed};
 
 /// What a frame is.
@@ -228,274 +230,6 @@ pub fn covers(ranges: &[Range<usize>], range: &Range<usize>) -> bool {
     after > 0 && range.end <= ranges[after - 1].end
 }
 
-/// Every frame of `recipe` in `file`, in order.
-///
-/// # Errors
-/// [`ErrorKind::Marker`] naming the line and hook when a frame of this recipe is damaged: an
-/// opening marker without its closing marker, a closing marker alone, a bad attribute, a seal
-/// that no longer matches (edited by hand), a duplicated marker line, frames that overlap.
-/// [`ErrorKind::Stacked`] when another recipe changed a frame of this one after it was applied:
-/// that recipe is on top and must be reverted first.
-pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
-    let text = file.text();
-    let lines = file.lines();
-    let found = marker_lines(file);
-    let mut frames = Vec::new();
-    // Open frames, innermost last: only a joined frame (an expanded one-line suite) holds others,
-    // the blocks of the recipe's other hooks on that suite.
-    let mut open: Vec<OpenFrame> = Vec::new();
-    let stacked = |at: usize, hook: &str, top: &Found<'_>| {
-        ErrorKind::Stacked {
-            top: top.marker.recipe.into(),
-            top_hook: top.marker.hook.into(),
-            top_line: top.line,
-        }
-        .at(file.location(at))
-        .with_hook(hook)
-    };
-    for (index, m) in found.iter().enumerate() {
-        let MarkerLine { kind, hook, fields, .. } = m.marker;
-        if m.marker.recipe != recipe {
-            continue;
-        }
-        let damaged =
-            |reason: String, hook: &str| ErrorKind::Marker { reason }.at(file.location(m.start)).with_hook(hook);
-        match kind {
-            MarkerKind::Begin => {
-                if let Some(open) = open
-                    .last()
-                    .filter(|o| !o.displaced.as_ref().is_some_and(|(_, joined)| *joined))
-                {
-                    return Err(damaged(
-                        format!("the block of hook `{}` is not closed before this marker", open.hook),
-                        &open.hook,
-                    ));
-                }
-                let BeginFields { seal, displaced } =
-                    begin_fields(fields).map_err(|reason| damaged(reason.into(), hook))?;
-                open.push(OpenFrame {
-                    hook: hook.to_string(),
-                    seal,
-                    displaced,
-                    line: m.line,
-                    begin_start: m.start,
-                    content_start: lines.line_start(m.line + 1).unwrap_or(text.len()),
-                });
-            }
-            MarkerKind::End => {
-                let Some(frame) = open.pop() else {
-                    return Err(damaged("closing marker without an opening marker".into(), hook));
-                };
-                if frame.hook != hook {
-                    return Err(damaged(
-                        format!("closing marker for `{hook}` inside the block of `{}`", frame.hook),
-                        hook,
-                    ));
-                }
-                end_fields(fields).map_err(|reason| damaged(reason.into(), hook))?;
-                let range = file.line_range(m.line);
-                let content = frame.content_start..range.start.max(frame.content_start);
-                let (kind, was) = match &frame.displaced {
-                    None => ("insert", ""),
-                    Some((was, false)) => ("lines", was.as_str()),
-                    Some((joined, true)) => ("joined", joined.as_str()),
-                };
-                // Another recipe stacked on an expanded one-line suite places its changes inside
-                // this frame: the seal covers this recipe's text without them.
-                let sealed = if kind == "joined" {
-                    without_other_recipes(&text[content.clone()], recipe)?
-                } else {
-                    text[content.clone()].to_string()
-                };
-                // The recipe's other hooks on an expanded suite sit inside it (a wrapped return,
-                // code at its start): the suite shows once they are taken out.
-                let shown = if kind == "joined" {
-                    let block = SourceFile::new("<block>", sealed.as_str());
-                    strip(&sealed, &scan(&block, recipe)?)
-                } else {
-                    String::new()
-                };
-                let claim = Claim {
-                    kind,
-                    recipe,
-                    hook,
-                    displaced: was,
-                    content: &sealed,
-                    shown: if kind == "joined" { &shown } else { &sealed },
-                    column: 0,
-                };
-                if let Err(broken) = claim.check(&frame.seal) {
-                    // Another recipe's marker inside the block: that recipe changed it later.
-                    if let Some(top) = found
-                        .iter()
-                        .find(|f| f.marker.recipe != recipe && content.contains(&f.start))
-                    {
-                        return Err(stacked(frame.begin_start, hook, top));
-                    }
-                    let reason = match broken {
-                        Broken::Edited => {
-                            format!("the block of hook `{hook}` was edited by hand (its seal no longer matches)")
-                        }
-                        Broken::Unchecked(reason) => reason.to_string(),
-                    };
-                    return Err(ErrorKind::Marker { reason }
-                        .at(file.location(frame.begin_start))
-                        .with_hook(hook));
-                }
-                let line_end = lines.line_start(m.line + 1).unwrap_or(text.len());
-                let (removal, was) = match frame.displaced {
-                    Some((was, false)) => (frame.begin_start..range.end, was),
-                    Some((joined, true)) => (newline_before(text, frame.begin_start)..range.end, joined),
-                    // At the very end of a text without a final line break the frame brought its own
-                    // line break, before it.
-                    None if line_end == range.end => {
-                        (newline_before(text, frame.begin_start)..range.end, String::new())
-                    }
-                    None => (frame.begin_start..line_end, String::new()),
-                };
-                frames.push(Frame {
-                    recipe: recipe.to_string(),
-                    hook: hook.to_string(),
-                    hash: frame.seal.token().to_string(),
-                    content,
-                    removal: vec![removal],
-                    was,
-                    line: frame.line,
-                    kind: match kind {
-                        "lines" => FrameKind::Lines,
-                        "joined" => FrameKind::Joined,
-                        _ => FrameKind::Insert,
-                    },
-                });
-            }
-            MarkerKind::Inline => {
-                let bad = |what: &str| damaged(format!("this inline marker is damaged ({what})"), hook);
-                let InlineFields { seal, column, len, was } = inline_fields(fields).map_err(|what| bad(&what))?;
-                let next_line = m.line + 1;
-                let next = lines
-                    .line_start(next_line)
-                    .filter(|&next| next < text.len())
-                    .ok_or_else(|| bad("no line follows it"))?;
-                if let Some(after) = found.get(index + 1).filter(|f| f.line == next_line) {
-                    if after.marker.recipe != recipe {
-                        return Err(stacked(m.start, hook, after));
-                    }
-                    return Err(damaged(
-                        format!("the inline marker of hook `{hook}` is followed by another marker line of this recipe (a marker line was duplicated or moved)"),
-                        hook,
-                    ));
-                }
-                let line_end = file.line_range(next_line).end;
-                let content = next.saturating_add(column)..next.saturating_add(column).saturating_add(len);
-                let changed = text
-                    .get(content.clone())
-                    .filter(|_| content.start <= line_end)
-                    .ok_or_else(|| bad("its column lies outside the next line"))?;
-                let claim = Claim {
-                    kind: "inline",
-                    recipe,
-                    hook,
-                    displaced: &was,
-                    content: changed,
-                    shown: changed,
-                    column,
-                };
-                if let Err(broken) = claim.check(&seal) {
-                    return Err(damaged(
-                        match broken {
-                            Broken::Edited => format!(
-                                "the line changed by hook `{hook}` was edited by hand (its seal no longer matches)"
-                            ),
-                            Broken::Unchecked(reason) => reason.to_string(),
-                        },
-                        hook,
-                    ));
-                }
-                frames.push(Frame {
-                    recipe: recipe.to_string(),
-                    hook: hook.to_string(),
-                    hash: seal.token().to_string(),
-                    removal: vec![m.start..next, content.clone()],
-                    content,
-                    was,
-                    line: m.line,
-                    kind: FrameKind::Inline,
-                });
-            }
-        }
-    }
-    if let Some(frame) = open.pop() {
-        return Err(ErrorKind::Marker {
-            reason: format!("the opening marker of hook `{}` has no closing marker", frame.hook),
-        }
-        .at(file.location(frame.begin_start))
-        .with_hook(&frame.hook));
-    }
-    join_frames_at_the_end(text, &mut frames);
-    check_overlaps(file, &frames)?;
-    Ok(frames)
-}
-
-/// Frames of one recipe never share bytes; forged markers could make them, and revert would
-/// then drop text silently.
-fn check_overlaps(file: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
-    let mut pieces: Vec<(&Range<usize>, &Frame)> = frames
-        .iter()
-        .flat_map(|frame| frame.removal.iter().map(move |range| (range, frame)))
-        .collect();
-    // Outer pieces first where two start together, so that a joined frame precedes what it holds.
-    pieces.sort_by_key(|(range, _)| (range.start, std::cmp::Reverse(range.end)));
-    // The only nesting allowed: a joined frame (an expanded one-line suite) holding the frames of
-    // the recipe's other hooks on that suite, wholly inside it.
-    let mut containers: Vec<&Range<usize>> = Vec::new();
-    let mut previous: Option<(&Range<usize>, &Frame)> = None;
-    for &(range, frame) in &pieces {
-        while containers.last().is_some_and(|outer| outer.end <= range.start) {
-            containers.pop();
-        }
-        let outer = containers.last().copied();
-        // Crossing the end of the joined frame it starts in.
-        let crosses = outer.is_some_and(|outer| range.end > outer.end);
-        // Starting inside the piece before it, unless that piece is the joined frame holding it.
-        let inside_previous = previous.is_some_and(|(before, _)| before.end > range.start && outer != Some(before));
-        if crosses || inside_previous {
-            let other = previous.map_or(frame, |(_, other)| other);
-            return Err(ErrorKind::Marker {
-                reason: format!(
-                    "the frames of hooks `{}` (line {}) and `{}` (line {}) overlap",
-                    other.hook, other.line, frame.hook, frame.line
-                ),
-            }
-            .at(file.location(range.start))
-            .with_hook(&frame.hook));
-        }
-        if frame.kind == FrameKind::Joined {
-            containers.push(range);
-        }
-        previous = Some((range, frame));
-    }
-    Ok(())
-}
-
-/// `content` (whole lines of a frame of `recipe`) without the frames of other recipes in it.
-fn without_other_recipes(content: &str, recipe: &str) -> Result<String, Error> {
-    let block = SourceFile::new("<block>", content);
-    let mut others: Vec<&str> = Vec::new();
-    for found in marker_lines(&block) {
-        let id = found.marker.recipe;
-        if id != recipe && !others.contains(&id) {
-            others.push(id);
-        }
-    }
-    let mut text = content.to_string();
-    for other in others {
-        let file = SourceFile::new("<block>", text.as_str());
-        let frames = scan(&file, other)?;
-        text = strip(&text, &frames);
-    }
-    Ok(text)
-}
-
 /// The id of another recipe whose changes sit inside a joined frame of `recipe` in `text`
 /// (stacked on the one-line suite this recipe expanded), with the line of that frame's opening
 /// marker. Read from the marker lines alone, before the frames are checked: the other recipe's
@@ -520,38 +254,6 @@ pub fn stacked_inside(file: &SourceFile, recipe: &str) -> Option<(String, usize)
         }
     }
     None
-}
-
-/// Frames inserted one after another at the end of a text without a final line break each
-/// brought their line break before them: the last one ends the text, and every frame right
-/// before such a frame ends at its own closing marker too.
-fn join_frames_at_the_end(text: &str, frames: &mut [Frame]) {
-    if text.ends_with(['\n', '\r']) {
-        return;
-    }
-    let mut tail_start = match frames.last().map(|f| f.removal.as_slice()) {
-        Some([last]) if last.end == text.len() => last.start,
-        _ => return,
-    };
-    for frame in frames.iter_mut().rev().skip(1) {
-        let [removal] = frame.removal.as_mut_slice() else { break };
-        if !frame.was.is_empty() || removal.end <= tail_start || removal.start >= tail_start {
-            break;
-        }
-        *removal = newline_before(text, removal.start)..tail_start;
-        tail_start = removal.start;
-    }
-}
-
-/// An opening marker waiting for its closing marker.
-struct OpenFrame {
-    hook: String,
-    seal: Seal,
-    /// The displaced text, and whether it was joined to the line before.
-    displaced: Option<(String, bool)>,
-    line: usize,
-    begin_start: usize,
-    content_start: usize,
 }
 
 /// The offset of the line break that ends the line before `line_start` (or `line_start` itself

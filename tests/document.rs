@@ -132,7 +132,7 @@ fn changes_use_utf16_columns_and_clamp_like_lsp() {
     assert_eq!(doc.offset(pos(0, 2)), 1);
     assert_eq!(doc.offset(pos(0, 99)), "a😀b".len());
     assert_eq!(doc.offset(pos(9, 0)), doc.len_bytes());
-    assert_eq!(doc.line_range(1), Utf16Range::new(pos(1, 0), pos(1, 2)));
+    assert_eq!(doc.line_range(2), Utf16Range::new(pos(1, 0), pos(1, 2)));
     doc.apply_change(Some(Utf16Range::new(pos(0, 3), pos(1, 1))), "B\n");
     assert_eq!(doc.text(), "a😀B\ny\rz");
     assert_eq!(doc.version(), 1);
@@ -160,7 +160,7 @@ fn plan_reports_where_hooks_go_and_their_status() {
     assert!(plan.relevant && plan.pending && !plan.patched && plan.is_complete());
     assert_eq!(plan.version, 0);
     assert_eq!(hook(&plan, "count").status, Status::Applied);
-    assert_eq!(hook(&plan, "count").range, doc.line_range(5), "the `def forward` line");
+    assert_eq!(hook(&plan, "count").range, doc.line_range(6), "the `def forward` line");
     assert!(hook(&plan, "count").message.starts_with("can be applied"));
     assert!(matches!(hook(&plan, "absent").status, Status::Skipped { .. }));
     assert!(hook(&plan, "absent").blocks.is_empty());
@@ -186,7 +186,7 @@ fn plan_reports_where_hooks_go_and_their_status() {
         .lines()
         .position(|l| l.contains("# >>> pysplice demo/count"))
         .unwrap();
-    assert_eq!(count.range, doc.line_range(marker_line));
+    assert_eq!(count.range, doc.line_range(marker_line + 1));
     assert_eq!(count.blocks.len(), 1);
     assert_eq!(count.blocks[0].start, pos(marker_line as u32, 0));
     assert_eq!(
@@ -230,7 +230,7 @@ fn plan_reports_where_hooks_go_and_their_status() {
     let init = hook(&plan, "init");
     assert_eq!(init.status, Status::Applied);
     let init_line = doc.text().lines().position(|l| l.contains("def __init__")).unwrap();
-    assert_eq!(init.range, doc.line_range(init_line));
+    assert_eq!(init.range, doc.line_range(init_line + 1));
 
     // Revert through the edits: the original bytes.
     let edits = doc.revert_edits(&recipe).unwrap();
@@ -255,7 +255,7 @@ fn failures_carry_candidates_and_point_at_the_closest_definition() {
         "the location is the range, not the message: {}",
         h.message
     );
-    assert_eq!(h.range, doc.line_range(1), "the enclosing class that exists");
+    assert_eq!(h.range, doc.line_range(2), "the enclosing class that exists");
     assert!(matches!(
         doc.apply_edits(&recipe).as_ref().map_err(Error::kind),
         Err(ErrorKind::NotFound { .. })
@@ -336,6 +336,32 @@ fn unparsable_text_and_hand_edited_blocks_are_errors() {
         "the error points at the marker line"
     );
     assert!(doc.location_range(&pysplice::Location::new("other.py", 1, 1)).is_none());
+}
+
+/// One line numbering in the library: `Document::line_range` counts lines from 1, like
+/// `SourceFile::line_range` and `Location`; only the LSP positions it returns count from 0.
+#[test]
+fn document_lines_are_numbered_like_the_rest_of_the_library() {
+    let text = "a = 1\nbb = 2\nccc = 3\n";
+    let doc = Document::new("m.py", text);
+    let source = SourceFile::new("m.py", text);
+    for line in 1..=3 {
+        let range = doc.line_range(line);
+        assert_eq!(range.start.line as usize, line - 1, "LSP's 0-based line of line {line}");
+        assert_eq!(
+            doc.offset(range.end) - doc.offset(range.start),
+            source.line_range(line).len(),
+            "line {line} is the same line in both"
+        );
+        let location = pysplice::Location::new("m.py", line, 1);
+        assert_eq!(doc.location_range(&location), Some(range));
+    }
+    assert_eq!(doc.line_range(0), doc.line_range(1), "no line 0: the first line");
+    assert_eq!(
+        doc.line_range(99),
+        doc.line_range(4),
+        "past the end: the last (empty) line"
+    );
 }
 
 #[test]

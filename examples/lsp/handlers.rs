@@ -191,7 +191,11 @@ impl Server<'_> {
         let open = self.open.get_mut(at.text_document.uri.as_str())?;
         let position = Utf16Position::new(at.position.line, at.position.character);
         let (recipe_id, hook_id, range) = match open.doc.marker_at(position) {
-            Some(marker) => (marker.recipe, marker.hook, open.doc.line_range(position.line as usize)),
+            Some(marker) => (
+                marker.recipe,
+                marker.hook,
+                open.doc.line_range(position.line as usize + 1),
+            ),
             None => self.recipes.iter().find_map(|recipe| {
                 let plan = plan_of(open, recipe).ok()?;
                 plan.hooks.iter().find_map(|hook| {

@@ -91,7 +91,7 @@ pub fn plan_of(open: &mut Open, recipe: &Recipe) -> Result<DocumentPlan, Failure
         let range = open
             .doc
             .location_range(err.location())
-            .unwrap_or_else(|| open.doc.line_range(0));
+            .unwrap_or_else(|| open.doc.line_range(1));
         let severity = match err.kind() {
             // Syntax errors are the Python tools' business (and the usual state while typing).
             ErrorKind::Syntax { .. } => None,

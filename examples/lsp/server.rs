@@ -164,7 +164,7 @@ impl<'c> Server<'c> {
             Some(err) => {
                 let text = text.map_or_else(|| pysplice::files::read_text(path).unwrap_or_default(), str::to_string);
                 let doc = Document::new(path.display().to_string(), &text);
-                let range = doc.location_range(err.location()).unwrap_or_else(|| doc.line_range(0));
+                let range = doc.location_range(err.location()).unwrap_or_else(|| doc.line_range(1));
                 vec![diagnostic(
                     range,
                     DiagnosticSeverity::ERROR,
@@ -182,7 +182,7 @@ impl<'c> Server<'c> {
         let Some(path) = uri_path(uri) else { return };
         let text = doc.text();
         let error = Recipe::from_toml(&path.display().to_string(), &text).err();
-        let range = |err: &Error| doc.location_range(err.location()).unwrap_or_else(|| doc.line_range(0));
+        let range = |err: &Error| doc.location_range(err.location()).unwrap_or_else(|| doc.line_range(1));
         let diagnostics = error
             .iter()
             .map(|err| diagnostic(range(err), DiagnosticSeverity::ERROR, "spec".into(), err.to_string()))

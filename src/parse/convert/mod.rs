@@ -3,6 +3,9 @@
 //! The order in which each node's children are written here is read in one place only,
 //! `syntax::view` (its module doc lists it): a change of order here is a change there.
 
+mod expr;
+mod patterns;
+
 use std::cell::Cell;
 use std::ops::Range;
 
@@ -10,6 +13,9 @@ use rustpython_ast::{self as ast, Ranged};
 use unicode_normalization::UnicodeNormalization;
 
 use crate::syntax::{Node, ABSENT, LIST};
+
+use expr::convert_expr;
+use patterns::pattern;
 
 /// How deep the conversion goes before it stops: past [`super::MAX_DEPTH`], so the depth check
 /// that follows refuses the file, and far short of what the stack holds.
@@ -195,87 +201,6 @@ fn type_params(items: &[ast::TypeParam], at: usize) -> Node {
         })
         .collect();
     list("type_params", nodes, at)
-}
-
-fn comprehensions(items: &[ast::Comprehension], at: usize) -> Node {
-    let nodes = items
-        .iter()
-        .map(|c| {
-            let target = convert_expr(&c.target);
-            let iter = convert_expr(&c.iter);
-            let range = target.range().start..iter.range().end;
-            let ifs = exprs("ifs", &c.ifs, range.end);
-            let label = if c.is_async { "async" } else { "sync" };
-            Node::new("comprehension", range, Some(label.into()), vec![target, iter, ifs])
-        })
-        .collect();
-    list("generators", nodes, at)
-}
-
-fn pattern(p: &ast::Pattern) -> Node {
-    let Some(_nested) = Nested::enter() else {
-        return too_deep(span(p));
-    };
-    match p {
-        ast::Pattern::MatchValue(m) => Node::new("MatchValue", span(m), None, vec![convert_expr(&m.value)]),
-        ast::Pattern::MatchSingleton(m) => leaf("MatchSingleton", span(m), constant_label(&m.value)),
-        ast::Pattern::MatchSequence(m) => {
-            let r = span(m);
-            Node::new(
-                "MatchSequence",
-                r.clone(),
-                None,
-                vec![patterns("patterns", &m.patterns, r.end)],
-            )
-        }
-        ast::Pattern::MatchMapping(m) => {
-            let r = span(m);
-            let children = vec![
-                exprs("keys", &m.keys, r.end),
-                patterns("patterns", &m.patterns, r.end),
-                opt_ident(m.rest.as_ref(), r.end),
-            ];
-            Node::new("MatchMapping", r, None, children)
-        }
-        ast::Pattern::MatchClass(m) => {
-            let r = span(m);
-            let attrs = m.kwd_attrs.iter().map(|a| ident(a, r.end)).collect();
-            let children = vec![
-                convert_expr(&m.cls),
-                patterns("patterns", &m.patterns, r.end),
-                list("kwd_attrs", attrs, r.end),
-                patterns("kwd_patterns", &m.kwd_patterns, r.end),
-            ];
-            Node::new("MatchClass", r, None, children)
-        }
-        ast::Pattern::MatchStar(m) => {
-            let r = span(m);
-            Node::new("MatchStar", r.clone(), None, vec![opt_ident(m.name.as_ref(), r.end)])
-        }
-        ast::Pattern::MatchAs(m) => {
-            let r = span(m);
-            let inner = m.pattern.as_deref().map_or_else(|| absent(r.end), pattern);
-            Node::new(
-                "MatchAs",
-                r.clone(),
-                None,
-                vec![inner, opt_ident(m.name.as_ref(), r.end)],
-            )
-        }
-        ast::Pattern::MatchOr(m) => {
-            let r = span(m);
-            Node::new(
-                "MatchOr",
-                r.clone(),
-                None,
-                vec![patterns("patterns", &m.patterns, r.end)],
-            )
-        }
-    }
-}
-
-fn patterns(field: &'static str, items: &[ast::Pattern], at: usize) -> Node {
-    list(field, items.iter().map(pattern).collect(), at)
 }
 
 fn function(kind: &'static str, range: Range<usize>, f: FunctionParts<'_>) -> Node {
@@ -547,142 +472,5 @@ pub(crate) fn convert_stmt(stmt: &ast::Stmt) -> Node {
         S::Pass(_) => Node::new("Pass", r, None, Vec::new()),
         S::Break(_) => Node::new("Break", r, None, Vec::new()),
         S::Continue(_) => Node::new("Continue", r, None, Vec::new()),
-    }
-}
-
-/// Converts one expression and everything under it.
-pub(crate) fn convert_expr(expr: &ast::Expr) -> Node {
-    use ast::Expr as E;
-    let r = span(expr);
-    let Some(_nested) = Nested::enter() else {
-        return too_deep(r);
-    };
-    let e = r.end;
-    match expr {
-        E::BoolOp(x) => Node::new(
-            "BoolOp",
-            r,
-            Some(format!("{:?}", x.op).into()),
-            vec![exprs("values", &x.values, e)],
-        ),
-        E::NamedExpr(x) => Node::new(
-            "NamedExpr",
-            r,
-            None,
-            vec![convert_expr(&x.target), convert_expr(&x.value)],
-        ),
-        E::BinOp(x) => Node::new(
-            "BinOp",
-            r,
-            Some(format!("{:?}", x.op).into()),
-            vec![convert_expr(&x.left), convert_expr(&x.right)],
-        ),
-        E::UnaryOp(x) => Node::new(
-            "UnaryOp",
-            r,
-            Some(format!("{:?}", x.op).into()),
-            vec![convert_expr(&x.operand)],
-        ),
-        E::Lambda(x) => Node::new(
-            "Lambda",
-            r.clone(),
-            None,
-            vec![arguments(&x.args, r.start), convert_expr(&x.body)],
-        ),
-        E::IfExp(x) => Node::new(
-            "IfExp",
-            r,
-            None,
-            vec![convert_expr(&x.test), convert_expr(&x.body), convert_expr(&x.orelse)],
-        ),
-        E::Dict(x) => {
-            let keys = x.keys.iter().map(|k| opt_expr(k.as_ref(), e)).collect();
-            Node::new(
-                "Dict",
-                r,
-                None,
-                vec![list("keys", keys, e), exprs("values", &x.values, e)],
-            )
-        }
-        E::Set(x) => Node::new("Set", r, None, vec![exprs("elts", &x.elts, e)]),
-        E::ListComp(x) => Node::new(
-            "ListComp",
-            r,
-            None,
-            vec![convert_expr(&x.elt), comprehensions(&x.generators, e)],
-        ),
-        E::SetComp(x) => Node::new(
-            "SetComp",
-            r,
-            None,
-            vec![convert_expr(&x.elt), comprehensions(&x.generators, e)],
-        ),
-        E::DictComp(x) => Node::new(
-            "DictComp",
-            r,
-            None,
-            vec![
-                convert_expr(&x.key),
-                convert_expr(&x.value),
-                comprehensions(&x.generators, e),
-            ],
-        ),
-        E::GeneratorExp(x) => Node::new(
-            "GeneratorExp",
-            r,
-            None,
-            vec![convert_expr(&x.elt), comprehensions(&x.generators, e)],
-        ),
-        E::Await(x) => Node::new("Await", r, None, vec![convert_expr(&x.value)]),
-        E::Yield(x) => Node::new("Yield", r, None, vec![opt_expr(x.value.as_deref(), e)]),
-        E::YieldFrom(x) => Node::new("YieldFrom", r, None, vec![convert_expr(&x.value)]),
-        E::Compare(x) => {
-            let ops: Vec<String> = x.ops.iter().map(|op| format!("{op:?}")).collect();
-            Node::new(
-                "Compare",
-                r,
-                Some(ops.join(",").into()),
-                vec![convert_expr(&x.left), exprs("comparators", &x.comparators, e)],
-            )
-        }
-        E::Call(x) => Node::new(
-            "Call",
-            r,
-            None,
-            vec![
-                convert_expr(&x.func),
-                exprs("args", &x.args, e),
-                list("keywords", x.keywords.iter().map(keyword).collect(), e),
-            ],
-        ),
-        E::FormattedValue(x) => Node::new(
-            "FormattedValue",
-            r,
-            Some(format!("{:?}", x.conversion).into()),
-            vec![convert_expr(&x.value), opt_expr(x.format_spec.as_deref(), e)],
-        ),
-        E::JoinedStr(x) => Node::new("JoinedStr", r, None, vec![exprs("values", &x.values, e)]),
-        E::Constant(x) => leaf("Constant", r, constant_label(&x.value)),
-        E::Attribute(x) => Node::new("Attribute", r, Some(name(&x.attr)), vec![convert_expr(&x.value)]),
-        E::Subscript(x) => Node::new(
-            "Subscript",
-            r,
-            None,
-            vec![convert_expr(&x.value), convert_expr(&x.slice)],
-        ),
-        E::Starred(x) => Node::new("Starred", r, None, vec![convert_expr(&x.value)]),
-        E::Name(x) => leaf("Name", r, name(&x.id)),
-        E::List(x) => Node::new("List", r, None, vec![exprs("elts", &x.elts, e)]),
-        E::Tuple(x) => Node::new("Tuple", r, None, vec![exprs("elts", &x.elts, e)]),
-        E::Slice(x) => Node::new(
-            "Slice",
-            r,
-            None,
-            vec![
-                opt_expr(x.lower.as_deref(), e),
-                opt_expr(x.upper.as_deref(), e),
-                opt_expr(x.step.as_deref(), e),
-            ],
-        ),
     }
 }

@@ -1,0 +1,169 @@
+//! Placement: turning one hook into edits of one parsed file, in the file's own style.
+//!
+//! This module knows Python's layout rules: docstrings, decorators, one-line suites, statements
+//! sharing a line, `elif` chains, comments at the end of a line, tabs, CRLF, the BOM, files
+//! without a final newline, and other recipes' marker lines. It never decides whether a hook
+//! should apply (see [`crate::engine`]); it only says where and how, or why it cannot.
+//!
+//! A placement first finds *where*, as a value: an [`Insertion`] (a line start and the
+//! indentation of the block there) or a [`Displacement`] (the text a block takes the place of);
+//! then `render` frames *what* goes there. Each kind of placement has its own module:
+//!
+//! | module | placement |
+//! |---|---|
+//! | `lines` | line navigation around offsets |
+//! | `neighbours` | other recipes' marker lines next to an insertion point |
+//! | `render` | code in the file's style, framed by markers, as an edit |
+//! | `body` | the start or end of a class or function body; forwarders |
+//! | `one_line` | one-line suites, for one hook or several |
+//! | `statements` | before, after or in place of selected statements |
+//! | `module` | the module's top, after its imports, its end |
+//! | `imports` | the imports a recipe needs |
+//! | `returns` | wrapped return values |
+
+mod body;
+mod imports;
+mod lines;
+mod module;
+mod neighbours;
+mod one_line;
+mod render;
+mod returns;
+mod statements;
+
+use std::ops::Range;
+
+use crate::edit::Edit;
+use crate::outline::ParsedFile;
+use crate::source::{SourceFile, Style};
+use crate::syntax::{kind, Node};
+
+pub(crate) use imports::binds_name;
+
+/// Why a hook cannot be placed, with the offset it concerns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// Offset in the file the reason is about.
+    pub offset: usize,
+    /// The reason, for people.
+    pub reason: String,
+}
+
+type Placed = Result<Vec<Edit>, Refusal>;
+
+fn refuse(offset: usize, reason: impl Into<String>) -> Refusal {
+    Refusal {
+        offset,
+        reason: reason.into(),
+    }
+}
+
+/// Where a framed block goes: the start of a line (the text's end to append) and the
+/// indentation of the block's lines. A placement computes it; [`Placer::frame`] puts code there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Insertion {
+    /// The line start the block goes before, before other recipes' blocks are taken into
+    /// account (see `Placer::among_other_blocks`).
+    at: usize,
+    /// The indentation of every line of the block.
+    indent: String,
+}
+
+impl Insertion {
+    /// A block at the line start `at`, indented by `indent`.
+    fn new(at: usize, indent: impl Into<String>) -> Insertion {
+        Insertion {
+            at,
+            indent: indent.into(),
+        }
+    }
+}
+
+/// Where a framed block takes the place of original text: whole lines (from a line start to
+/// a line end: replaced statements), or the rest of a line after a colon (`joined`: a one-line
+/// suite expanded into a block). The frame keeps the displaced text for revert.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Displacement {
+    /// The displaced text.
+    range: Range<usize>,
+    /// The indentation of every line of the block.
+    indent: String,
+    /// Whether the block splits a line (it then starts with a line break).
+    joined: bool,
+}
+
+impl Displacement {
+    /// The whole lines `range`, displaced by a block indented by `indent`.
+    fn lines(range: Range<usize>, indent: impl Into<String>) -> Displacement {
+        Displacement {
+            range,
+            indent: indent.into(),
+            joined: false,
+        }
+    }
+
+    /// The rest of a line after a colon, `range`, displaced by a block indented by `indent`.
+    fn joined(range: Range<usize>, indent: impl Into<String>) -> Displacement {
+        Displacement {
+            range,
+            indent: indent.into(),
+            joined: true,
+        }
+    }
+}
+
+/// Places hook code in one file.
+pub struct Placer<'a> {
+    file: &'a ParsedFile,
+    recipe: &'a str,
+    hook: &'a str,
+    /// 1-based lines that start inside a string literal: never marker lines.
+    string_lines: &'a [usize],
+}
+
+impl<'a> Placer<'a> {
+    /// A placer for `hook` of `recipe` in `file`, whose lines inside string literals are
+    /// `string_lines` (see `source::lines_inside_strings`).
+    #[must_use]
+    pub fn new(file: &'a ParsedFile, recipe: &'a str, hook: &'a str, string_lines: &'a [usize]) -> Placer<'a> {
+        Placer {
+            file,
+            recipe,
+            hook,
+            string_lines,
+        }
+    }
+
+    fn source(&self) -> &SourceFile {
+        self.file.source()
+    }
+
+    fn style(&self) -> &Style {
+        self.source().style()
+    }
+
+    fn newline(&self) -> &'static str {
+        self.style().newline().as_str()
+    }
+
+    fn text(&self) -> &str {
+        self.source().text()
+    }
+}
+
+/// What one hook does to a one-line suite that several hooks change (see
+/// [`Placer::compose_suite`]).
+pub(crate) enum SuitePart<'a> {
+    /// Code at the start of the body.
+    Start(String),
+    /// Code at the end of the body.
+    End(String),
+    /// The suite's return, wrapped by a template.
+    Wrap(&'a Node, Box<dyn Fn(&str) -> String + 'a>),
+}
+
+/// Whether `stmt` is a string expression statement.
+pub(crate) fn is_docstring(stmt: &Node) -> bool {
+    stmt.as_expr_stmt()
+        .is_some_and(|value| value.is(kind::CONSTANT) && value.label().is_some_and(|l| l.starts_with("str:")))
+}
