@@ -163,6 +163,45 @@ fn unknown_or_unsupported_architectures_are_usage_errors() {
     let out = run(&["--arch", "LlamaForCausalLM"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("need PATH"), "{}", text(&out));
+
+    // A model folder's config.json comes from a download: anything it holds is a usage error
+    // naming the file and the place, never a crash or a write.
+    let model = dir.join("hf-model");
+    std::fs::create_dir_all(&model).unwrap();
+    let config = model.join("config.json");
+    let model_path = model.to_str().unwrap();
+    for (content, expected) in [
+        (
+            "{\"architectures\": [\n  \"LlamaForCausalLM\",\n",
+            ":3:1: not JSON: EOF while parsing",
+        ),
+        ("{\"model_type\": \"llama\"}", ":1:1: no `architectures` list of names"),
+        ("{\"architectures\": [1, 2]}", ":1:1: no `architectures` list of names"),
+        ("\u{feff}\u{0}\u{1}", ":1:1: not JSON"),
+    ] {
+        std::fs::write(&config, content).unwrap();
+        let out = run(&[path, "--model-path", model_path]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let shown = format!("{}{expected}", config.display());
+        assert!(text(&out).contains(&shown), "{content:?}: {}", text(&out));
+    }
+    std::fs::write(&config, [0xff, 0xfe, b'{']).unwrap();
+    let out = run(&[path, "--model-path", model_path, "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let objects = json_lines(&out.stdout);
+    assert_eq!(objects.len(), 1, "{}", text(&out));
+    assert_eq!(objects[0]["status"], "failed", "{}", objects[0]);
+    assert!(
+        objects[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not valid UTF-8")),
+        "{}",
+        objects[0]
+    );
+    std::fs::remove_file(&config).unwrap();
+    let out = run(&[path, "--model-path", model_path]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("config.json"), "{}", text(&out));
     assert_eq!(snapshot(&models), before, "an error wrote");
 }
 

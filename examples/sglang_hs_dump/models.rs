@@ -51,7 +51,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
     let wanted: Option<Vec<String>> = match &args.model_path {
         Some(model) => match sglang_models::architectures(model) {
             Ok(names) => Some(names),
-            Err(message) => return failed(args, model, &message, 2),
+            Err(err) => return fail(args, model, ErrorInfo::from(&err), Vec::new(), 2),
         },
         None if args.arch.iter().any(|a| a == "all") => None,
         None => Some(args.arch.clone()),

@@ -91,24 +91,30 @@ pub fn models_dir(path: &Path) -> Option<PathBuf> {
 /// The `architectures` a Hugging Face model folder's `config.json` lists.
 ///
 /// # Errors
-/// A message naming the file when it cannot be read, is not JSON, or lists no architecture.
-pub fn architectures(model_dir: &Path) -> Result<Vec<String>, String> {
+/// The reader's error ([`ErrorKind::Io`], [`ErrorKind::NotRegular`], [`ErrorKind::TooLarge`],
+/// [`ErrorKind::NotUtf8`]) when the file cannot be read; [`ErrorKind::Selection`] at the place
+/// where it is not JSON, or at its first line when it lists no architecture.
+pub fn architectures(model_dir: &Path) -> Result<Vec<String>, Error> {
     let path = if model_dir.is_dir() {
         model_dir.join("config.json")
     } else {
         model_dir.to_path_buf()
     };
+    let name = path.display().to_string();
+    let refuse = |message: String, line: usize, column: usize| {
+        ErrorKind::Selection { message }.at(Location::new(name.clone(), line.max(1), column.max(1)))
+    };
     // The checked reader: config.json comes from a model download, it may be anything.
-    let text = crate::files::read_text(&path).map_err(|err| err.to_string())?;
+    let text = crate::files::read_text(&path)?;
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|err| format!("{}: not JSON: {err}", path.display()))?;
+        serde_json::from_str(&text).map_err(|err| refuse(format!("not JSON: {err}"), err.line(), err.column()))?;
     let names: Vec<String> = value
         .get("architectures")
         .and_then(|a| a.as_array())
         .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
         .unwrap_or_default();
     if names.is_empty() {
-        return Err(format!("{}: no `architectures` list", path.display()));
+        return Err(refuse("no `architectures` list of names".into(), 1, 1));
     }
     Ok(names)
 }
