@@ -369,6 +369,17 @@ impl Recipe {
     /// [`Error::Spec`] at the TOML line and column, naming the hook, for syntax errors, unknown
     /// fields, missing or conflicting fields, duplicate ids, and code or patterns that do not parse.
     pub fn from_toml(name: &str, text: &str) -> Result<Recipe, Error> {
+        Recipe::compile(name, text, true)
+    }
+
+    /// [`Recipe::from_toml`] for a spec bundled with the crate: its code is not parsed again
+    /// on every load, because a test compiles every bundled spec with [`Recipe::from_toml`].
+    pub(crate) fn from_bundled_toml(name: &str, text: &str) -> Result<Recipe, Error> {
+        Recipe::compile(name, text, false)
+    }
+
+    /// Compiles a spec; `probe`: whether each hook's code is parsed to prove it is Python.
+    fn compile(name: &str, text: &str, probe: bool) -> Result<Recipe, Error> {
         let file = SourceFile::new(name, text);
         let raw: RawSpec = toml::from_str(text).map_err(|err| {
             let offset = err.span().map_or(0, |span| span.start);
@@ -394,7 +405,7 @@ impl Recipe {
         let mut hooks: Vec<Hook> = Vec::new();
         for spanned in raw.hooks {
             let span = spanned.span();
-            let hook = compile_hook(&file, &raw.vars, &selectors, spanned.into_inner(), span)?;
+            let hook = compile_hook(&file, &raw.vars, &selectors, spanned.into_inner(), span, probe)?;
             if let Some(first) = hooks.iter().find(|h| h.id == hook.id) {
                 let message = format!("duplicate hook id (first used at line {})", first.location.line);
                 return Err(spec_error(&file, hook_offset(&file, &hook.id), message, Some(&hook.id)));
@@ -578,6 +589,7 @@ fn compile_hook(
     selectors: &[ClassSelector],
     raw: RawHook,
     span: Range<usize>,
+    probe: bool,
 ) -> Result<Hook, Error> {
     let id = raw.id.clone();
     let at_key = |key: &str| key_offset(file, &span, key);
@@ -619,9 +631,11 @@ fn compile_hook(
                 Some(&id),
             ));
         }
-        let probe = if wrap { format!("return {rendered}") } else { rendered };
-        parse_snippet("<code>", &probe)
-            .map_err(|err| fail(key, format!("code does not parse as Python: {}", err.detail())))?;
+        if probe {
+            let probe = if wrap { format!("return {rendered}") } else { rendered };
+            parse_snippet("<code>", &probe)
+                .map_err(|err| fail(key, format!("code does not parse as Python: {}", err.detail())))?;
+        }
         Ok(template)
     };
 

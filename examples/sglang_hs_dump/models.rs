@@ -97,9 +97,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
             let mut splice = Splice::new(status, p.patched.outcomes(), mode.words());
             splice.changed = p.patched.changed();
             splice.written = write && p.patched.changed();
-            splice.diff = args
-                .dry_run
-                .then(|| report::unified_diff(&p.relative, p.patched.input(), p.patched.output()));
+            splice.diff = args.dry_run.then(|| report::patch_diff(&p.relative, &p.patched));
             let mut served: Vec<String> = roots
                 .iter()
                 .filter(|r| r.skipped.is_none() && r.files().contains(&p.relative.as_str()))
@@ -131,10 +129,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
                 outln!("{name}: {}", if pending(p) { "needs apply" } else { "up to date" });
                 crate::print_check_lines(&p.patched);
             }
-            (_, true, _) => out!(
-                "{}",
-                report::unified_diff(&p.relative, p.patched.input(), p.patched.output())
-            ),
+            (_, true, _) => out!("{}", report::patch_diff(&p.relative, &p.patched)),
             (Mode::Revert, false, true) => outln!("Reverted {name}"),
             (Mode::Revert, false, false) => outln!("Nothing to revert in {name}"),
             (Mode::Apply, false, _) => out!("{}", report::applied_text(&p.patched)),

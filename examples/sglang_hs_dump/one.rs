@@ -154,13 +154,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
     let launch = sglang_install::launch_for(release.as_ref(), outcomes);
     // Headers `a/<path>`, `b/<path>` with the path as given (relative to / when absolute).
     // Computed only where it is printed.
-    let diff = || {
-        report::unified_diff(
-            patched.name().trim_start_matches('/'),
-            patched.input(),
-            patched.output(),
-        )
-    };
+    let diff = || report::patch_diff(patched.name(), &patched);
     let code = u8::from(mode == Mode::Check && pending);
 
     if args.json {
