@@ -11,7 +11,7 @@ use crate::syntax::Node;
 /// Edits as (range in the old text, range in the new).
 type Spans = Vec<(Range<usize>, Range<usize>)>;
 
-const OLD: &str = "import os\n\n\nclass A(B):\n    x = 1\n\n    def f(self):\n        return 1\n\n    # note\n    @property\n    def g(self):\n        return (1,\n                2)\n\n\nclass C:\n    def h(self): pass\n";
+const OLD: &str = "import os\n\n\nclass A(B):\n    x = 1\n\n    def f(self):\n        return 1\n\n    # note\n    @property\n    def g(self):\n        return (1,\n                2)\n\n    async def deep(self, x):\n        if x:\n            y = 1\n        for i in x:\n            await i\n\n        def inner():\n            return 2\n        yield y\n\n\nclass C:\n    def h(self): pass\n";
 
 /// `old` with `code` inserted at `at`, the output's file and the span.
 fn insert(old: &str, at: usize, code: &str) -> (String, Spans) {
@@ -36,6 +36,9 @@ fn a_class_edited_inside_its_body_is_parsed_a_method_at_a_time() {
         ("    # note", "    y = [\n1]\n"),
         ("    @property", "    def k(self):\n        pass\n"),
         ("    x = 1", "    z = 2\n"),
+        ("            return 2", "            q = 3\n"),
+        ("        for i", "        y = 2\n"),
+        ("        yield y", "        # c\n        print(y)\n"),
     ] {
         let at = OLD.find(anchor).unwrap();
         let (new, spans) = insert(OLD, at, code);
