@@ -111,22 +111,7 @@ struct Lines<'t> {
 
 impl<'t> Lines<'t> {
     fn new(text: &'t str) -> Lines<'t> {
-        let bytes = text.as_bytes();
-        let mut starts = vec![0];
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'\r' if bytes.get(i + 1) == Some(&b'\n') => {
-                    i += 2;
-                    starts.push(i);
-                }
-                b'\r' | b'\n' => {
-                    i += 1;
-                    starts.push(i);
-                }
-                _ => i += 1,
-            }
-        }
+        let mut starts = crate::source::LineIndex::new(text).into_starts();
         if starts.last() == Some(&text.len()) {
             starts.pop();
         }
