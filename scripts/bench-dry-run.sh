@@ -8,6 +8,8 @@
 # warmup runs), so that load that comes and goes on a shared machine falls on all three alike;
 # the ratios are taken within each round and their median is printed. PYTHON (default: the
 # interpreter `python3` runs, resolved past wrappers such as pyenv shims) is timed as such.
+# BASELINE=PATH adds another `sglang_hs_dump` binary (an earlier build) to every round, so that a
+# change is measured against what it changes in the same rounds.
 # Needs hyperfine (`apt-get install hyperfine` or `cargo install hyperfine`) and a release build
 # (`cargo build --release --examples`, done here unless NO_BUILD=1).
 set -euo pipefail
@@ -27,8 +29,11 @@ trap 'rm -rf "$work"' EXIT
 cp "$file" "$work/deepseek_v2.py"
 copy="$work/deepseek_v2.py"
 
+baseline=()
+[ -z "${BASELINE:-}" ] || baseline=(-n baseline "$BASELINE --dry-run $copy")
 for round in $(seq "$rounds"); do
     hyperfine -N --style none --warmup "$warmup" --runs "$runs" --export-json "$work/round$round.json" \
+        "${baseline[@]}" \
         -n dry-run "target/release/examples/sglang_hs_dump --dry-run $copy" \
         -n locate "target/release/examples/pysplice locate $copy" \
         -n python "$python -c 'import ast,sys; ast.parse(open(sys.argv[1],\"rb\").read())' $copy" \
@@ -46,9 +51,10 @@ def med(name, key):
     return statistics.median(res[key] * 1000 for res in per[name])
 print(f"{file}, {rounds} rounds x {len(per['python'][0]['times'])} runs, python: {python}")
 print(f"{'command':10} {'median ms':>10} {'user ms':>8} {'sys ms':>7}")
-for name in ("dry-run", "locate", "python"):
+names = [n for n in ("baseline", "dry-run", "locate", "python") if n in per]
+for name in names:
     print(f"{name:10} {med(name, 'median'):10.1f} {med(name, 'user'):8.1f} {med(name, 'system'):7.1f}")
-for name in ("dry-run", "locate"):
+for name in names[:-1]:
     wall = statistics.median(a["median"] / b["median"] for a, b in zip(per[name], per["python"]))
     cpu = statistics.median((a["user"] + a["system"]) / (b["user"] + b["system"]) for a, b in zip(per[name], per["python"]))
     print(f"{name} / python: {wall:.2f}x wall, {cpu:.2f}x CPU (median of per-round ratios)")

@@ -63,6 +63,7 @@
 pub mod batch;
 #[cfg(feature = "serde")]
 pub mod contract;
+mod diff;
 pub mod document;
 pub mod edit;
 pub mod engine;

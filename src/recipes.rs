@@ -54,7 +54,7 @@ pub const BUILTIN_NAMES: [&str; 2] = ["sglang-hs-dump", "sglang-hs-dump-models"]
 #[must_use]
 pub fn builtin(name: &str) -> Option<Result<Recipe, Error>> {
     match name.strip_prefix(BUILTIN_PREFIX).unwrap_or(name) {
-        "sglang-hs-dump" => Some(Recipe::from_toml(
+        "sglang-hs-dump" => Some(Recipe::from_bundled_toml(
             &format!("{BUILTIN_PREFIX}sglang-hs-dump"),
             SGLANG_HS_DUMP,
         )),
@@ -132,3 +132,6 @@ mod tests {
         assert!(matches!(missing.kind(), ErrorKind::Io { .. }), "{missing:?}");
     }
 }
+
+#[cfg(test)]
+mod bundled_tests;

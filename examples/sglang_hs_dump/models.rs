@@ -121,7 +121,7 @@ struct Finished<'a> {
 
 impl Finished<'_> {
     fn diff(p: &FilePatch) -> String {
-        report::unified_diff(&p.relative, p.patched.input(), p.patched.output())
+        report::patch_diff(&p.relative, &p.patched)
     }
 
     /// The contract's layout: one object per file, then one per architecture skipped.

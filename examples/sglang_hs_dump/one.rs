@@ -197,12 +197,7 @@ impl Finished<'_> {
     /// The unified diff, headers `a/<path>`, `b/<path>` with the path as given (relative to /
     /// when absolute).
     fn diff(&self) -> String {
-        let patched = &self.patched;
-        report::unified_diff(
-            patched.name().trim_start_matches('/'),
-            patched.input(),
-            patched.output(),
-        )
+        report::patch_diff(self.patched.name().trim_start_matches('/'), &self.patched)
     }
 
     fn print_json(&self) -> u8 {

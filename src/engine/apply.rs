@@ -1,6 +1,8 @@
 //! Applying a plan and reverting: the edits made, verified, and the result with its per-hook
 //! outcomes.
 
+use std::ops::Range;
+
 use crate::edit::apply_edits;
 use crate::error::{Error, ErrorKind};
 use crate::marker::{self, Frame};
@@ -20,6 +22,8 @@ pub struct Patched {
     input: String,
     output: String,
     outcomes: Vec<HookOutcome>,
+    /// The edits that made `output` from `input` (range in each), when known.
+    changes: Option<Vec<(Range<usize>, Range<usize>)>>,
 }
 
 impl Patched {
@@ -58,6 +62,11 @@ impl Patched {
     #[must_use]
     pub fn is_up_to_date(&self) -> bool {
         crate::outcome::is_up_to_date(&self.outcomes, self.changed())
+    }
+
+    /// The edits that made the output from the input (range in each), when known.
+    pub(crate) fn changes(&self) -> Option<&[(Range<usize>, Range<usize>)]> {
+        self.changes.as_deref()
     }
 }
 
@@ -226,11 +235,19 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
             outcome.lines = frame_lines(&out_file, &out_frames, &outcome.hook);
         }
     }
+    // The edits are of the original text: the input's own when it holds no frames.
+    let changes = (prepared.current().text() == original.source().text()).then(|| {
+        map.spans
+            .iter()
+            .map(|(old, new, _)| (old.clone(), new.clone()))
+            .collect()
+    });
     Ok(Patched {
         name: prepared.current().name().to_string(),
         input: prepared.current().text().to_string(),
         output: out_file.text().to_string(),
         outcomes,
+        changes,
     })
 }
 
@@ -314,5 +331,6 @@ pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
         input: prepared.current.text().to_string(),
         output: prepared.original.source().text().to_string(),
         outcomes,
+        changes: None,
     })
 }

@@ -12,6 +12,8 @@
 
 use std::ops::Range;
 
+mod nested;
+
 use super::parse_module;
 use crate::error::Error;
 use crate::source::SourceFile;
@@ -79,31 +81,16 @@ fn spliced(
 ) -> Option<Reparsed> {
     let new = output.text();
     let body = original.children().first()?.children();
-    let cuts = clean_cuts(body, old);
+    let cuts = run_cuts(body, old, 0, old.len());
     let mut spans = spans.to_vec();
     spans.sort_by_key(|(old, _)| (old.start, old.end));
-    // Each edit widened to the clean cuts around it; overlapping or touching ones merged.
-    let mut regions: Vec<Range<usize>> = Vec::new();
-    for (range, _) in &spans {
-        // The end of a text that does not end with a clean line break is no place to start a
-        // run: what is inserted there continues the last statement.
-        let open_end = !ends_cleanly(old);
-        let start = cuts[..cuts.partition_point(|&c| c <= range.start)]
-            .iter()
-            .rev()
-            .find(|&&c| c == 0 || c < old.len() || !open_end)
-            .copied()?;
-        let end = cuts.get(cuts.partition_point(|&c| c < range.end)).copied()?;
-        match regions.last_mut() {
-            Some(last) if start <= last.end => last.end = last.end.max(end),
-            _ => regions.push(start..end),
-        }
-    }
+    let regions = widen(&cuts, &spans, old)?;
     let mut out_body = Vec::with_capacity(body.len() + 8);
     let mut pairs = Vec::with_capacity(regions.len());
     let (mut delta, mut next_span, mut next_stmt) = (0isize, 0, 0);
     for region in regions {
         let start = region.start.checked_add_signed(delta)?;
+        let first_span = next_span;
         while let Some((range, to)) = spans.get(next_span).filter(|(r, _)| r.end <= region.end) {
             delta += to.len() as isize - range.len() as isize;
             next_span += 1;
@@ -120,12 +107,30 @@ fn spliced(
             out_body.push(shift_or_clone(&body[next_stmt], shift));
             next_stmt += 1;
         }
+        let first_stmt = next_stmt;
         while body.get(next_stmt).is_some_and(|s| extent(s).start < region.end) {
             next_stmt += 1;
         }
-        let module = parse_module(&SourceFile::new(output.name(), text)).ok()?;
-        let at = start as isize;
-        out_body.extend(module.children().first()?.children().iter().map(|s| s.shifted(at)));
+        // A run that is one class edited inside its body: only the body's edited runs.
+        let class = match &body[first_stmt..next_stmt] {
+            [stmt] if stmt.kind() == kind::CLASS_DEF => nested::class(
+                stmt,
+                old,
+                new,
+                &region,
+                start,
+                &spans[first_span..next_span],
+                output.name(),
+            ),
+            _ => None,
+        };
+        if let Some(class) = class {
+            out_body.push(class);
+        } else {
+            let module = parse_module(&SourceFile::new(output.name(), text)).ok()?;
+            let at = start as isize;
+            out_body.extend(module.children().first()?.children().iter().map(|s| s.shifted(at)));
+        }
         pairs.push((region, start..end));
     }
     if next_span != spans.len() {
@@ -157,20 +162,47 @@ fn shift_or_clone(node: &Node, delta: isize) -> Node {
     }
 }
 
-/// Where the text may be cut: 0, the end, and the start of each line on which a top-level
-/// statement begins after the previous one ended, unless the line before ends in a backslash.
-fn clean_cuts(body: &[Node], text: &str) -> Vec<usize> {
-    let mut cuts = vec![0];
+/// Where the text of the statements `body` (of one block, from `from` to `to`) may be cut:
+/// `from`, `to`, and the start of each line on which a statement begins after the previous one
+/// ended, unless the line before ends in a backslash.
+fn run_cuts(body: &[Node], text: &str, from: usize, to: usize) -> Vec<usize> {
+    let mut cuts = vec![from];
     for pair in body.windows(2) {
         let start = extent(&pair[1]).start;
         let line = text[..start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
-        if line > 0 && extent(&pair[0]).end <= line && ends_cleanly(&text[..line]) {
+        if line > from && line < to && extent(&pair[0]).end <= line && ends_cleanly(&text[..line]) {
             cuts.push(line);
         }
     }
-    cuts.push(text.len());
+    cuts.push(to);
     cuts.dedup();
     cuts
+}
+
+/// Each edit of `spans` (sorted) widened to the `cuts` around it; overlapping or touching ones
+/// merged. `None` when an edit lies outside the cuts.
+fn widen(cuts: &[usize], spans: &[(Range<usize>, Range<usize>)], old: &str) -> Option<Vec<Range<usize>>> {
+    let mut regions: Vec<Range<usize>> = Vec::new();
+    for (range, _) in spans {
+        // The end of a text that does not end with a clean line break is no place to start a
+        // run: what is inserted there continues the last statement.
+        let open_end = !ends_cleanly(old);
+        let start = cuts[..cuts.partition_point(|&c| c <= range.start)]
+            .iter()
+            .rev()
+            .find(|&&c| c == 0 || c < old.len() || !open_end)
+            .copied()?;
+        let end = cuts.get(cuts.partition_point(|&c| c < range.end)).copied()?;
+        // Runs that only touch stay apart: each is parsed on its own (a class edited inside its
+        // body, next to another, is parsed a method at a time).
+        match regions.last_mut() {
+            Some(last) if start < last.end || (start == last.end && last.start == last.end) => {
+                last.end = last.end.max(end);
+            }
+            _ => regions.push(start..end),
+        }
+    }
+    Some(regions)
 }
 
 /// Whether `text` ends with a line break that no backslash continues.

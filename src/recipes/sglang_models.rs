@@ -51,8 +51,8 @@ pub fn conventions() -> Conventions {
 /// # Errors
 /// [`ErrorKind::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
 pub fn recipe() -> Result<Recipe, Error> {
-    let base = Recipe::from_toml("recipes/sglang_hs_dump.toml", crate::recipes::SGLANG_HS_DUMP)?;
-    let mut models = Recipe::from_toml(
+    let base = Recipe::from_bundled_toml("recipes/sglang_hs_dump.toml", crate::recipes::SGLANG_HS_DUMP)?;
+    let mut models = Recipe::from_bundled_toml(
         "recipes/sglang_hs_dump_models.toml",
         crate::recipes::SGLANG_HS_DUMP_MODELS,
     )?;

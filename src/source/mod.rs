@@ -128,20 +128,26 @@ impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
         let bytes = text.as_bytes();
         let mut starts = vec![0];
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'\n' => starts.push(i + 1),
-                b'\r' if bytes.get(i + 1) == Some(&b'\n') => {
-                    starts.push(i + 2);
-                    i += 1;
-                }
-                b'\r' => starts.push(i + 1),
-                _ => {}
+        // The `\n` of a `\r\n`, already counted with its `\r`.
+        let mut joined = None;
+        for i in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+            if joined == Some(i) {
+                continue;
             }
-            i += 1;
+            if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                joined = Some(i + 1);
+                starts.push(i + 2);
+            } else {
+                starts.push(i + 1);
+            }
         }
         LineIndex { starts }
+    }
+
+    /// The byte offsets where lines start (the first is 0; the text's end when it ends with a
+    /// line break).
+    pub(crate) fn into_starts(self) -> Vec<usize> {
+        self.starts
     }
 
     /// The number of lines (a final line without a line break counts; an empty text has one).

@@ -83,7 +83,7 @@ impl RecipeBuilder {
     /// `<recipe ID>`, for what the TOML reader refuses too (see [`Recipe::from_toml`]).
     pub fn build(self) -> Result<Recipe, Error> {
         let file = SourceFile::new(format!("<recipe {}>", self.raw.recipe.id), "");
-        Recipe::compile(&file, self.raw)
+        Recipe::compile(&file, self.raw, true)
     }
 }
 

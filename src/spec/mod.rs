@@ -265,18 +265,30 @@ impl Recipe {
     /// [`ErrorKind::Spec`] at the TOML line and column, naming the hook, for syntax errors, unknown
     /// fields, missing or conflicting fields, duplicate ids, and code or patterns that do not parse.
     pub fn from_toml(name: &str, text: &str) -> Result<Recipe, Error> {
+        Recipe::read(name, text, true)
+    }
+
+    /// [`Recipe::from_toml`] for a spec bundled with the crate: its code is not parsed again
+    /// on every load, because a test compiles every bundled spec with [`Recipe::from_toml`].
+    pub(crate) fn from_bundled_toml(name: &str, text: &str) -> Result<Recipe, Error> {
+        Recipe::read(name, text, false)
+    }
+
+    /// Reads and compiles a TOML spec; `probe`: whether each hook's code is parsed to prove it
+    /// is Python.
+    fn read(name: &str, text: &str, probe: bool) -> Result<Recipe, Error> {
         let file = SourceFile::new(name, text);
         let raw: RawSpec = toml::from_str(text).map_err(|err| {
             let offset = err.span().map_or(0, |span| span.start);
             let hook = enclosing_hook_id(text, offset);
             spec_error(&file, offset, err.message().trim().to_string(), hook.as_deref())
         })?;
-        Recipe::compile(&file, raw)
+        Recipe::compile(&file, raw, probe)
     }
 
     /// Checks and compiles a recipe as read from `file` (or built in code, with an empty file
     /// named after the recipe).
-    fn compile(file: &SourceFile, raw: RawSpec) -> Result<Recipe, Error> {
+    fn compile(file: &SourceFile, raw: RawSpec, probe: bool) -> Result<Recipe, Error> {
         let text = file.text();
         check_id(file, &raw.recipe.id, 0, None)?;
         let recipe_key = |key: &str| key_offset(file, &(0..text.len()), key);
@@ -298,7 +310,7 @@ impl Recipe {
         let mut hooks: Vec<Hook> = Vec::new();
         for spanned in raw.hooks {
             let span = spanned.span();
-            let hook = compile_hook(file, &raw.vars, &selectors, spanned.into_inner(), span)?;
+            let hook = compile_hook(file, &raw.vars, &selectors, spanned.into_inner(), span, probe)?;
             if let Some(first) = hooks.iter().find(|h| h.id == hook.id) {
                 let message = format!("duplicate hook id (first used at line {})", first.location.line);
                 return Err(spec_error(file, hook_offset(file, &hook.id), message, Some(&hook.id)));
