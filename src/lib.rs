@@ -40,8 +40,11 @@
 //! [`TextEdit`]) holds LSP's 0-based line and 0-based UTF-16 character, and converts only
 //! through [`Document`].
 //!
+//! The modules, in the order the data flows through them (errors are everyone's):
+//!
 //! | module | job |
 //! |---|---|
+//! | [`error`] | typed errors with file, line, column and hook |
 //! | [`source`] | a file's text, style (indent, newline, BOM), line index, UTF-8/UTF-16 positions |
 //! | [`parse`] | the parser adapter, the only user of rustpython-parser |
 //! | [`syntax`] | the crate's own small syntax tree, its kinds and typed views |
@@ -49,6 +52,7 @@
 //! | `suggest` | "did you mean": the one scorer of names close to one not found |
 //! | [`pattern`], [`template`] | statement patterns with metavariables; code templates |
 //! | [`spec`], [`recipes`] | TOML hook specs; the recipes that ship, by name, and a workspace's recipes |
+//! | [`project`] | many files: class graph, delegation chains, hook reach, targets by meaning ([`project::select`]) |
 //! | [`edit`], [`marker`] | text edits; the marker comments that frame inserted code |
 //! | [`engine`] | plan, apply, verify, revert |
 //! | [`batch`] | one recipe over several files: all planned, then all written or none |
@@ -56,8 +60,6 @@
 //! | [`report`], [`files`] | text, diff and JSON reports; safe file reads and writes |
 //! | `contract` | the versioned JSON output of the programs and its schema (feature `serde`) |
 //! | [`document`] | an editor-facing document with LSP positions |
-//! | [`project`] | many files: class graph, delegation chains, hook reach, targets by meaning ([`project::select`]) |
-//! | [`error`] | typed errors with file, line, column and hook |
 #![deny(missing_docs)]
 
 pub mod batch;

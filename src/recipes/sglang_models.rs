@@ -30,7 +30,7 @@ use crate::spec::Recipe;
 #[must_use]
 pub fn conventions() -> Conventions {
     // The bundled recipe compiles (a test says so); none if it ever did not.
-    Recipe::from_toml(
+    Recipe::from_bundled_toml(
         "recipes/sglang_hs_dump_models.toml",
         crate::recipes::SGLANG_HS_DUMP_MODELS,
     )
