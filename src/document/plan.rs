@@ -86,9 +86,9 @@ impl Document {
     /// one copy of the text, one parse, one marker scan of the text and of the planned result.
     ///
     /// # Errors
-    /// [`Error::Syntax`] when the text is not valid Python (an editor's usual state while
-    /// typing), [`Error::Marker`] when a block of this recipe was edited by hand or a marker line
-    /// is missing, [`Error::Stacked`] when another recipe sits on top of one. Hooks that cannot
+    /// [`Syntax`](crate::ErrorKind::Syntax) when the text is not valid Python (an editor's usual state while
+    /// typing), [`Marker`](crate::ErrorKind::Marker) when a block of this recipe was edited by hand or a marker line
+    /// is missing, [`Stacked`](crate::ErrorKind::Stacked) when another recipe sits on top of one. Hooks that cannot
     /// be placed are not errors: they show as [`Status::Failed`].
     pub fn plan(&self, recipe: &Recipe) -> Result<DocumentPlan, Error> {
         self.plan_keeping(recipe).map(|(plan, _)| plan)

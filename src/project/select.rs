@@ -2,8 +2,9 @@
 //! of a recipe land on, in one file or across a package.
 //!
 //! A recipe declares class selectors (`[select.NAME]`, see [`ClassSelector`]). A root selector
-//! picks classes by what they are: listed in an entry list ([`Conventions::entry_list`],
-//! `EntryClass` in SGLang), defining or inheriting a method; draft classes are never roots.
+//! picks classes by what they are: listed in an entry list (the recipe's `[conventions]
+//! entry-list`, [`Conventions::entry_list`](super::Conventions::entry_list): `EntryClass` in
+//! SGLang), defining or inheriting a method; draft classes are never roots.
 //! A derived selector follows what such a class holds: `self.model = Qwen2Model(...)`,
 //! `self.language_model = DeepseekV3ForCausalLM(...)`, `self.model = self._init_model(...)`
 //! (the class the method returns), `self.model = self.body_cls(...)` (a class attribute),
