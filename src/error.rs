@@ -161,6 +161,19 @@ pub enum ErrorKind {
         reason: String,
     },
 
+    /// Inserted code that runs when the module is imported uses a module-level name before the
+    /// statement that binds it: the patched module would raise `NameError` on import; nothing
+    /// was written.
+    #[error(
+        "verification failed: the inserted code uses `{name}` before line {bound_line} binds it: the module would raise NameError on import"
+    )]
+    EarlyNameUse {
+        /// The name used too early.
+        name: String,
+        /// 1-based line of the statement that binds it.
+        bound_line: usize,
+    },
+
     /// The file changed on disk between reading and writing; nothing was written.
     #[error("the file changed on disk since it was read; nothing was written, run again")]
     Changed,
@@ -408,6 +421,10 @@ mod tests {
                 top_line: 9,
             },
             ErrorKind::Verify { reason: "r".into() },
+            ErrorKind::EarlyNameUse {
+                name: "os".into(),
+                bound_line: 9,
+            },
             ErrorKind::Changed,
             ErrorKind::Locked,
             ErrorKind::NotRegular { what: "a FIFO".into() },
@@ -465,7 +482,10 @@ mod tests {
 
     #[test]
     fn a_partial_write_keeps_its_cause_as_source() {
-        let err = every_kind().remove(15);
+        let err = every_kind()
+            .into_iter()
+            .find(|e| matches!(e.kind(), ErrorKind::PartialWrite { .. }))
+            .unwrap();
         let source = std::error::Error::source(&err).map(ToString::to_string);
         assert_eq!(
             source.as_deref(),

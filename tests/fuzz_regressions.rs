@@ -2,7 +2,7 @@
 //! test states the invariant that broke.
 
 use pysplice::document::Document;
-use pysplice::{apply, revert, Recipe, SourceFile};
+use pysplice::{apply, revert, ErrorKind, Recipe, SourceFile};
 
 fn imports_recipe() -> Recipe {
     Recipe::from_toml(
@@ -229,9 +229,15 @@ fn after_imports_code_before_a_late_import_is_refused() {
     )
     .unwrap();
     let text = "tations\n\nimport os\n\n  ";
-    let err = apply(&recipe, SourceFile::new("m.py", text)).unwrap_err().to_string();
+    let err = apply(&recipe, SourceFile::new("m.py", text)).unwrap_err();
     assert!(
-        err.contains("uses `os` before line") && err.contains("[hook after-imports]"),
+        matches!(err.kind(), ErrorKind::EarlyNameUse { name, bound_line: 3 } if name == "os"),
         "{err}"
+    );
+    assert_eq!(err.hook(), Some("after-imports"), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("uses `os` before line 3 binds it") && text.ends_with("[hook after-imports]"),
+        "{text}"
     );
 }

@@ -295,7 +295,7 @@ pub fn check_recipe(recipe: &Recipe, text: &str) -> Option<String> {
             // A refusal the README documents (an import that the file binds only below other
             // module code counts as present, so after-imports code using it would run first) is
             // the verification doing its job, not an engine fault.
-            let documented = err.to_string().contains("would raise NameError on import");
+            let documented = matches!(err.kind(), ErrorKind::EarlyNameUse { .. });
             if strict() && !documented {
                 assert!(
                     !matches!(err.kind(), ErrorKind::Verify { .. }),

@@ -34,13 +34,14 @@ pub(super) fn verify(
             })
             .map(|(_, _, hook)| hook.clone())
     };
-    let fail = |offset: usize, reason: String| {
-        let err = ErrorKind::Verify { reason }.at(output.location(offset));
+    let refuse = |offset: usize, kind: ErrorKind| {
+        let err = kind.at(output.location(offset));
         match hook_at(offset) {
             Some(hook) => err.with_hook(&hook),
             None => err,
         }
     };
+    let fail = |offset: usize, reason: String| refuse(offset, ErrorKind::Verify { reason });
     let (old, new) = (original.source().text(), output.text());
     // Only the top-level statements holding an edit are parsed again (see `parse::reparse`).
     let spans: Vec<(Range<usize>, Range<usize>)> = map.spans.iter().map(|(o, n, _)| (o.clone(), n.clone())).collect();
@@ -60,8 +61,8 @@ pub(super) fn verify(
         }
     }
     let line_of = |offset: usize| output.lines().line_of(offset);
-    if let Some(problem) = checked.early_name_use(&map.inserted, &line_of) {
-        return Err(fail(problem.offset, problem.message));
+    if let Some((offset, name, bound_line)) = checked.early_name_use(&map.inserted, &line_of) {
+        return Err(refuse(offset, ErrorKind::EarlyNameUse { name, bound_line }));
     }
     let (mut at_old, mut at_new) = (0, 0);
     for (old_range, new_range, _) in &map.spans {

@@ -30,20 +30,14 @@ pub(crate) fn check<'t>(root: &'t Node, text: &str) -> Checked<'t> {
 
 impl Checked<'_> {
     /// The first import-time use, inside `inserted`, of a module-level name before the
-    /// statement that binds it, as a problem at the use; `line_of` gives an offset's line.
+    /// statement that binds it: the use's offset, the name and the 1-based line binding it
+    /// (`line_of` gives an offset's line).
     pub(crate) fn early_name_use(
         &self,
         inserted: &[Range<usize>],
         line_of: &dyn Fn(usize) -> usize,
-    ) -> Option<Problem> {
-        names::early_use(&self.scopes, inserted).map(|early| Problem {
-            offset: early.offset,
-            message: format!(
-                "the inserted code uses `{}` before line {} binds it: the module would raise NameError on import",
-                early.name,
-                line_of(early.bound_at)
-            ),
-        })
+    ) -> Option<(usize, String, usize)> {
+        names::early_use(&self.scopes, inserted).map(|early| (early.offset, early.name, line_of(early.bound_at)))
     }
 }
 

@@ -192,7 +192,9 @@ fn early(text: &str, inserted: &str) -> Option<String> {
     let checked = check(&root, text);
     let line_of = |offset: usize| text[..offset].matches('\n').count() + 1;
     let ranges = std::iter::once(start..start + inserted.len()).collect::<Vec<_>>();
-    checked.early_name_use(&ranges, &line_of).map(|p| p.message)
+    checked
+        .early_name_use(&ranges, &line_of)
+        .map(|(_, name, line)| crate::error::ErrorKind::EarlyNameUse { name, bound_line: line }.to_string())
 }
 
 #[test]
