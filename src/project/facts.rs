@@ -205,6 +205,20 @@ pub struct ClassFacts {
 }
 
 impl ClassFacts {
+    /// A class named `name` with no facts yet (line 0: not read from a file).
+    pub(crate) fn empty(name: String) -> ClassFacts {
+        ClassFacts {
+            name,
+            line: 0,
+            end_line: 0,
+            bases: Vec::new(),
+            methods: Vec::new(),
+            attributes: Vec::new(),
+            compositions: Vec::new(),
+            uses: Vec::new(),
+        }
+    }
+
     /// The simple name (last segment of [`ClassFacts::name`]).
     #[must_use]
     pub fn simple_name(&self) -> &str {

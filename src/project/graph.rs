@@ -542,14 +542,5 @@ impl<'p> ClassGraph<'p> {
 /// Never reached: nodes are only made for classes of parsed files.
 fn unreachable_class() -> &'static ClassFacts {
     static EMPTY: std::sync::OnceLock<ClassFacts> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(|| ClassFacts {
-        name: String::new(),
-        line: 0,
-        end_line: 0,
-        bases: Vec::new(),
-        methods: Vec::new(),
-        attributes: Vec::new(),
-        compositions: Vec::new(),
-        uses: Vec::new(),
-    })
+    EMPTY.get_or_init(|| ClassFacts::empty(String::new()))
 }

@@ -198,16 +198,7 @@ impl ModuleWalker<'_, '_> {
         let mut class = ClassWalker {
             source: self.source,
             ctx: self.ctx,
-            facts: ClassFacts {
-                name: name.clone(),
-                line: 0,
-                end_line: 0,
-                bases: Vec::new(),
-                methods: Vec::new(),
-                attributes: Vec::new(),
-                compositions: Vec::new(),
-                uses: Vec::new(),
-            },
+            facts: ClassFacts::empty(name.clone()),
             nested: Vec::new(),
         };
         if let Some(body) = stmt.field("body") {

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::*;
-use crate::project::BaseTarget;
+use crate::project::{BaseTarget, CompositionEdge};
 
 impl ClassGraph<'_> {
     pub(super) fn evidence(&self, id: ClassId, line: usize, note: String) -> Evidence {
@@ -13,6 +13,18 @@ impl ClassGraph<'_> {
             line,
             note,
         }
+    }
+
+    /// The evidence of a composition edge of `via`: `Holder.method: self.attr = Callee(...)`.
+    pub(super) fn composition_evidence(&self, via: ClassId, e: &CompositionEdge) -> Evidence {
+        let what = format!(
+            "{}.{}: self.{} = {}(...)",
+            self.class(via).name,
+            e.method,
+            e.attr,
+            e.callee
+        );
+        self.evidence(via, e.line, what)
     }
 
     pub(super) fn class_line(&self, id: ClassId) -> Evidence {
@@ -72,18 +84,11 @@ impl ClassGraph<'_> {
     pub(super) fn holds_step(&self, k: ClassId, via: ClassId, edge: usize) -> Step {
         let e = &self.class(via).compositions[edge];
         let target = self.class(e.target);
-        let what = format!(
-            "{}.{}: self.{} = {}(...)",
-            self.class(via).name,
-            e.method,
-            e.attr,
-            e.callee
-        );
         Step::Holds {
             attr: e.attr.clone(),
             class: target.name.clone(),
             module: target.module.clone(),
-            evidence: self.evidence(via, e.line, what),
+            evidence: self.composition_evidence(via, e),
             conditional: e.conditional,
             optional: e.optional,
             nested: !e.direct,

@@ -63,14 +63,7 @@ impl ClassGraph<'_> {
             if out.iter().any(|(a, t, _)| *a == e.attr && *t == e.target) {
                 continue;
             }
-            let what = format!(
-                "{}.{}: self.{} = {}(...)",
-                self.class(via).name,
-                e.method,
-                e.attr,
-                e.callee
-            );
-            out.push((e.attr.clone(), e.target, self.evidence(via, e.line, what)));
+            out.push((e.attr.clone(), e.target, self.composition_evidence(via, e)));
         }
         out
     }
