@@ -70,7 +70,7 @@ pub struct GraphClass {
     pub line: usize,
     /// Whether it is an entry class.
     pub entry: bool,
-    /// Whether it looks like a draft model.
+    /// Whether it is a draft class (a draft marker of the conventions in its name or file).
     pub draft: bool,
     /// Its bases, in order.
     pub bases: Vec<GraphBase>,

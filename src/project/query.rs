@@ -181,7 +181,7 @@ pub struct ReachEntry {
     pub class: String,
     /// The dotted module defining the entry class.
     pub module: String,
-    /// The entry class or a class on its chain looks like a draft model.
+    /// The entry class or a class on its chain is a draft class (a draft marker of the conventions in its name or file).
     pub draft: bool,
     /// The entry-list line naming it (`EntryClass = ...` in SGLang).
     pub listed: Evidence,

@@ -21,8 +21,11 @@ fn insert(old: &str, at: usize, code: &str) -> (String, Spans) {
     )
 }
 
+/// The module's second statement (`class A`).
 fn class_a(root: &Node) -> &Node {
-    &root.module_body().unwrap().children()[1]
+    root.module_body()
+        .and_then(|body| body.children().get(1))
+        .expect("class A")
 }
 
 /// An edit inside a method is parsed a run of body statements at a time, and gives the class
