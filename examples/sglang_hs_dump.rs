@@ -23,6 +23,8 @@
 #[path = "shared/output.rs"]
 mod output;
 
+#[path = "sglang_hs_dump/demo.rs"]
+mod demo;
 #[path = "sglang_hs_dump/models.rs"]
 mod models;
 #[path = "sglang_hs_dump/one.rs"]

@@ -8,34 +8,6 @@ use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe};
 
 use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
 
-/// The demo model: a stand-in written for pysplice in the shape of SGLang's `deepseek_v2.py`.
-const DEMO_MODEL: &str = include_str!("../data/demo_model.py");
-
-/// Writes the demo model into a fresh private temporary folder (created exclusively, mode 0700),
-/// which is left for inspection.
-fn demo_copy() -> Result<PathBuf, String> {
-    let mut builder = tempfile::Builder::new();
-    builder.prefix("sglang_hs_dump-demo-");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // tempfile creates folders with 0777 less the umask unless told otherwise.
-        builder.permissions(std::fs::Permissions::from_mode(0o700));
-    }
-    let dir = builder
-        .tempdir()
-        .map_err(|err| format!("cannot create a temporary folder for the demo copy: {err}"))?
-        .keep();
-    let file = dir.join("deepseek_v2.py");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&file)
-        .and_then(|mut out| std::io::Write::write_all(&mut out, DEMO_MODEL.as_bytes()))
-        .map_err(|err| format!("{}: cannot write the demo copy: {err}", file.display()))?;
-    Ok(file)
-}
-
 /// A failure with what became of every hook (every hook as not run when none are known).
 fn failed(args: &Args, recipe: &Recipe, file: &Path, error: ErrorInfo, outcomes: &[HookOutcome], code: u8) -> u8 {
     let words = Mode::of(args).words();
@@ -78,7 +50,7 @@ fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<R
     } else if let Some(path) = &args.path {
         sglang_install::model_file(path).map_err(|e| e.message)
     } else {
-        demo_copy()
+        crate::demo::demo_copy()
     };
     let path = path.map_err(|message| {
         let file = args.path.as_deref().unwrap_or(Path::new(""));
