@@ -51,6 +51,8 @@ macro_rules! outln {
 
 #[path = "lsp/actions.rs"]
 mod actions;
+#[path = "shared/alloc.rs"]
+mod alloc;
 #[path = "lsp/convert.rs"]
 mod convert;
 #[path = "lsp/framing.rs"]

@@ -22,6 +22,8 @@
 #[macro_use]
 #[path = "shared/output.rs"]
 mod output;
+#[path = "shared/alloc.rs"]
+mod alloc;
 
 #[path = "sglang_hs_dump/demo.rs"]
 mod demo;

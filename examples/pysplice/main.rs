@@ -7,6 +7,8 @@
 #[macro_use]
 #[path = "../shared/output.rs"]
 mod output;
+#[path = "../shared/alloc.rs"]
+mod alloc;
 
 mod graph;
 mod locate;
