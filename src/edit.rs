@@ -127,7 +127,7 @@ impl Edit {
 
 /// Where edits landed in the new text, for verification.
 #[derive(Clone, Debug, Default)]
-pub struct EditMap {
+pub(crate) struct EditMap {
     /// Inserted code, as ranges of the new text.
     pub inserted: Vec<Range<usize>>,
     /// Rewritten statements: (original range, new range).
@@ -145,7 +145,7 @@ pub struct EditMap {
 ///
 /// # Errors
 /// [`ErrorKind::Conflict`] naming both hooks when two edits overlap.
-pub fn apply_edits(file: &SourceFile, edits: &[Edit]) -> Result<(String, EditMap), Error> {
+pub(crate) fn apply_edits(file: &SourceFile, edits: &[Edit]) -> Result<(String, EditMap), Error> {
     let text = file.text();
     let mut order: Vec<&Edit> = edits.iter().collect();
     order.sort_by_key(|e| {
