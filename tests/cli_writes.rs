@@ -558,8 +558,10 @@ fn a_failed_write_reports_no_success_and_puts_back_what_was_written() {
 fn broken_pipe() -> Stdio {
     use std::os::unix::io::FromRawFd;
     let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe() returns.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // Close-on-exec: a child that another test thread spawns in the meantime must not inherit
+    // the read end, or the pipe would not be broken for this run.
+    // SAFETY: `fds` has room for the two descriptors pipe2() returns.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     // SAFETY: both descriptors were just created and are owned here only.
     unsafe {
         drop(fs::File::from_raw_fd(fds[0]));
