@@ -77,7 +77,7 @@ impl Edit {
         self
     }
 
-    /// Records the indentation width of an inserted block (see [`apply_edits`]).
+    /// Records the indentation width of an inserted block (read when the edits are applied).
     #[must_use]
     pub fn with_depth(mut self, depth: usize) -> Edit {
         self.depth = depth;
