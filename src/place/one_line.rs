@@ -12,18 +12,25 @@ use crate::syntax::Node;
 use super::{refuse, Displacement, Placed, Placer, Refusal, SuitePart};
 
 impl Placer<'_> {
-    /// `def f(): return x` with code at its start or end: the suite becomes a block.
-    pub(super) fn expand_suite(&self, def: &Definition, body: &Node, anchor: &Anchor, code: &str) -> Placed {
+    /// The first and last statement of the one-line suite `body`, and the offset just past its
+    /// colon (the text after it is what the block takes the place of).
+    fn suite_ends<'n>(&self, body: &'n Node) -> Result<(&'n Node, &'n Node, usize), Refusal> {
         let first = body.children().first().expect("a body has statements");
         let last = body.children().last().expect("a body has statements");
-        let text = self.text();
-        let colon_end = text[..first.range().start].trim_end_matches([' ', '\t']).len();
-        if !text[..colon_end].ends_with(':') {
+        let colon_end = self.text()[..first.range().start].trim_end_matches([' ', '\t']).len();
+        if !self.text()[..colon_end].ends_with(':') {
             return Err(refuse(
                 first.range().start,
                 "cannot find the colon of this one-line suite",
             ));
         }
+        Ok((first, last, colon_end))
+    }
+
+    /// `def f(): return x` with code at its start or end: the suite becomes a block.
+    pub(super) fn expand_suite(&self, def: &Definition, body: &Node, anchor: &Anchor, code: &str) -> Placed {
+        let (first, last, colon_end) = self.suite_ends(body)?;
+        let text = self.text();
         let end = self.source().line_range(self.line_of(last.range().end)).end;
         let suite = text[first.range().start..end].trim_end();
         let indent = def.body_indent();
@@ -56,16 +63,8 @@ impl Placer<'_> {
     pub(crate) fn compose_suite(&self, def: &Definition, parts: &[(&str, SuitePart<'_>)]) -> Placed {
         let node = self.file.node(def);
         let body = node.field("body").expect("definitions have a body");
-        let first = body.children().first().expect("a body has statements");
-        let last = body.children().last().expect("a body has statements");
+        let (first, last, colon_end) = self.suite_ends(body)?;
         let text = self.text();
-        let colon_end = text[..first.range().start].trim_end_matches([' ', '\t']).len();
-        if !text[..colon_end].ends_with(':') {
-            return Err(refuse(
-                first.range().start,
-                "cannot find the colon of this one-line suite",
-            ));
-        }
         if def.docstring().is_some() {
             return Err(refuse(
                 first.range().start,
