@@ -423,6 +423,19 @@ fn edits_from_a_kept_plan_equal_fresh_edits() {
                 .unwrap()
                 .output()
         );
+        // Regression: the client keeps its version number across a change (version 4 again):
+        // the kept plan is of the old text all the same and must not be used.
+        let (_, stale) = doc.plan_keeping(&recipe).unwrap();
+        doc.apply_change(Some(Utf16Range::new(pos(0, 0), pos(0, 0))), "import sys\n\n\n");
+        doc.set_version(4);
+        let edits = doc.apply_edits_from(&recipe, stale).unwrap();
+        assert_eq!(edits, doc.apply_edits(&recipe).unwrap(), "{text:?}");
+        assert_eq!(
+            apply_lsp_edits(&doc.text(), &edits),
+            pysplice::apply(&recipe, SourceFile::new("m.py", doc.text()))
+                .unwrap()
+                .output()
+        );
     }
 }
 

@@ -440,6 +440,99 @@ fn editor_session_applies_hovers_and_reverts() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Regression: plans and edits were cached by the client's version number. A client that keeps
+/// version 1 across a change (inserting lines above the class) got, from `codeAction/resolve`,
+/// the edit made for the old text, which corrupted the buffer when applied
+/// (`# <<< pysplice demo/end   h = x + y`). Now an action offered for other text is refused
+/// (`ContentModified`), and an action offered after the change carries the edit of the new text;
+/// the same for clients that get the edit in the code action itself.
+#[test]
+fn regression_a_change_that_keeps_the_version_gets_no_stale_edit() {
+    let dir = temp_dir();
+    std::fs::write(dir.join("recipe.toml"), RECIPE).unwrap();
+    let root = format!("file://{}", dir.display());
+    let uri = format!("{root}/m.py");
+    let recipe = Recipe::from_toml("recipe.toml", RECIPE).unwrap();
+    let old = "class Model:\n    def forward(self, x):\n        return x\n";
+    let inserted = "h = x + y\n\n\n";
+    let new = format!("{inserted}{old}");
+    let expected = pysplice::apply(&recipe, SourceFile::new("m.py", new.as_str()))
+        .unwrap()
+        .output()
+        .to_string();
+    let code_actions = |client: &mut Client| {
+        let actions = client.request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": uri},
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                "context": {"diagnostics": [], "only": ["refactor"]},
+            }),
+        );
+        find_action(&actions["result"], "Apply recipe demo").clone()
+    };
+    for resolves in [true, false] {
+        let mut client = Client::start(&dir);
+        let mut capabilities = json!({"workspace": {"workspaceEdit": {"documentChanges": true}}});
+        if resolves {
+            capabilities["textDocument"] = json!({"codeAction": {"resolveSupport": {"properties": ["edit"]}}});
+        }
+        client.request(
+            "initialize",
+            json!({"rootUri": root, "capabilities": capabilities,
+                "initializationOptions": {"recipes": ["recipe.toml"]}}),
+        );
+        client.notify("initialized", json!({}));
+        client.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": old}}),
+        );
+        client.diagnostics(&uri, 1);
+        let offered = code_actions(&mut client);
+        // Lines inserted above the class, the version kept at 1.
+        client.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": 1}, "contentChanges": [{
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                "text": inserted}]}),
+        );
+        let diagnostics = client.diagnostics(&uri, 1);
+        let count = diagnostics
+            .iter()
+            .find(|d| d["code"] == "demo/count")
+            .expect("the count hook");
+        assert_eq!(
+            count["range"]["start"]["line"], 4,
+            "on the moved `def forward`: {count:#}"
+        );
+        if resolves {
+            assert!(offered.get("edit").is_none(), "{offered:#}");
+            let stale = client.request("codeAction/resolve", offered.clone());
+            assert_eq!(stale["error"]["code"], -32801, "an edit for the old text: {stale:#}");
+            assert!(stale.get("result").is_none(), "{stale:#}");
+            // The data names the text: a forged revision or hash is refused too.
+            let mut forged = offered.clone();
+            forged["data"]["hash"] = json!("0");
+            let refused = client.request("codeAction/resolve", forged);
+            assert_eq!(refused["error"]["code"], -32801, "{refused:#}");
+        }
+        let fresh = code_actions(&mut client);
+        let action = if resolves {
+            let resolved = client.request("codeAction/resolve", fresh);
+            resolved["result"].clone()
+        } else {
+            fresh
+        };
+        let edits = action_edits(&action, &uri, 1);
+        assert_eq!(apply_text_edits(&new, &edits), expected, "resolves: {resolves}");
+        let shutdown = client.request("shutdown", Value::Null);
+        assert!(shutdown.get("error").is_none(), "{shutdown:#}");
+        client.notify("exit", Value::Null);
+        assert!(client.wait_exit().success());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn workspace_config_file_names_the_recipes() {
     let dir = temp_dir();

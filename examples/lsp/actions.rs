@@ -84,13 +84,15 @@ impl Server<'_> {
             return Err((ErrorCode::InvalidParams, "not a pysplice code action".into()));
         };
         let revert = field("revert").as_bool().unwrap_or(false);
-        let version = field("version").as_i64();
+        let (revision, hash) = (field("revision").as_u64(), field("hash"));
         let document_changes = self.client.document_changes;
         let recipe = self.recipes.iter().find(|r| r.id == recipe_id);
         let (Some(open), Some(recipe)) = (self.open.get_mut(uri), recipe) else {
             return Err((ErrorCode::ContentModified, "the file or the recipe is gone".into()));
         };
-        if version != Some(i64::from(open.doc.version())) {
+        // Only the text the action was offered for: the client's version number is no proof
+        // (a client may keep it across a change).
+        if !open.offered_for(revision, hash.as_str()) {
             return Err((
                 ErrorCode::ContentModified,
                 "the file changed since the action was offered".into(),
@@ -204,6 +206,8 @@ fn complete(
         let data = serde_json::json!({
             "uri": open.uri.as_str(),
             "version": open.doc.version(),
+            "revision": open.revision,
+            "hash": open.hash(),
             "recipe": recipe.id,
             "revert": revert,
         });

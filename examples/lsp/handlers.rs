@@ -111,14 +111,19 @@ impl Server<'_> {
                 if item.language_id != "python" && !key.ends_with(".py") && !key.ends_with(".pyi") {
                     return Ok(());
                 }
-                self.open.insert(key.clone(), Open::new(item.uri, doc));
+                let revision = self.new_revision();
+                self.open.insert(key.clone(), Open::new(item.uri, doc, revision));
                 self.dirty.insert(key);
             }
             DidChangeTextDocument::METHOD => {
                 let params: DidChangeTextDocumentParams = serde_json::from_value(notification.params)?;
                 let key = params.text_document.uri.as_str().to_string();
+                let revision = self.new_revision();
                 let doc = match (self.open.get_mut(&key), self.specs.get_mut(&key)) {
-                    (Some(open), _) => &mut open.doc,
+                    (Some(open), _) => {
+                        open.changed(revision);
+                        &mut open.doc
+                    }
                     (None, Some((_, doc))) => doc,
                     (None, None) => return Ok(()),
                 };

@@ -49,6 +49,8 @@ pub struct Server<'c> {
     pub dirty: BTreeSet<String>,
     pub client: Client,
     pub next_request: i32,
+    /// The last revision number given to a text (see `open.rs`).
+    pub last_revision: u64,
 }
 
 impl<'c> Server<'c> {
@@ -89,7 +91,14 @@ impl<'c> Server<'c> {
             dirty: BTreeSet::new(),
             client,
             next_request: 0,
+            last_revision: 0,
         }
+    }
+
+    /// A revision number no text of this session has had.
+    pub fn new_revision(&mut self) -> u64 {
+        self.last_revision += 1;
+        self.last_revision
     }
 
     /// Says what is wrong with the configuration: problems of `pysplice.toml` or the options in a

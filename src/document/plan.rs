@@ -188,13 +188,14 @@ impl Document {
     }
 
     /// [`Document::apply_edits`] from a plan [`Document::plan_keeping`] made: only the edits are
-    /// applied and verified. A plan of another version or recipe is not used; the recipe is then
-    /// planned afresh.
+    /// applied and verified. A plan of another text or recipe is not used; the recipe is then
+    /// planned afresh. The text itself is compared, not the version: an LSP client sets the
+    /// version ([`Document::set_version`]) and may send a change without a new number.
     ///
     /// # Errors
     /// As [`Document::apply_edits`].
     pub fn apply_edits_from(&self, recipe: &Recipe, kept: KeptPlan) -> Result<Vec<TextEdit>, Error> {
-        if kept.version != self.version || kept.recipe != recipe.id {
+        if kept.recipe != recipe.id || self.rope != kept.prepared.current().text() {
             return self.apply_edits(recipe);
         }
         let patched = engine::apply_plan(recipe, &kept.prepared, kept.plan)?;
