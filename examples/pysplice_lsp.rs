@@ -59,6 +59,8 @@ mod convert;
 mod framing;
 #[path = "lsp/handlers.rs"]
 mod handlers;
+#[path = "lsp/lifecycle.rs"]
+mod lifecycle;
 #[path = "lsp/open.rs"]
 mod open;
 #[path = "lsp/server.rs"]
@@ -68,7 +70,8 @@ mod transport;
 
 use std::process::ExitCode;
 
-use lsp_server::{Connection, Message};
+use lifecycle::{Phase, Step};
+use lsp_server::{Connection, Message, Response};
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, ExecuteCommandOptions, HoverProviderCapability,
     InitializeParams, PositionEncodingKind, ServerCapabilities, TextDocumentSyncCapability, TextDocumentSyncKind,
@@ -101,13 +104,7 @@ fn main() -> ExitCode {
         }
     }
     let (connection, io_threads) = transport::stdio();
-    let code = match serve(&connection) {
-        Ok(code) => code,
-        Err(err) => {
-            errln!("pysplice-lsp: {err}");
-            ExitCode::FAILURE
-        }
-    };
+    let code = serve(&connection);
     drop(connection);
     if let Err(err) = io_threads.join() {
         errln!("pysplice-lsp: {err}");
@@ -115,9 +112,62 @@ fn main() -> ExitCode {
     code
 }
 
-/// Initializes, then serves until `shutdown` + `exit` (exit code 0) or a bare `exit` (1).
-fn serve(connection: &Connection) -> Result<ExitCode, Box<dyn std::error::Error>> {
-    let (id, params) = connection.initialize_start()?;
+/// Serves the session through its lifecycle (`lsp/lifecycle.rs`) until `exit`: exit code 0 after
+/// `shutdown`, 1 for an `exit` without it or the end of input.
+fn serve(connection: &Connection) -> ExitCode {
+    let mut phase = Phase::Waiting;
+    let mut server: Option<Server> = None;
+    while let Ok(message) = connection.receiver.recv() {
+        match lifecycle::step(phase, message) {
+            Step::Initialize(request) => {
+                let (new, result) = initialize(connection, request.params);
+                send(connection, Message::Response(Response::new_ok(request.id, result)));
+                server = Some(new);
+                phase = Phase::Initializing;
+            }
+            Step::Initialized => {
+                phase = Phase::Running;
+                if let Some(server) = server.as_mut() {
+                    server.report_config();
+                    server.register_watchers();
+                }
+            }
+            Step::Shutdown(id) => {
+                send(connection, Message::Response(Response::new_ok(id, ())));
+                phase = Phase::ShutDown;
+            }
+            Step::Serve(message) => {
+                if let Some(server) = server.as_mut() {
+                    match message {
+                        Message::Request(request) => server.request(request),
+                        Message::Notification(notification) => server.notification(notification),
+                        // Answers to our `client/registerCapability` and `workspace/applyEdit`.
+                        Message::Response(_) => {}
+                    }
+                }
+            }
+            Step::Refuse(response) => send(connection, Message::Response(response)),
+            Step::Drop => {}
+            Step::Exit(code) => return ExitCode::from(code),
+        }
+        if phase != Phase::ShutDown && connection.receiver.is_empty() {
+            if let Some(server) = server.as_mut() {
+                server.publish_dirty();
+            }
+        }
+    }
+    // The end of input without `exit`.
+    ExitCode::FAILURE
+}
+
+fn send(connection: &Connection, message: Message) {
+    if let Err(err) = connection.sender.send(message) {
+        errln!("pysplice-lsp: cannot send: {err}");
+    }
+}
+
+/// The server for an `initialize` request's params, and the answer to it.
+fn initialize<'c>(connection: &'c Connection, params: serde_json::Value) -> (Server<'c>, serde_json::Value) {
     let params: InitializeParams = serde_json::from_value(params).unwrap_or_else(|err| {
         errln!("pysplice-lsp: bad initialize params ({err}); using defaults");
         InitializeParams::default()
@@ -137,36 +187,9 @@ fn serve(connection: &Connection) -> Result<ExitCode, Box<dyn std::error::Error>
         }),
         ..ServerCapabilities::default()
     };
-    connection.initialize_finish(
-        id,
-        serde_json::json!({
-            "capabilities": capabilities,
-            "serverInfo": { "name": "pysplice-lsp", "version": env!("CARGO_PKG_VERSION") },
-        }),
-    )?;
-    let mut server = Server::new(connection, &params);
-    server.report_config();
-    // `initialize_finish` has already consumed the client's `initialized`: register now.
-    server.register_watchers();
-    while let Ok(message) = connection.receiver.recv() {
-        match message {
-            Message::Request(request) => {
-                if connection.handle_shutdown(&request)? {
-                    return Ok(ExitCode::SUCCESS);
-                }
-                server.request(request);
-            }
-            Message::Notification(notification) if notification.method == "exit" => {
-                // `exit` without `shutdown`: the protocol asks for exit code 1.
-                return Ok(ExitCode::FAILURE);
-            }
-            Message::Notification(notification) => server.notification(notification),
-            // Answers to our `client/registerCapability` and `workspace/applyEdit`: nothing to do.
-            Message::Response(_) => {}
-        }
-        if connection.receiver.is_empty() {
-            server.publish_dirty();
-        }
-    }
-    Ok(ExitCode::FAILURE)
+    let result = serde_json::json!({
+        "capabilities": capabilities,
+        "serverInfo": { "name": "pysplice-lsp", "version": env!("CARGO_PKG_VERSION") },
+    });
+    (Server::new(connection, &params), result)
 }

@@ -18,7 +18,8 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 struct Server {
     child: Child,
-    stdin: ChildStdin,
+    /// `None` once closed.
+    stdin: Option<ChildStdin>,
     incoming: Receiver<Value>,
 }
 
@@ -28,6 +29,29 @@ impl Server {
     }
 
     fn start_with(stderr: Stdio) -> Server {
+        let mut server = Server::spawn(stderr);
+        server.initialize();
+        server.raw(frame(r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#).as_bytes());
+        server
+    }
+
+    /// Sends `initialize` (with the bundled recipe) and checks its answer.
+    fn initialize(&mut self) {
+        self.raw(
+            frame(
+                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "capabilities": {}, "initializationOptions": {"recipes": ["builtin:sglang-hs-dump"]}}})
+                .to_string(),
+            )
+            .as_bytes(),
+        );
+        let init = self.next();
+        assert_eq!(init["id"], 0, "{init}");
+        assert!(init["result"]["capabilities"].is_object(), "{init}");
+    }
+
+    /// The server started, before `initialize`.
+    fn spawn(stderr: Stdio) -> Server {
         let mut child = Command::new(common::example_binary("pysplice_lsp"))
             .current_dir(std::env::temp_dir())
             .stdin(Stdio::piped())
@@ -40,24 +64,49 @@ impl Server {
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let incoming = common::lsp::incoming(stdout);
-        let mut server = Server { child, stdin, incoming };
-        server.raw(
-            frame(
-                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "capabilities": {}, "initializationOptions": {"recipes": ["builtin:sglang-hs-dump"]}}})
-                .to_string(),
-            )
-            .as_bytes(),
-        );
-        let init = server.next();
-        assert_eq!(init["id"], 0, "{init}");
-        server.raw(frame(r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#).as_bytes());
-        server
+        Server {
+            child,
+            stdin: Some(stdin),
+            incoming,
+        }
+    }
+
+    /// Sends one JSON message.
+    fn send(&mut self, message: &Value) {
+        self.raw(frame(&message.to_string()).as_bytes());
+    }
+
+    /// The next message matching `wanted`, skipping the others.
+    fn next_matching(&mut self, mut wanted: impl FnMut(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self.incoming.recv_timeout(left).unwrap_or_else(|_| {
+                let status = self.child.try_wait();
+                panic!("no such message within {TIMEOUT:?}; server status {status:?}")
+            });
+            if wanted(&message) {
+                return message;
+            }
+        }
+    }
+
+    /// Waits for the server's exit and gives its code.
+    fn exit_code(mut self) -> Option<i32> {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the server can be waited for") {
+                return status.code();
+            }
+            assert!(Instant::now() < deadline, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     fn raw(&mut self, bytes: &[u8]) {
-        self.stdin.write_all(bytes).expect("the server reads");
-        self.stdin.flush().expect("the server reads");
+        let stdin = self.stdin.as_mut().expect("the input is open");
+        stdin.write_all(bytes).expect("the server reads");
+        stdin.flush().expect("the server reads");
     }
 
     /// The next message from the server, skipping notifications (logs, diagnostics).
@@ -202,4 +251,124 @@ fn a_million_deep_file_is_no_crash() {
         server.still_serving(i as i64);
     }
     server.finish();
+}
+
+fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn notification(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+fn open(uri: &str) -> Value {
+    notification(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}}),
+    )
+}
+
+fn hover(id: i64, uri: &str) -> Value {
+    request(
+        id,
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}),
+    )
+}
+
+#[track_caller]
+fn assert_error(answer: &Value, id: i64, code: i64) {
+    assert_eq!(answer["id"], id, "{answer}");
+    assert_eq!(answer["error"]["code"], code, "{answer}");
+    assert!(answer.get("result").is_none(), "{answer}");
+}
+
+/// Before `initialize`: requests get `ServerNotInitialized`, notifications are dropped (a file
+/// opened then is not known later). Between `initialize` and `initialized` everything is served.
+/// Regression: a `didOpen` before `initialized` ended the server (exit 1, "expected initialized
+/// notification"); a second `initialize` got "method not found".
+#[test]
+fn regression_the_lifecycle_before_initialized_is_lenient() {
+    let mut server = Server::spawn(Stdio::null());
+    let dir = std::env::temp_dir();
+    let (early, opened) = (
+        format!("file://{}/early.py", dir.display()),
+        format!("file://{}/opened.py", dir.display()),
+    );
+    server.send(&hover(1, &early));
+    assert_error(&server.next(), 1, -32002);
+    server.send(&request(2, "shutdown", Value::Null));
+    assert_error(&server.next(), 2, -32002);
+    server.send(&open(&early));
+    server.send(&notification("textDocument/didChange", json!({"nonsense": 1})));
+    server.initialize();
+    // Before `initialized`: a file opened now is served.
+    server.send(&open(&opened));
+    let published = server.next_matching(|m| m["method"] == "textDocument/publishDiagnostics");
+    assert_eq!(published["params"]["uri"], opened.as_str(), "{published}");
+    server.send(&request(3, "initialize", json!({"capabilities": {}})));
+    assert_error(&server.next(), 3, -32600);
+    server.send(&hover(4, &opened));
+    let answer = server.next();
+    assert_eq!(answer["id"], 4, "{answer}");
+    assert!(answer.get("error").is_none(), "{answer}");
+    server.send(&notification("initialized", json!({})));
+    server.send(&notification("initialized", json!({})));
+    server.still_serving(5);
+    // The file sent before `initialize` was dropped: closing it publishes nothing, and the next
+    // message is the answer to the ping.
+    server.send(&notification(
+        "textDocument/didClose",
+        json!({"textDocument": {"uri": early}}),
+    ));
+    server.send(&request(6, "pysplice/ping", Value::Null));
+    let mut seen = Vec::new();
+    let answer = server.next_matching(|m| {
+        seen.push(m.clone());
+        m["id"] == 6
+    });
+    assert_error(&answer, 6, -32601);
+    let about_early: Vec<&Value> = seen.iter().filter(|m| m["params"]["uri"] == early.as_str()).collect();
+    assert!(about_early.is_empty(), "{about_early:?}");
+    server.finish();
+}
+
+/// After `shutdown`: every request gets `InvalidRequest`, notifications are dropped, and the
+/// server reads on until `exit`, then exits 0. Regression: a request after `shutdown` got no
+/// answer and the server exited 1.
+#[test]
+fn regression_after_shutdown_requests_are_refused_until_exit() {
+    let mut server = Server::start();
+    let uri = format!("file://{}/late.py", std::env::temp_dir().display());
+    server.send(&request(1, "shutdown", Value::Null));
+    let answer = server.next();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["result"], Value::Null, "{answer}");
+    server.send(&hover(2, &uri));
+    assert_error(&server.next(), 2, -32600);
+    server.send(&open(&uri));
+    server.send(&request(3, "shutdown", Value::Null));
+    assert_error(&server.next(), 3, -32600);
+    server.send(&request(4, "pysplice/ping", Value::Null));
+    assert_error(&server.next(), 4, -32600);
+    server.raw(b"Content-Length: 9\r\n\r\n{not json");
+    assert_parse_error(&server.next(), "Parse error");
+    server.send(&notification("exit", Value::Null));
+    assert_eq!(server.exit_code(), Some(0));
+}
+
+/// `exit` without `shutdown` (before or after `initialize`) and the end of input exit 1.
+#[test]
+fn exit_without_shutdown_is_exit_code_1() {
+    let mut server = Server::spawn(Stdio::null());
+    server.send(&notification("exit", Value::Null));
+    assert_eq!(server.exit_code(), Some(1));
+    let mut server = Server::start();
+    server.still_serving(1);
+    server.send(&notification("exit", Value::Null));
+    assert_eq!(server.exit_code(), Some(1));
+    let mut server = Server::start();
+    server.still_serving(1);
+    server.stdin = None;
+    assert_eq!(server.exit_code(), Some(1));
 }
