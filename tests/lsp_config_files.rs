@@ -202,3 +202,53 @@ fn percent_encoded_workspace_uris_are_decoded() {
         );
     }
 }
+
+/// Regression: a `pysplice.toml` of 40,000 entries stalled the server 24 s (each name loaded, the
+/// same recipe compiled again and again) and then sent 39,999 popups. Now at most 64 distinct
+/// recipes are loaded and every problem goes into one popup, which names the first few and counts
+/// the rest; each problem is in the log.
+#[test]
+fn regression_a_huge_recipe_list_is_bounded_and_one_message() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("r.toml"),
+        "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"i\"\nsummary = \"s\"\nensure-imports = [\"os\"]\n",
+    )
+    .unwrap();
+    let mut names = vec!["\"r.toml\"".to_string(); 20_000];
+    names.extend((0..20_000).map(|i| format!("\"missing-{i}.toml\"")));
+    std::fs::write(
+        dir.path().join("pysplice.toml"),
+        format!("recipes = [{}]\n", names.join(", ")),
+    )
+    .unwrap();
+    let start = Instant::now();
+    let output = session(dir.path());
+    let elapsed = start.elapsed();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    let popups: Vec<&str> = stdout
+        .split("Content-Length")
+        .filter(|frame| frame.contains("window/showMessage"))
+        .collect();
+    assert_eq!(popups.len(), 1, "{} popups", popups.len());
+    let popup = popups[0];
+    assert!(
+        popup.contains("pysplice: 65 problems with the recipe configuration: "),
+        "{popup}"
+    );
+    assert!(popup.contains("missing-0.toml"), "{popup}");
+    assert!(popup.contains("; and 62 more (in the server's log)"), "{popup}");
+    assert!(popup.len() < 2000, "{popup}");
+    assert!(stderr.contains("r.toml: named 20000 times, loaded once"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "20001 recipes are named, over the limit of 64: the first 64 are loaded, the other 19937 are not \
+             (from missing-63.toml on)"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("missing-64.toml"), "a name past the limit was loaded");
+}

@@ -105,8 +105,13 @@ impl<'c> Server<'c> {
     /// message, spec errors as diagnostics in the recipe files. Without any configuration the
     /// server stays quiet (a log line only): it is attached to every Python project.
     pub fn report_config(&mut self) {
+        // One message for all the problems (a hostile `pysplice.toml` must not bury the editor
+        // in popups); each in the log.
         for problem in &self.config.problems {
-            self.show(MessageType::WARNING, problem.clone());
+            self.log(clip(problem, 1000));
+        }
+        if let Some(message) = summary(&self.config.problems) {
+            self.show(MessageType::WARNING, message);
         }
         if self.config.unconfigured {
             self.log("no recipe configured (no initializationOptions.recipes, no pysplice.toml): idle".into());
@@ -244,6 +249,38 @@ impl<'c> Server<'c> {
             PublishDiagnostics::METHOD.into(),
             params,
         )));
+    }
+}
+
+/// How many problems one message names; the others are counted.
+const NAMED_PROBLEMS: usize = 3;
+
+/// One message for the configuration's problems: all of them up to [`NAMED_PROBLEMS`], else the
+/// first few and how many more.
+fn summary(problems: &[String]) -> Option<String> {
+    match problems {
+        [] => None,
+        [only] => Some(clip(only, 1000)),
+        _ => {
+            let named: Vec<String> = problems.iter().take(NAMED_PROBLEMS).map(|p| clip(p, 300)).collect();
+            let mut message = format!(
+                "pysplice: {} problems with the recipe configuration: {}",
+                problems.len(),
+                named.join("; ")
+            );
+            if problems.len() > NAMED_PROBLEMS {
+                message += &format!("; and {} more (in the server's log)", problems.len() - NAMED_PROBLEMS);
+            }
+            Some(message)
+        }
+    }
+}
+
+/// At most `limit` characters of `text`.
+fn clip(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text.to_string(),
     }
 }
 

@@ -3,7 +3,10 @@
 //! `builtin:NAME` ([`super::builtin`]) or a path, relative to the root when relative.
 //!
 //! Loading never stops at the first problem: an editor shows every problem at once, a spec that
-//! does not compile in the recipe file itself, the others as messages.
+//! does not compile in the recipe file itself, the others as messages. A list is bounded: a name
+//! given more than once is loaded once (one problem says so), and at most [`MAX_RECIPES`]
+//! distinct names are loaded (one problem names the rest), so that a hostile `pysplice.toml`
+//! of 40,000 entries costs what 64 cost and yields a handful of problems.
 //!
 //! ```
 //! use pysplice::recipes::config::RecipeConfig;
@@ -20,6 +23,9 @@ use crate::spec::Recipe;
 
 /// The name of the configuration file at a workspace root.
 pub const CONFIG_FILE: &str = "pysplice.toml";
+
+/// The most recipes a workspace loads: further names are reported, not loaded.
+pub const MAX_RECIPES: usize = 64;
 
 /// A workspace's recipes, and what is wrong with its configuration.
 #[derive(Debug, Default)]
@@ -50,8 +56,37 @@ impl RecipeConfig {
             None => root.map_or_else(Vec::new, |root| config.names_in_file(root, &mut found_file)),
         };
         config.unconfigured = !configured && !found_file;
+        // Each name once, in the order first named, with how often it is named.
+        let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut distinct = Vec::new();
         for name in names {
-            config.add(root, &name);
+            let count = counts.entry(name.clone()).or_insert(0);
+            if *count == 0 {
+                distinct.push(name);
+            }
+            *count += 1;
+        }
+        let total = distinct.len();
+        let left_out = distinct.get(MAX_RECIPES).cloned();
+        distinct.truncate(MAX_RECIPES);
+        for name in &distinct {
+            config.add(root, name);
+        }
+        for name in &distinct {
+            match counts.get(name) {
+                Some(&count) if count > 1 => config
+                    .problems
+                    .push(format!("{}: named {count} times, loaded once", shown(name))),
+                _ => {}
+            }
+        }
+        if let Some(first) = left_out {
+            config.problems.push(format!(
+                "{total} recipes are named, over the limit of {MAX_RECIPES}: the first {MAX_RECIPES} are loaded, the \
+                 other {} are not (from {} on)",
+                total - MAX_RECIPES,
+                shown(&first)
+            ));
         }
         config
     }
@@ -110,11 +145,19 @@ impl RecipeConfig {
         match loaded {
             Ok(recipe) if self.recipes.iter().any(|r| r.id == recipe.id) => {
                 self.problems
-                    .push(format!("{name}: recipe `{}` is configured twice", recipe.id));
+                    .push(format!("{}: recipe `{}` is configured twice", shown(name), recipe.id));
             }
             Ok(recipe) => self.recipes.push(recipe),
             Err(err) => self.problems.push(err.to_string()),
         }
+    }
+}
+
+/// A name for a message: at most 200 characters (a name in a hostile file may be megabytes).
+fn shown(name: &str) -> String {
+    match name.char_indices().nth(200) {
+        Some((at, _)) => format!("{}...", &name[..at]),
+        None => name.to_string(),
     }
 }
 
@@ -144,7 +187,7 @@ mod tests {
         std::fs::write(dir.path().join("bad.toml"), "[recipe]\n").unwrap();
         std::fs::write(
             dir.path().join(CONFIG_FILE),
-            "recipes = [\"r.toml\", \"bad.toml\", \"missing.toml\", \"r.toml\"]\n",
+            "recipes = [\"r.toml\", \"bad.toml\", \"missing.toml\", \"./r.toml\", \"r.toml\"]\n",
         )
         .unwrap();
         let config = RecipeConfig::load(Some(dir.path()), None);
@@ -153,9 +196,40 @@ mod tests {
         assert_eq!(config.spec_files.len(), 4);
         assert_eq!(config.spec_errors.len(), 1);
         assert_eq!(config.spec_errors[0].0, dir.path().join("bad.toml"));
-        assert_eq!(config.problems.len(), 2, "{:?}", config.problems);
+        assert_eq!(config.problems.len(), 3, "{:?}", config.problems);
         assert!(config.problems[0].contains("missing.toml"));
         assert!(config.problems[1].contains("configured twice"));
+        assert_eq!(config.problems[2], "r.toml: named 2 times, loaded once");
+    }
+
+    /// Regression: 40,000 names were each loaded (quadratic in the duplicate check, 24 s in the
+    /// language server) and each gave a problem.
+    #[test]
+    fn a_long_list_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("r.toml"), RECIPE).unwrap();
+        let mut names = vec!["r.toml".to_string(); 20_000];
+        names.extend((0..20_000).map(|i| format!("missing-{i}.toml")));
+        let start = std::time::Instant::now();
+        let config = RecipeConfig::load(Some(dir.path()), Some(names));
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(config.recipes.len(), 1);
+        assert_eq!(config.spec_files.len(), MAX_RECIPES);
+        // 63 missing files, the repeated name, the limit.
+        assert_eq!(config.problems.len(), MAX_RECIPES + 1, "{:?}", config.problems);
+        assert_eq!(
+            config.problems[MAX_RECIPES - 1],
+            "r.toml: named 20000 times, loaded once"
+        );
+        assert_eq!(
+            config.problems[MAX_RECIPES],
+            "20001 recipes are named, over the limit of 64: the first 64 are loaded, the other 19937 are not \
+             (from missing-63.toml on)"
+        );
     }
 
     #[test]
