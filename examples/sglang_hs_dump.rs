@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! sglang_hs_dump [PATH] [--revert | --check] [--dry-run] [--json] [--sglang-version X]
-//! sglang_hs_dump --installed [--python python3] ...
+//! sglang_hs_dump --installed [--python python3] [--probe-timeout 20] ...
 //! sglang_hs_dump                      # demo: patch a copy of examples/data/demo_model.py
 //! sglang_hs_dump --flag-table         # the server flags of every known SGLang release
 //! sglang_hs_dump PATH --arch Qwen3MoeForCausalLM [--arch ...]   # any architecture with aux capture
@@ -62,6 +62,10 @@ struct Args {
     /// The interpreter asked by `--installed`.
     #[arg(long, value_name = "EXE", default_value = "python3", requires = "installed")]
     python: String,
+    /// How long `--python` may take to say where SGLang is (seconds, up to 3600); past it, it and
+    /// whatever it started are killed.
+    #[arg(long, value_name = "SECONDS", default_value = "20", value_parser = probe_timeout, requires = "installed")]
+    probe_timeout: std::time::Duration,
     /// Remove the patch, giving back the original bytes.
     #[arg(long, conflicts_with = "check")]
     revert: bool,
@@ -90,6 +94,14 @@ struct Args {
     /// A Hugging Face model folder (or its `config.json`): patch for the architectures it lists.
     #[arg(long, value_name = "DIR", conflicts_with = "arch")]
     model_path: Option<PathBuf>,
+}
+
+/// `--probe-timeout`: a number of seconds, more than 0 and at most 3600.
+fn probe_timeout(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(std::time::Duration::from_secs_f64(secs)),
+        _ => Err("a number of seconds, more than 0 and at most 3600".into()),
+    }
 }
 
 /// What to do with the file.

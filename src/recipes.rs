@@ -4,6 +4,7 @@
 //! for every architecture; [`config`]: the recipes a workspace names).
 
 pub mod config;
+mod probe;
 pub mod sglang;
 pub mod sglang_install;
 pub mod sglang_models;

@@ -15,7 +15,8 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
 use super::sglang::{self, Launch, ReleaseVersion};
 use crate::engine::{HookOutcome, Status};
@@ -228,20 +229,34 @@ else:
 print(json.dumps(answer))
 "#;
 
+/// How long the interpreter asked by [`installed_model_file`] may take to answer: it only starts
+/// and looks up a package (well under a second), but a cold start on a network file system can
+/// take seconds. Past it the interpreter and everything it started are killed.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// What to do when the install is not found.
 const REMEDY: &str = "activate the environment that has SGLang, pass --python, or give the path of deepseek_v2.py";
 
 /// The `deepseek_v2.py` of the SGLang that the interpreter `python` would import (located
-/// without importing it, see the module docs).
+/// without importing it, see the module docs), the interpreter given [`PROBE_TIMEOUT`] to answer.
 ///
 /// # Errors
-/// The interpreter cannot be run or gives no answer, or its `sglang` is missing, a single module,
-/// a namespace package (a leftover folder), or holds no `srt/models/deepseek_v2.py`.
+/// As [`installed_model_file_within`].
 pub fn installed_model_file(python: &str) -> Result<PathBuf, InstallError> {
-    let output = Command::new(python)
-        .args(["-I", "-c", FIND_SGLANG])
-        .stdin(Stdio::null())
-        .output()
+    installed_model_file_within(python, PROBE_TIMEOUT)
+}
+
+/// [`installed_model_file`] with the interpreter given `limit` to answer. The interpreter runs in
+/// a process group of its own; its answer (one JSON line) is read once it exits, without waiting
+/// for children it may have left holding its output; then the group is killed, so nothing it
+/// started outlives the question. Output beyond 1 MiB is dropped.
+///
+/// # Errors
+/// The interpreter cannot be run, does not answer within `limit`, or gives no answer, or its
+/// `sglang` is missing, a single module, a namespace package (a leftover folder), or holds no
+/// `srt/models/deepseek_v2.py`.
+pub fn installed_model_file_within(python: &str, limit: Duration) -> Result<PathBuf, InstallError> {
+    let output = super::probe::run(Command::new(python).args(["-I", "-c", FIND_SGLANG]), limit)
         .map_err(|err| InstallError {
             message: match err.kind() {
                 std::io::ErrorKind::NotFound => format!(
@@ -251,13 +266,22 @@ pub fn installed_model_file(python: &str) -> Result<PathBuf, InstallError> {
             },
         })?;
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let last_error = stderr
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("no message")
-        .trim();
-    if !output.status.success() {
+    let last_error = clip(
+        stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message")
+            .trim(),
+    );
+    let Some(status) = output.status else {
+        return fail(format!(
+            "`{python}` did not answer within {} when asked where SGLang is, and was stopped with all it started \
+             (raise the limit with --probe-timeout SECONDS); is it a Python 3 interpreter? {REMEDY}",
+            seconds(limit)
+        ));
+    };
+    if !status.success() {
         return fail(format!(
             "`{python}` could not look for SGLang ({last_error}); is it a Python 3 interpreter? {REMEDY}"
         ));
@@ -272,6 +296,23 @@ pub fn installed_model_file(python: &str) -> Result<PathBuf, InstallError> {
         ));
     };
     package_file(python, &answer)
+}
+
+/// A duration as people read it: `20 s`, `0.5 s`.
+fn seconds(limit: Duration) -> String {
+    if limit.subsec_millis() == 0 {
+        format!("{} s", limit.as_secs())
+    } else {
+        format!("{:.1} s", limit.as_secs_f64())
+    }
+}
+
+/// At most 300 characters of an interpreter's message.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(300) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 /// The model file from the interpreter's answer, or what is wrong with the package it found.
