@@ -71,7 +71,7 @@ mod transport;
 use std::process::ExitCode;
 
 use lifecycle::{Phase, Step};
-use lsp_server::{Connection, Message, Response};
+use lsp_server::{Connection, ErrorCode, Message, RequestId, Response};
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionProviderCapability, ExecuteCommandOptions, HoverProviderCapability,
     InitializeParams, PositionEncodingKind, ServerCapabilities, TextDocumentSyncCapability, TextDocumentSyncKind,
@@ -117,7 +117,8 @@ fn main() -> ExitCode {
 fn serve(connection: &Connection) -> ExitCode {
     let mut phase = Phase::Waiting;
     let mut server: Option<Server> = None;
-    while let Ok(message) = connection.receiver.recv() {
+    let mut queue = Queue::default();
+    while let Some(message) = queue.next(connection) {
         match lifecycle::step(phase, message) {
             Step::Initialize(request) => {
                 let (new, result) = initialize(connection, request.params);
@@ -139,6 +140,14 @@ fn serve(connection: &Connection) -> ExitCode {
             Step::Serve(message) => {
                 if let Some(server) = server.as_mut() {
                     match message {
+                        Message::Request(request) if queue.cancelled(&request.id) => {
+                            let message = format!("{} was cancelled", request.method);
+                            let code = ErrorCode::RequestCanceled as i32;
+                            send(
+                                connection,
+                                Message::Response(Response::new_err(request.id, code, message)),
+                            );
+                        }
                         Message::Request(request) => server.request(request),
                         Message::Notification(notification) => server.notification(notification),
                         // Answers to our `client/registerCapability` and `workspace/applyEdit`.
@@ -150,7 +159,7 @@ fn serve(connection: &Connection) -> ExitCode {
             Step::Drop => {}
             Step::Exit(code) => return ExitCode::from(code),
         }
-        if phase != Phase::ShutDown && connection.receiver.is_empty() {
+        if phase != Phase::ShutDown && queue.is_empty(connection) {
             if let Some(server) = server.as_mut() {
                 server.publish_dirty();
             }
@@ -158,6 +167,61 @@ fn serve(connection: &Connection) -> ExitCode {
     }
     // The end of input without `exit`.
     ExitCode::FAILURE
+}
+
+/// The messages read but not yet handled, and the requests a `$/cancelRequest` among them (or
+/// before them) cancelled: requests are handled one at a time, so a request the client gave up
+/// while it waited in line is answered `RequestCancelled` without being computed.
+#[derive(Default)]
+struct Queue {
+    waiting: std::collections::VecDeque<Message>,
+    cancelled: std::collections::HashSet<RequestId>,
+}
+
+/// The most cancellations remembered (of requests not seen yet, or already answered).
+const MAX_CANCELLED: usize = 1024;
+
+impl Queue {
+    /// The next message (waiting for one when none is read), `None` at the end of input.
+    fn next(&mut self, connection: &Connection) -> Option<Message> {
+        if self.waiting.is_empty() {
+            let message = connection.receiver.recv().ok()?;
+            self.take(message);
+        }
+        // Take in what else has arrived, to see its cancellations.
+        while let Ok(message) = connection.receiver.try_recv() {
+            self.take(message);
+        }
+        self.waiting.pop_front()
+    }
+
+    fn take(&mut self, message: Message) {
+        if let Message::Notification(n) = &message {
+            if n.method == "$/cancelRequest" {
+                let id = n
+                    .params
+                    .get("id")
+                    .cloned()
+                    .and_then(|id| serde_json::from_value(id).ok());
+                if let Some(id) = id {
+                    if self.cancelled.len() >= MAX_CANCELLED {
+                        self.cancelled.clear();
+                    }
+                    self.cancelled.insert(id);
+                }
+            }
+        }
+        self.waiting.push_back(message);
+    }
+
+    /// Whether the request `id` was cancelled (forgetting the cancellation).
+    fn cancelled(&mut self, id: &RequestId) -> bool {
+        self.cancelled.remove(id)
+    }
+
+    fn is_empty(&self, connection: &Connection) -> bool {
+        self.waiting.is_empty() && connection.receiver.is_empty()
+    }
 }
 
 fn send(connection: &Connection, message: Message) {

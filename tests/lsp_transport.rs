@@ -372,3 +372,74 @@ fn exit_without_shutdown_is_exit_code_1() {
     server.stdin = None;
     assert_eq!(server.exit_code(), Some(1));
 }
+
+/// Regression: a Python file over the library's size limit (16 MiB) was parsed and planned
+/// anyway, at every keystroke, blocking the server for a minute (debug build) while the
+/// command-line programs refuse to read such a file. It now gets one note per recipe, at once.
+#[test]
+fn regression_a_file_over_the_size_limit_is_not_parsed() {
+    let mut server = Server::start();
+    let uri = format!("file://{}/huge.py", std::env::temp_dir().display());
+    let text = format!(
+        "class DeepseekV2ForCausalLM:\n    def forward(self):\n        pass\n{}",
+        "x = 1\n".repeat(3_000_000)
+    );
+    let start = Instant::now();
+    server.send(&notification(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+    ));
+    let published = server.next_matching(|m| m["method"] == "textDocument/publishDiagnostics");
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    let diagnostics = published["params"]["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    let expected = format!(
+        "pysplice sglang-hs-dump: the file has {} bytes, more than the limit of 16777216 bytes: not checked",
+        text.len()
+    );
+    assert_eq!(diagnostics[0]["message"], expected.as_str());
+    server.send(&request(
+        1,
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": []}}),
+    ));
+    let answer = server.next();
+    assert_eq!(answer["result"], json!([]), "{answer}");
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    server.finish();
+}
+
+/// A request cancelled (`$/cancelRequest`) while it waits behind other work is answered
+/// `RequestCancelled` and not computed.
+#[test]
+fn a_cancelled_request_waiting_in_line_is_not_computed() {
+    let mut server = Server::start();
+    let uri = format!("file://{}/busy.py", std::env::temp_dir().display());
+    // One write: while the server takes in the opened file, the rest of the burst arrives, so the
+    // cancellation is known when the hover's turn comes.
+    let text = format!(
+        "class DeepseekV2ForCausalLM:\n    def forward(self):\n        pass\n{}",
+        "x = 1\n".repeat(150_000)
+    );
+    let open = notification(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+    );
+    let mut burst = frame(&open.to_string());
+    burst += &frame(&hover(7, &uri).to_string());
+    burst += &frame(&notification("$/cancelRequest", json!({"id": 7})).to_string());
+    burst += &frame(&request(8, "pysplice/ping", Value::Null).to_string());
+    server.raw(burst.as_bytes());
+    assert_error(&server.next(), 7, -32800);
+    assert_error(&server.next(), 8, -32601);
+    // A cancellation after the answer changes nothing.
+    server.send(&hover(9, &uri));
+    let answer = server.next();
+    assert_eq!(answer["id"], 9, "{answer}");
+    assert!(answer.get("error").is_none(), "{answer}");
+    server.send(&notification("$/cancelRequest", json!({"id": 9})));
+    server.still_serving(10);
+    server.finish();
+}

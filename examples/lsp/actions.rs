@@ -133,6 +133,10 @@ impl Server<'_> {
                     }
                 },
             };
+            if let Some(failure) = crate::open::too_large(&doc) {
+                failed.push(format!("{}: {}", path.display(), failure.message));
+                continue;
+            }
             // Files that do not parse are not the recipe's business here; they are listed.
             let (plan, kept) = match doc.plan_keeping(&recipe) {
                 Ok(pair) => pair,

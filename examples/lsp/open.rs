@@ -106,6 +106,20 @@ pub fn hook_diagnostic(recipe: &Recipe, plan: &DocumentPlan, hook: &pysplice::do
     d
 }
 
+/// Why a text over the library's file size limit is not planned: the command-line programs do
+/// not read such a file, and a parse of it would stall the server for every keystroke.
+pub fn too_large(doc: &Document) -> Option<Failure> {
+    let size = doc.len_bytes() as u64;
+    (size > pysplice::files::MAX_FILE_BYTES).then(|| Failure {
+        message: format!(
+            "the file has {size} bytes, more than the limit of {} bytes: not checked",
+            pysplice::files::MAX_FILE_BYTES
+        ),
+        range: doc.line_range(1),
+        severity: Some(DiagnosticSeverity::INFORMATION),
+    })
+}
+
 /// The SHA-256 of a document's text, in hex.
 fn text_hash(doc: &Document) -> String {
     use sha2::Digest as _;
@@ -120,6 +134,10 @@ pub fn plan_of(open: &mut Open, recipe: &Recipe) -> Result<DocumentPlan, Failure
         if *at == revision {
             return plan.clone();
         }
+    }
+    if let Some(failure) = too_large(&open.doc) {
+        open.plans.insert(recipe.id.clone(), (revision, Err(failure.clone())));
+        return Err(failure);
     }
     let plan = open.doc.plan_keeping(recipe).map(|(plan, kept)| {
         open.kept.insert(recipe.id.clone(), (revision, kept));
