@@ -30,7 +30,14 @@
 //! Logs go to stderr. The server never panics on bad input: malformed messages get an error
 //! response (requests) or are logged and dropped (notifications). Framing errors (a body that is
 //! not JSON or not UTF-8, a bad header, a message over 64 MiB) get a `-32700` response and the
-//! session goes on (see `lsp/transport.rs`).
+//! session goes on (see `lsp/transport.rs`). The lifecycle is LSP 3.17's (`lsp/lifecycle.rs`):
+//! lenient before `initialized`, `-32600` for every request after `shutdown` until `exit`. A
+//! request cancelled while it waits in line gets `-32800` without being computed.
+//!
+//! Plans, edits and the data of code actions belong to a revision of the text that the server
+//! numbers itself (with a hash of the text), never to the client's version alone
+//! (`lsp/open.rs`). At most 64 recipes are loaded, the configuration's problems come in one
+//! message, and a text over the 16 MiB file limit is not planned.
 
 /// `eprintln!` that ignores a standard error that cannot be written: an editor may close the
 /// server's stderr, and `eprintln!` would then panic.
