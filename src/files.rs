@@ -139,10 +139,11 @@ fn split<'p>(real: &'p Path, name: &str) -> Result<(&'p Path, &'p std::ffi::OsSt
             },
             file_name,
         )),
-        _ => {
-            let source = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file in a folder");
-            Err(io_error(name, "cannot read", source))
+        // The root folder.
+        _ => Err(ErrorKind::NotRegular {
+            what: "a directory".to_string(),
         }
+        .at(Location::new(name, 1, 1))),
     }
 }
 

@@ -903,3 +903,51 @@ fn names_with_control_characters_are_printed_escaped() {
     clean(&output);
     assert!(text(&output.stderr).contains(shown), "{}", text(&output.stderr));
 }
+
+/// A folder that one may pass through and write into but not list (mode 0733, someone else's):
+/// its files are read and written all the same (the folder is opened as a path handle), as a
+/// user other than root.
+#[test]
+fn a_folder_one_may_not_list_is_still_read_and_written() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        eprintln!("skipping: needs root to give the folder to another user");
+        return;
+    }
+    let dir = Dir::new();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = dir.spec();
+    let folder = dir.path().join("private");
+    fs::create_dir(&folder).unwrap();
+    let file = folder.join("m.py");
+    fs::write(&file, MODEL).unwrap();
+    std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+    fs::set_permissions(&folder, fs::Permissions::from_mode(0o733)).unwrap();
+    let as_nobody = |command: &str| {
+        Command::new(pysplice())
+            .args([command, "--spec"])
+            .arg(&spec)
+            .arg(&file)
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .expect("the binary runs")
+    };
+    let output = as_nobody("check");
+    assert_exit(&output, 1);
+    assert!(
+        text(&output.stdout).contains("m.py: needs apply"),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = as_nobody("apply");
+    assert_exit(&output, 0);
+    let expected = patched_by_library(&recipe("ra", "forward", "self.a = 1"), MODEL);
+    assert_eq!(fs::read_to_string(&file).unwrap(), expected);
+    assert_eq!(fs::metadata(&file).unwrap().uid(), 65534);
+    let output = as_nobody("revert");
+    assert_exit(&output, 0);
+    assert_eq!(fs::read_to_string(&file).unwrap(), MODEL);
+    let names: Vec<_> = fs::read_dir(&folder).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["m.py"], "a temp file is left");
+}

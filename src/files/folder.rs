@@ -115,10 +115,29 @@ mod imp {
     }
 
     pub(super) fn open_dir(path: &Path) -> io::Result<File> {
-        OpenOptions::new()
+        let opened = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-            .open(path)
+            .open(path);
+        match opened {
+            // A folder one may pass through but not list (mode 0711): a handle that names it
+            // serves every *at call all the same; only listing (the stale-temp cleaner) and
+            // fsync need more, and do without.
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
+                let c = CString::new(path.as_os_str().as_bytes())
+                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+                let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+                // SAFETY: a NUL-terminated path.
+                let fd = unsafe { libc::open(c.as_ptr(), flags) };
+                if fd < 0 {
+                    return Err(err);
+                }
+                // SAFETY: `fd` was just opened and is owned by nothing else.
+                Ok(unsafe { File::from_raw_fd(fd) })
+            }
+            other => other,
+        }
     }
 
     pub(super) fn handle_identity(file: &File) -> io::Result<(u64, u64)> {
