@@ -26,7 +26,9 @@ impl Project {
     ///
     /// # Errors
     /// [`ErrorKind::Io`] when `dir` is not a readable directory. Unreadable files are not errors:
-    /// they are listed by [`Project::problems`].
+    /// they are listed by [`Project::problems`] and, typed, by [`Project::unreadable`] (every
+    /// entry named `*.py` that is not a folder is taken in, so a FIFO or a dangling link of that
+    /// name is listed there rather than passed over; so is a sub-folder that cannot be listed).
     pub fn scan(dir: &Path) -> Result<Project, Error> {
         Project::scan_with(dir, &ScanOptions::default())
     }
