@@ -33,8 +33,16 @@ impl Location {
 }
 
 impl fmt::Display for Location {
+    /// `file:line:column`, the file's name with control characters escapes
+    /// ([`crate::report::printable`]): a name from outside cannot fake a line or drive a terminal.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+        write!(
+            f,
+            "{}:{}:{}",
+            crate::report::printable(&self.file),
+            self.line,
+            self.column
+        )
     }
 }
 
@@ -178,6 +186,27 @@ pub enum ErrorKind {
     #[error("the file changed on disk since it was read; nothing was written, run again")]
     Changed,
 
+    /// The folder the file was read from is no longer at its path (moved away, or replaced by
+    /// a link or another folder) when writing: nothing was written there or anywhere else.
+    #[error("its folder {folder} is no longer the folder the file was read from (moved, or replaced by a link); nothing was written")]
+    FolderReplaced {
+        /// The folder's path.
+        folder: String,
+    },
+
+    /// Applying would make the file larger than pysplice reads ([`crate::files::MAX_FILE_BYTES`]),
+    /// so that `check` and `revert` would then refuse it; nothing was written. The hook is the
+    /// one that adds the most bytes.
+    #[error("{} would make the file {size} bytes, more than the limit of {limit} bytes that pysplice reads; nothing was written", by_recipe(recipe.as_deref()))]
+    OutputTooLarge {
+        /// The recipe applied, when known.
+        recipe: Option<String>,
+        /// The size the output would have.
+        size: u64,
+        /// The most bytes a file may have.
+        limit: u64,
+    },
+
     /// Another process holds the lock on the file for too long; nothing was written.
     #[error("another process keeps the file locked; nothing was written, run again")]
     Locked,
@@ -285,6 +314,8 @@ impl Error {
                 | ErrorKind::Io { .. }
                 | ErrorKind::NotRegular { .. }
                 | ErrorKind::TooLarge { .. }
+                | ErrorKind::OutputTooLarge { .. }
+                | ErrorKind::FolderReplaced { .. }
                 | ErrorKind::PartialWrite { .. }
         )
     }
@@ -359,6 +390,14 @@ impl std::error::Error for Error {
     }
 }
 
+/// What made an output too large: the recipe applied, or the text given to write.
+fn by_recipe(recipe: Option<&str>) -> String {
+    match recipe {
+        Some(id) => format!("applying recipe `{id}`"),
+        None => "the new text".to_string(),
+    }
+}
+
 /// A spec message and, when there is one, the message of the value's own error after it.
 fn spec_text(message: &str, cause: Option<&Error>) -> String {
     match cause {
@@ -429,6 +468,12 @@ mod tests {
             ErrorKind::Locked,
             ErrorKind::NotRegular { what: "a FIFO".into() },
             ErrorKind::TooLarge { size: 2, limit: 1 },
+            ErrorKind::OutputTooLarge {
+                recipe: Some("r".into()),
+                size: 2,
+                limit: 1,
+            },
+            ErrorKind::FolderReplaced { folder: "d".into() },
             ErrorKind::PartialWrite {
                 cause: Box::new(ErrorKind::Changed.at(at())),
                 written: Box::new(["a".into()]),

@@ -6,22 +6,32 @@
 //!
 //! Writing ([`DiskFile::write`], [`write_all`]) is atomic, all or nothing across files, and never
 //! writes over a change made since the file was read:
+//! - reading records the device and inode of the file and of its folder (opened first, the file
+//!   then opened in it); writing opens each folder once, refuses one that is no longer the folder
+//!   read from ([`ErrorKind::FolderReplaced`]: moved, or a link put in its place), and does every
+//!   later step relative to that open folder (`openat`, `renameat`, `unlinkat`), so nothing is
+//!   ever written through a folder swapped in meanwhile;
 //! - the new text goes into a temp file created exclusively (`O_CREAT|O_EXCL`, so a planted file
 //!   or link of that name is never followed) under an unpredictable name of bounded length in the
 //!   target's folder, with the target's owner, group, mode and extended attributes set on the
 //!   open handle before any byte is written (owner and group where the process may change them;
 //!   set-id bits are dropped when it may not), then fsynced, renamed over the target, and the
 //!   folder fsynced;
-//! - the target is locked (`flock`, advisory: other pysplice processes wait) and its bytes are
-//!   compared with those read, again right before the rename; a difference is
-//!   [`ErrorKind::Changed`] and nothing is written;
+//! - the target is locked (`flock`, advisory: other pysplice processes wait); it must be the
+//!   file read (same device and inode) and hold the bytes read, checked again right before the
+//!   rename; otherwise [`ErrorKind::Changed`] and nothing is written;
+//! - a text over [`MAX_FILE_BYTES`] is refused before anything is written
+//!   ([`ErrorKind::OutputTooLarge`]): pysplice would refuse to read the file afterwards;
 //! - a symbolic link is written through: the file it points to (resolved when it is read) is
 //!   replaced, the link stays;
 //! - a file with several hard links gets a new inode, as with `sed -i`: the other names keep the
 //!   old content ([`DiskFile::hard_links`] tells the caller);
-//! - temp files that a dead pysplice process left behind (same user, older than 15 minutes) are
-//!   removed when writing into their folder.
+//! - temp files that a dead pysplice process left behind (`.pysplice-<pid>-<random>.tmp`, same
+//!   user, older than 15 minutes) are removed when writing into their folder; a copy of old bytes
+//!   that a failed rollback could not put back is kept as `.pysplice-kept-<pid>-<random>.orig`,
+//!   which the cleaner never takes.
 
+mod folder;
 mod read;
 mod sys;
 mod write;
@@ -30,6 +40,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Location};
 use crate::source::SourceFile;
+use folder::Folder;
 
 pub use read::{read_bytes, read_text, MAX_FILE_BYTES};
 pub use write::write_all;
@@ -43,8 +54,11 @@ pub struct DiskFile {
     bytes: Vec<u8>,
     source: SourceFile,
     links: u64,
-    /// Device and inode when read: two names of one file (hard links) are one file.
+    /// Device and inode when read: two names of one file (hard links) are one file, and the
+    /// file written must be this one.
     identity: (u64, u64),
+    /// Device and inode of the folder the file was read from: the only folder written into.
+    folder_identity: (u64, u64),
 }
 
 impl DiskFile {
@@ -56,7 +70,13 @@ impl DiskFile {
     pub fn read(path: &Path) -> Result<DiskFile, Error> {
         let name = path.display().to_string();
         let real = std::fs::canonicalize(path).map_err(|source| io_error(&name, "cannot read", source))?;
-        let (mut handle, meta) = read::open_regular(&real, &name, read::Open::NoFollow)?;
+        let (dir, file_name) = split(&real, &name)?;
+        // The folder first, then the file in it: the file read is in the folder recorded.
+        let folder = Folder::open(dir).map_err(|source| io_error(&name, "cannot read", source))?;
+        let folder_identity = folder
+            .identity()
+            .map_err(|source| io_error(&name, "cannot read", source))?;
+        let (mut handle, meta) = read::open_in(&folder, file_name, &name, false)?;
         let bytes = read::read_handle(&mut handle, &name)?;
         let source = SourceFile::from_bytes(name, bytes.clone())?;
         Ok(DiskFile {
@@ -66,6 +86,7 @@ impl DiskFile {
             source,
             links: sys::links(&meta),
             identity: sys::identity(&meta),
+            folder_identity,
         })
     }
 
@@ -104,6 +125,25 @@ impl DiskFile {
     /// As [`write_all`]; on every error the file holds what it held.
     pub fn write(&self, text: &str) -> Result<(), Error> {
         write_all(&[(self, text)])
+    }
+}
+
+/// The folder and the name of a resolved path.
+fn split<'p>(real: &'p Path, name: &str) -> Result<(&'p Path, &'p std::ffi::OsStr), Error> {
+    match (real.parent(), real.file_name()) {
+        (Some(dir), Some(file_name)) => Ok((
+            if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            },
+            file_name,
+        )),
+        // The root folder.
+        _ => Err(ErrorKind::NotRegular {
+            what: "a directory".to_string(),
+        }
+        .at(Location::new(name, 1, 1))),
     }
 }
 
@@ -340,14 +380,15 @@ mod tests {
 
     #[test]
     fn a_target_replaced_after_reading_is_changed() {
+        // Same bytes, new inode, as another writer's rename leaves it: not the file read, refused.
         let dir = temp();
         let path = file(dir.path(), "m.py", "x = 1\n");
         let read = DiskFile::read(&path).unwrap();
-        // Same bytes, new inode, as another writer's rename leaves it: the content still matches.
         let other = file(dir.path(), "other", "x = 1\n");
         fs::rename(&other, &path).unwrap();
-        read.write("x = 2\n").unwrap();
-        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
+        let err = read.write("x = 2\n").unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Changed), "{err}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 1\n");
         // Different bytes: refused.
         let read = DiskFile::read(&path).unwrap();
         let other = file(dir.path(), "other", "x = 9\n");
@@ -357,6 +398,77 @@ mod tests {
             ErrorKind::Changed
         ));
         assert_eq!(fs::read_to_string(&path).unwrap(), "x = 9\n");
+        assert_eq!(names(dir.path()), ["m.py"]);
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_after_reading_is_not_written_through() {
+        let dir = temp();
+        let d = dir.path().join("d");
+        fs::create_dir(&d).unwrap();
+        let path = file(&d, "m.py", "x = 1\n");
+        let victim = dir.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        let precious = file(&victim, "m.py", "x = 1\n");
+        let read = DiskFile::read(&path).unwrap();
+        fs::rename(&d, dir.path().join("d.old")).unwrap();
+        std::os::unix::fs::symlink(&victim, &d).unwrap();
+        let err = read.write("x = 2\n").unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::FolderReplaced { .. }), "{err}");
+        assert!(
+            err.to_string().contains(
+                "is no longer the folder the file was read from (moved, or replaced by a link); nothing was written"
+            ),
+            "{err}"
+        );
+        assert_eq!(fs::read_to_string(&precious).unwrap(), "x = 1\n");
+        assert_eq!(names(&victim), ["m.py"]);
+        assert_eq!(fs::read_to_string(dir.path().join("d.old/m.py")).unwrap(), "x = 1\n");
+        // A folder higher up swapped the same way: refused too.
+        fs::remove_file(&d).unwrap();
+        fs::rename(dir.path().join("d.old"), &d).unwrap();
+        let top = dir.path().join("top");
+        fs::create_dir_all(top.join("d")).unwrap();
+        let path = file(&top.join("d"), "m.py", "x = 1\n");
+        let other_top = dir.path().join("other");
+        fs::create_dir_all(other_top.join("d")).unwrap();
+        let precious = file(&other_top.join("d"), "m.py", "x = 1\n");
+        let read = DiskFile::read(&path).unwrap();
+        fs::rename(&top, dir.path().join("top.old")).unwrap();
+        std::os::unix::fs::symlink(&other_top, &top).unwrap();
+        let err = read.write("x = 2\n").unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::FolderReplaced { .. }), "{err}");
+        assert_eq!(fs::read_to_string(&precious).unwrap(), "x = 1\n");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("top.old/d/m.py")).unwrap(),
+            "x = 1\n"
+        );
+        // A folder moved away, nothing in its place.
+        let read = DiskFile::read(&d.join("m.py")).unwrap();
+        fs::rename(&d, dir.path().join("gone")).unwrap();
+        let err = read.write("x = 2\n").unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::FolderReplaced { .. }), "{err}");
+        assert_eq!(fs::read_to_string(dir.path().join("gone/m.py")).unwrap(), "x = 1\n");
+    }
+
+    #[test]
+    fn a_text_over_the_limit_is_never_written() {
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
+        let read = DiskFile::read(&path).unwrap();
+        let big = "#".repeat(usize::try_from(MAX_FILE_BYTES).unwrap() + 1);
+        let err = read.write(&big).unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::OutputTooLarge { size, .. } if *size == MAX_FILE_BYTES + 1),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("the new text would make the file 16777217 bytes, more than the limit of 16777216 bytes"),
+            "{err}"
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 1\n");
+        assert_eq!(names(dir.path()), ["m.py"]);
     }
 
     #[test]
@@ -416,6 +528,12 @@ mod tests {
             assert_eq!(fs::read_to_string(dir.path().join(n)).unwrap(), format!("# {n}\n"));
         }
         assert_eq!(names(dir.path()), ["a.py", "b.py", "c.py"]);
+        // The files put back are new inodes of the old bytes: read again, then written.
+        let files: Vec<DiskFile> = ["a.py", "b.py", "c.py"]
+            .iter()
+            .map(|n| DiskFile::read(&dir.path().join(n)).unwrap())
+            .collect();
+        let changes: Vec<(&DiskFile, &str)> = files.iter().map(|f| (f, "new\n")).collect();
         write_all(&changes).unwrap();
         for n in ["a.py", "b.py", "c.py"] {
             assert_eq!(fs::read_to_string(dir.path().join(n)).unwrap(), "new\n");
@@ -460,7 +578,29 @@ mod tests {
             assert_eq!(head, format!("{name}: injected failure"));
             assert_eq!(fs::read_to_string(copy).unwrap(), old, "{failure}");
             assert!(err.to_string().contains(failure.as_str()), "{err}");
+            // Under a name that the stale-temp cleaner never takes.
+            let kept = Path::new(copy).file_name().unwrap().to_str().unwrap();
+            assert!(kept.starts_with(".pysplice-kept-") && kept.ends_with(".orig"), "{kept}");
+            assert_eq!(temp_pid(kept), None, "{kept}");
+            assert_eq!(
+                Path::new(copy).parent(),
+                Some(fs::canonicalize(dir.path()).unwrap().as_path())
+            );
         }
+        // An hour later, a dead process's temp file is cleaned; the kept copies are not.
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for failure in failures.iter() {
+            let copy = failure.split_once("; its old bytes are in ").unwrap().1;
+            fs::File::options()
+                .write(true)
+                .open(copy)
+                .unwrap()
+                .set_modified(hour_ago)
+                .unwrap();
+        }
+        let before = names(dir.path());
+        DiskFile::read(&dir.path().join("c.py")).unwrap().write("x\n").unwrap();
+        assert_eq!(names(dir.path()), before);
     }
 
     #[test]

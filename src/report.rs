@@ -1,10 +1,62 @@
 //! Reports for people and tools: patch-script style text, unified diffs, JSON.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use similar::TextDiff;
 
 use crate::engine::{HookOutcome, Patched, Status};
+
+/// `text` safe to print on a terminal: control characters (C0 with line breaks and tabs, DEL,
+/// C1) and the bidirectional formatting characters (which reorder what a terminal or editor
+/// shows) written as escapes (`\x1b`, `\n`, `\u{202e}`); anything else unchanged. For file
+/// names and other text from outside in human-readable output: a name such as
+/// `evil\x1b]0;PWNED\x07.py` can neither retitle the terminal nor fake a line.
+///
+/// ```
+/// use pysplice::report::printable;
+/// assert_eq!(printable("evil\u{1b}]0;PWNED\u{7}x.py"), "evil\\x1b]0;PWNED\\x07x.py");
+/// assert_eq!(printable("a\nb\u{202e}c"), "a\\nb\\u{202e}c");
+/// assert_eq!(printable("models/qwen2_moe.py"), "models/qwen2_moe.py");
+/// ```
+#[must_use]
+pub fn printable(text: &str) -> Cow<'_, str> {
+    escape(text, false)
+}
+
+/// [`printable`], keeping line breaks (`\n`) as they are: for messages of several lines.
+#[must_use]
+pub fn printable_lines(text: &str) -> Cow<'_, str> {
+    escape(text, true)
+}
+
+fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && !(keep_newlines && c == '\n')) || is_bidi_control(c);
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !unsafe_char(c) {
+            out.push(c);
+            continue;
+        }
+        let _ = match c {
+            '\n' => write!(out, "\\n"),
+            '\r' => write!(out, "\\r"),
+            '\t' => write!(out, "\\t"),
+            c if (c as u32) < 0x100 => write!(out, "\\x{:02x}", c as u32),
+            c => write!(out, "\\u{{{:x}}}", c as u32),
+        };
+    }
+    Cow::Owned(out)
+}
+
+/// The characters that change the display order of the text around them (Unicode's bidi
+/// embeddings, overrides, isolates and marks).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
 
 /// The patch-script style report of an apply: `Successfully patched FILE` and one `  - summary`
 /// line per hook placed; skipped hooks with their reason.
@@ -12,9 +64,9 @@ use crate::engine::{HookOutcome, Patched, Status};
 pub fn applied_text(patched: &Patched) -> String {
     let mut out = String::new();
     if !patched.is_up_to_date() {
-        let _ = writeln!(out, "Successfully patched {}", patched.name());
+        let _ = writeln!(out, "Successfully patched {}", printable(patched.name()));
     } else {
-        let _ = writeln!(out, "Already up to date: {}", patched.name());
+        let _ = writeln!(out, "Already up to date: {}", printable(patched.name()));
     }
     for outcome in patched.outcomes() {
         let _ = writeln!(out, "  - {}", outcome_line(outcome));
@@ -60,6 +112,8 @@ pub fn check_status(outcome: &HookOutcome) -> String {
 /// (it inserts or removes a copy of a neighbouring line), it may be shown in another of them.
 #[must_use]
 pub fn patch_diff(name: &str, patched: &Patched) -> String {
+    let name = printable(name);
+    let name = name.as_ref();
     let (old, new) = (patched.input(), patched.output());
     patched
         .changes()
@@ -73,6 +127,7 @@ pub fn unified_diff(name: &str, old: &str, new: &str) -> String {
     if old == new {
         return String::new();
     }
+    let name = printable(name);
     let name = name.trim_start_matches('/');
     TextDiff::from_lines(old, new)
         .unified_diff()

@@ -751,3 +751,203 @@ fn the_demo_writes_into_a_fresh_private_folder() {
     assert_eq!(meta.mode() & 0o7777, 0o700);
     assert!(fs::read_to_string(copy).unwrap().contains("_pysplice_hs_dump"));
 }
+
+// ------------------------------------------------------------------------------------------------
+// Folders swapped, outputs over the limit, odd names
+
+/// A folder of the path moved away and replaced by a link to another folder between the read
+/// and the write (driven through the library's two steps, read then write, so the swap happens
+/// exactly there): nothing is written, neither into the folder the link points to nor into the
+/// file read, and the error says why. Through `DiskFile` and through `Batch`.
+#[test]
+fn a_folder_swapped_between_read_and_write_redirects_nothing() {
+    let dir = Dir::new();
+    let spec = recipe("ra", "forward", "self.a = 1");
+    let recipe = pysplice::Recipe::from_toml("a.toml", &spec).unwrap();
+    let d = dir.path().join("d");
+    let victim = dir.path().join("victim");
+    fs::create_dir(&victim).unwrap();
+    fs::write(victim.join("m.py"), MODEL).unwrap();
+    for through_batch in [false, true] {
+        fs::create_dir(&d).unwrap();
+        let target = d.join("m.py");
+        fs::write(&target, MODEL).unwrap();
+        let read = pysplice::DiskFile::read(&target).unwrap();
+        let batch = pysplice::batch::Batch::run(&recipe, std::slice::from_ref(&target), pysplice::batch::Op::Apply);
+        let moved = dir.path().join("d.old");
+        fs::rename(&d, &moved).unwrap();
+        std::os::unix::fs::symlink(&victim, &d).unwrap();
+        let err = if through_batch {
+            batch.write().expect("every file succeeded").unwrap_err()
+        } else {
+            let patched = pysplice::apply(&recipe, read.source().clone()).unwrap();
+            read.write(patched.output()).unwrap_err()
+        };
+        assert!(
+            matches!(err.kind(), pysplice::ErrorKind::FolderReplaced { .. }),
+            "{err}"
+        );
+        let expected = format!(
+            "{}:1:1: its folder {} is no longer the folder the file was read from (moved, or replaced by a link); nothing was written",
+            target.display(),
+            fs::canonicalize(&moved).unwrap().parent().unwrap().join("d").display()
+        );
+        assert_eq!(err.to_string(), expected);
+        assert_eq!(
+            fs::read_to_string(victim.join("m.py")).unwrap(),
+            MODEL,
+            "the victim was written"
+        );
+        assert_eq!(
+            fs::read_to_string(moved.join("m.py")).unwrap(),
+            MODEL,
+            "the file read was written"
+        );
+        let names = |p: &Path| fs::read_dir(p).unwrap().count();
+        assert_eq!((names(&victim), names(&moved)), (1, 1), "a temp file is left");
+        fs::remove_file(&d).unwrap();
+        fs::remove_dir_all(&moved).unwrap();
+    }
+}
+
+/// An apply whose output would be over the 16 MiB that pysplice reads is refused before writing
+/// (it used to write the file, which check and revert then refused): exit 2, the file, the
+/// recipe and the hook named, the bytes unchanged, no temp file left. The library says the same.
+#[test]
+fn an_apply_over_the_size_limit_is_refused_before_writing() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let limit = usize::try_from(pysplice::files::MAX_FILE_BYTES).unwrap();
+    // Just under the limit: the hook's line takes it over.
+    let mut source = MODEL.to_string();
+    let filler = limit - source.len() - 2;
+    source.push('#');
+    source.push_str(&"x".repeat(filler));
+    source.push('\n');
+    assert_eq!(source.len(), limit);
+    let file = dir.write("m.py", &source);
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file]);
+    assert_exit(&output, 2);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:1:1: applying recipe `ra` would make the file 16777363 bytes, more than the limit of 16777216 bytes that pysplice reads; nothing was written [hook h]",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+    assert!(fs::read(&file).unwrap() == source.as_bytes(), "the file was written");
+    assert_eq!(dir.names(), ["a.toml", "m.py"]);
+    // check says the same, and so does the library.
+    let output = run(pysplice(), &[p("check"), p("--spec"), &spec, &file]);
+    assert_exit(&output, 2);
+    assert!(
+        text(&output.stderr).contains("would make the file 16777363 bytes"),
+        "{}",
+        text(&output.stderr)
+    );
+    let recipe = pysplice::Recipe::from_toml("a.toml", &recipe("ra", "forward", "self.a = 1")).unwrap();
+    let err = pysplice::apply(&recipe, pysplice::SourceFile::new("m.py", source.as_str())).unwrap_err();
+    assert!(
+        matches!(err.kind(), pysplice::ErrorKind::OutputTooLarge { recipe: Some(id), size: 16_777_363, .. } if id == "ra"),
+        "{err}"
+    );
+    assert_eq!(err.hook(), Some("h"));
+}
+
+/// File names with control characters are printed escaped by every text output of `pysplice`
+/// (success lines, check lines, errors, `reach` problems): no ESC or BEL byte reaches the
+/// terminal.
+#[test]
+fn names_with_control_characters_are_printed_escaped() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let evil = dir.write("evil\u{1b}]0;PWNED\u{7}x.py", MODEL);
+    let shown = "evil\\x1b]0;PWNED\\x07x.py";
+    let clean = |output: &Output| {
+        for stream in [&output.stdout, &output.stderr] {
+            assert!(!stream.iter().any(|b| *b == 0x1b || *b == 0x07), "{}", text(stream));
+        }
+    };
+    for (command, code, expected) in [
+        ("check", 1, format!("{shown}: needs apply")),
+        (
+            "apply",
+            0,
+            format!("Successfully patched {}/{shown}", dir.path().display()),
+        ),
+        ("check", 0, format!("{shown}: up to date")),
+        ("revert", 0, format!("Reverted {}/{shown}", dir.path().display())),
+    ] {
+        let output = run(pysplice(), &[p(command), p("--spec"), &spec, &evil]);
+        assert_exit(&output, code);
+        clean(&output);
+        assert!(
+            text(&output.stdout).contains(&expected),
+            "{command}: {}",
+            text(&output.stdout)
+        );
+    }
+    assert_eq!(fs::read_to_string(&evil).unwrap(), MODEL);
+    fs::write(&evil, "class Model(:\n").unwrap();
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &evil]);
+    assert_exit(&output, 2);
+    clean(&output);
+    assert!(
+        text(&output.stderr).contains(&format!("{shown}:1:")),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = run(pysplice(), &[p("reach"), dir.path(), p("Model.forward")]);
+    clean(&output);
+    assert!(text(&output.stderr).contains(shown), "{}", text(&output.stderr));
+}
+
+/// A folder that one may pass through and write into but not list (mode 0733, someone else's):
+/// its files are read and written all the same (the folder is opened as a path handle), as a
+/// user other than root.
+#[test]
+fn a_folder_one_may_not_list_is_still_read_and_written() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        eprintln!("skipping: needs root to give the folder to another user");
+        return;
+    }
+    let dir = Dir::new();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = dir.spec();
+    let folder = dir.path().join("private");
+    fs::create_dir(&folder).unwrap();
+    let file = folder.join("m.py");
+    fs::write(&file, MODEL).unwrap();
+    std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+    fs::set_permissions(&folder, fs::Permissions::from_mode(0o733)).unwrap();
+    let as_nobody = |command: &str| {
+        Command::new(pysplice())
+            .args([command, "--spec"])
+            .arg(&spec)
+            .arg(&file)
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .expect("the binary runs")
+    };
+    let output = as_nobody("check");
+    assert_exit(&output, 1);
+    assert!(
+        text(&output.stdout).contains("m.py: needs apply"),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = as_nobody("apply");
+    assert_exit(&output, 0);
+    let expected = patched_by_library(&recipe("ra", "forward", "self.a = 1"), MODEL);
+    assert_eq!(fs::read_to_string(&file).unwrap(), expected);
+    assert_eq!(fs::metadata(&file).unwrap().uid(), 65534);
+    let output = as_nobody("revert");
+    assert_exit(&output, 0);
+    assert_eq!(fs::read_to_string(&file).unwrap(), MODEL);
+    let names: Vec<_> = fs::read_dir(&folder).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["m.py"], "a temp file is left");
+}

@@ -321,3 +321,221 @@ fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
 }
+
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// The uid the unprivileged runs use when the tests run as root (`nobody`).
+const NOBODY: u32 = 65534;
+
+/// Runs the program as an unprivileged user: root reads a file of mode 000, anyone else cannot.
+fn run_unprivileged(args: &[&str]) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(common::example_binary("sglang_hs_dump"));
+    command.args(args);
+    if is_root() {
+        // std drops the supplementary groups too when it changes the uid of a root process.
+        command.uid(NOBODY).gid(NOBODY);
+    }
+    command.output().expect("the binary runs")
+}
+
+/// Gives the tree to the unprivileged user when the tests run as root, so that it may write
+/// there as a user may write into their own install.
+fn hand_over(dir: &Path) {
+    if !is_root() {
+        return;
+    }
+    let status = Command::new("chown")
+        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+        .arg(dir)
+        .status()
+        .expect("chown runs");
+    assert!(status.success());
+}
+
+/// A patched model file that cannot be read (mode 000, as a user other than root) or is not
+/// UTF-8: `--revert`, `--check` and apply of every architecture stop with exit 2 naming the file
+/// (a revert used to report 36 files reverted and leave it patched, unmentioned; check and apply
+/// listed the architectures needing it as skipped, for a wrong reason); nothing is written.
+#[test]
+fn an_unreadable_patched_model_file_is_an_error_never_a_skip() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = copy("unreadable");
+    let models = dir.join("sglang/srt/models");
+    let path = models.to_str().unwrap();
+    let out = run(&[path, "--arch", "all"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let shared = models.join("qwen2_moe.py");
+    assert!(std::fs::read_to_string(&shared).unwrap().contains("# >>> pysplice"));
+    hand_over(&dir);
+    let patched = snapshot(&models);
+
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o000)).unwrap();
+    for mode in ["--revert", "--check", "--dry-run"] {
+        let out = run_unprivileged(&[path, "--arch", "all", mode]);
+        assert_eq!(out.status.code(), Some(2), "{mode}: {}", text(&out));
+        let expected = format!("{}:1:1: cannot open: Permission denied", shared.display());
+        assert!(text(&out).contains(&expected), "{mode}: {}", text(&out));
+        assert!(!text(&out).contains("Reverted"), "{mode}: {}", text(&out));
+        assert!(!text(&out).contains("skipped"), "{mode}: {}", text(&out));
+    }
+    let out = run_unprivileged(&[path, "--arch", "Qwen3MoeForCausalLM"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("qwen2_moe.py:1:1: cannot open"), "{}", text(&out));
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(snapshot(&models), patched, "a file was written");
+
+    // Not UTF-8: a byte 0xff in a comment of the patched file.
+    let mut bytes = std::fs::read(&shared).unwrap();
+    let at = bytes.windows(2).position(|w| w == b"# ").unwrap() + 2;
+    bytes.insert(at, 0xff);
+    std::fs::write(&shared, &bytes).unwrap();
+    let patched = snapshot(&models);
+    for mode in ["--revert", "--check"] {
+        let out = run(&[path, "--arch", "all", mode]);
+        assert_eq!(out.status.code(), Some(2), "{mode}: {}", text(&out));
+        assert!(
+            text(&out).contains("qwen2_moe.py:") && text(&out).contains("the file is not valid UTF-8 (byte 0xff)"),
+            "{mode}: {}",
+            text(&out)
+        );
+    }
+    let out = run(&[path, "--arch", "all", "--revert", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let objects = json_lines(&out.stdout);
+    assert_eq!(objects.len(), 1, "{}", text(&out));
+    assert_eq!(objects[0]["status"], "failed");
+    assert!(objects[0]["error"]["file"].as_str().unwrap().ends_with("qwen2_moe.py"));
+    assert_eq!(snapshot(&models), patched, "a file was written");
+}
+
+/// Other entries named `.py` that no one can read, root included: a FIFO, a folder, a dangling
+/// link, a sub-folder that cannot be listed (as a user other than root). Each is an error naming
+/// it, for revert, check and apply; nothing is written, nothing blocks.
+#[test]
+fn other_unreadable_entries_of_a_models_folder_are_errors() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = copy("unreadable-kinds");
+    let models = dir.join("sglang/srt/models");
+    let path = models.to_str().unwrap();
+    let out = run(&[path, "--arch", "all"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let patched = snapshot(&models);
+    let odd = models.join("x.py");
+    let cases: [(&str, &dyn Fn(), &str); 3] = [
+        (
+            "fifo",
+            &|| assert!(Command::new("mkfifo").arg(&odd).status().unwrap().success()),
+            "a FIFO (named pipe), not a regular file",
+        ),
+        (
+            "folder",
+            &|| std::fs::create_dir(&odd).unwrap(),
+            "a directory, not a regular file",
+        ),
+        (
+            "dangling link",
+            &|| std::os::unix::fs::symlink("gone.py", &odd).unwrap(),
+            "cannot read: No such file or directory",
+        ),
+    ];
+    for (what, make, message) in cases {
+        make();
+        for mode in ["--revert", "--check", "--dry-run"] {
+            let out = run(&[path, "--arch", "all", mode]);
+            assert_eq!(out.status.code(), Some(2), "{what} {mode}: {}", text(&out));
+            let expected = format!("{}:1:1: {message}", odd.display());
+            assert!(text(&out).contains(&expected), "{what} {mode}: {}", text(&out));
+        }
+        let out = run(&[path, "--arch", "Qwen3MoeForCausalLM", "--revert"]);
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", text(&out));
+        if odd.is_dir() && !odd.is_symlink() {
+            std::fs::remove_dir(&odd).unwrap();
+        } else {
+            std::fs::remove_file(&odd).unwrap();
+        }
+        assert_eq!(snapshot(&models), patched, "{what}: a file was written");
+    }
+
+    // A sub-folder that cannot be listed may hold patched files.
+    let sub = models.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    hand_over(&dir);
+    std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let out = run_unprivileged(&[path, "--arch", "all", "--revert"]);
+    std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let expected = format!("{}:1:1: cannot read the directory: Permission denied", sub.display());
+    assert!(text(&out).contains(&expected), "{}", text(&out));
+    assert_eq!(snapshot(&models), patched, "a file was written");
+}
+
+/// `--arch` runs say when a file written had other hard links (they keep the old content), as
+/// the single-file mode does.
+#[test]
+fn arch_runs_note_hard_links() {
+    let dir = copy("hard-links");
+    let models = dir.join("sglang/srt/models");
+    let shared = models.join("qwen2_moe.py");
+    let other = dir.join("qwen2_moe.copy");
+    std::fs::hard_link(&shared, &other).unwrap();
+    let original = std::fs::read(&shared).unwrap();
+    let out = run(&[models.to_str().unwrap(), "--arch", "Qwen3MoeForCausalLM"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let note = format!(
+        "note: {} had 2 hard links; it is now a file of its own, the other names keep the old content",
+        shared.display()
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&note), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).matches("hard links").count(),
+        1,
+        "{}",
+        text(&out)
+    );
+    assert!(std::fs::read_to_string(&shared).unwrap().contains("# >>> pysplice"));
+    assert_eq!(std::fs::read(&other).unwrap(), original);
+}
+
+/// A file of the models folder whose name holds control characters (a terminal title escape)
+/// is named escaped in the text output of apply, check and revert: no ESC or BEL byte reaches
+/// the terminal.
+#[test]
+fn names_with_control_characters_are_printed_escaped() {
+    let dir = copy("odd-names");
+    let models = dir.join("sglang/srt/models");
+    let path = models.to_str().unwrap();
+    let evil = models.join("evil\u{1b}]0;PWNED\u{7}x.py");
+    std::fs::copy(models.join("qwen2_moe.py"), &evil).unwrap();
+    let original = std::fs::read(&evil).unwrap();
+    let shown = "evil\\x1b]0;PWNED\\x07x.py";
+    for mode in [None, Some("--check"), Some("--revert")] {
+        let mut args = vec![path, "--arch", "all"];
+        args.extend(mode);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(0), "{mode:?}: {}", text(&out));
+        for stream in [&out.stdout, &out.stderr] {
+            assert!(
+                !stream.iter().any(|b| *b == 0x1b || *b == 0x07),
+                "{mode:?}: {}",
+                text(&out)
+            );
+        }
+        assert!(text(&out).contains(shown), "{mode:?}: {}", text(&out));
+    }
+    assert_eq!(std::fs::read(&evil).unwrap(), original, "revert is not exact");
+    // In a message too: the same file made unreadable by being a FIFO.
+    std::fs::remove_file(&evil).unwrap();
+    assert!(Command::new("mkfifo").arg(&evil).status().unwrap().success());
+    let out = run(&[path, "--arch", "all", "--revert"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!out.stderr.iter().any(|b| *b == 0x1b || *b == 0x07), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{shown}:1:1: a FIFO (named pipe), not a regular file")),
+        "{}",
+        text(&out)
+    );
+}

@@ -57,6 +57,12 @@ const TREE_DEPTH: usize = 8;
 
 use crate::output::emit;
 
+/// Prints human-readable text: file names and code quoted from the scanned files with their
+/// control characters escaped (JSON output escapes its own).
+fn text(text: &str) {
+    emit(&pysplice::report::printable_lines(text));
+}
+
 /// The project of `dir`, read with SGLang's conventions.
 fn scan_dir(dir: &std::path::Path) -> Result<Project, pysplice::Error> {
     let options = ScanOptions::default().with_conventions(pysplice::recipes::sglang_models::conventions());
@@ -139,7 +145,7 @@ pub fn graph(args: &GraphArgs) -> u8 {
             Ok(chains) if args.json => print_json(&args.dir, body(Vec::new(), chains, Vec::new())),
             Ok(chains) => {
                 for chain in &chains {
-                    emit(&format!("{chain}\n{}", chain.evidence(3)));
+                    text(&format!("{chain}\n{}", chain.evidence(3)));
                 }
                 0
             }
@@ -160,7 +166,7 @@ pub fn graph(args: &GraphArgs) -> u8 {
                 print_json(&args.dir, Body::Graph(Graph::subgraph(&package, &graph, Some(&found))))
             } else {
                 for id in found {
-                    emit(&graph.tree(id, TREE_DEPTH));
+                    text(&graph.tree(id, TREE_DEPTH));
                 }
                 0
             }
@@ -172,7 +178,7 @@ pub fn graph(args: &GraphArgs) -> u8 {
                 print_json(&args.dir, Body::Graph(Graph::subgraph(&package, &graph, None)))
             } else {
                 for id in &entries {
-                    emit(&graph.tree(*id, TREE_DEPTH));
+                    text(&graph.tree(*id, TREE_DEPTH));
                 }
                 let unresolved = graph
                     .diagnostics()
@@ -203,7 +209,7 @@ pub fn reach(args: &ReachArgs) -> u8 {
     let code = match project.reach(&args.path) {
         Ok(reach) if args.json => print_json(&args.dir, Body::Reach(ReachBody { reach: Some(reach) })),
         Ok(reach) => {
-            emit(&reach.to_string());
+            text(&reach.to_string());
             0
         }
         Err(err) => query_failed(&args.dir, &err, args.json, empty()),
@@ -237,10 +243,10 @@ pub fn forwards(args: &ForwardsArgs) -> u8 {
         Ok(list) if args.json => print_json(&args.dir, body(list)),
         Ok(list) => {
             if list.is_empty() {
-                emit(&format!("{} holds no class of the scanned directory\n", args.wrapper));
+                text(&format!("{} holds no class of the scanned directory\n", args.wrapper));
             }
             for f in &list {
-                emit(&f.to_string());
+                text(&f.to_string());
             }
             0
         }

@@ -44,7 +44,13 @@ pub fn run(args: &Args) -> u8 {
             } else if args.path.is_some() {
                 for definition in &selected {
                     let at = parsed.source().position(definition.range().start);
-                    outln!("{name}:{}:{}: {}", at.line, at.column, summary(definition, None));
+                    outln!(
+                        "{}:{}:{}: {}",
+                        pysplice::report::printable(&name),
+                        at.line,
+                        at.column,
+                        summary(definition, None)
+                    );
                 }
             } else {
                 out!("{}", tree(&parsed));

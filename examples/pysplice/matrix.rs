@@ -99,7 +99,8 @@ fn matrix_table(recipe: &Recipe, rows: &[Row]) -> String {
     out.push_str(&"---|".repeat(recipe.hooks.len()));
     out.push('\n');
     for (label, outcomes) in rows {
-        out.push_str(&format!("| {label} |"));
+        // Release names are folder names and reasons may quote input: escaped for the terminal.
+        out.push_str(&format!("| {} |", pysplice::report::printable(label)));
         match outcomes {
             Ok(outcomes) => {
                 for o in outcomes {
@@ -109,10 +110,16 @@ fn matrix_table(recipe: &Recipe, rows: &[Row]) -> String {
                         Status::Failed { reason } => format!("FAILED: {reason}"),
                         other => format!("{other:?}"),
                     };
-                    out.push_str(&format!(" {} |", cell.replace('|', "\\|")));
+                    out.push_str(&format!(
+                        " {} |",
+                        pysplice::report::printable(&cell).replace('|', "\\|")
+                    ));
                 }
             }
-            Err(err) => out.push_str(&format!(" FAILED: {} |", err.replace('|', "\\|"))),
+            Err(err) => out.push_str(&format!(
+                " FAILED: {} |",
+                pysplice::report::printable(err).replace('|', "\\|")
+            )),
         }
         out.push('\n');
     }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use pysplice::batch::{self, Batch, FileRun, Op};
 use pysplice::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
+use pysplice::report::printable;
 use pysplice::{report, Error, ErrorKind, HookOutcome, Patched, Recipe};
 
 /// Arguments shared by `check` and `revert`.
@@ -214,7 +215,7 @@ pub fn check(args: &FilesArgs) -> u8 {
             outln!("{}", Output::new(patched.name(), Body::Check(splice)).to_line());
         } else {
             let verdict = if pending { "needs apply" } else { "up to date" };
-            outln!("{}: {verdict}", patched.name());
+            outln!("{}: {verdict}", printable(patched.name()));
             for outcome in patched.outcomes() {
                 let status = report::check_status(outcome);
                 outln!("  - {}: {status}", outcome.hook);
@@ -248,12 +249,12 @@ pub fn revert(args: &FilesArgs) -> u8 {
             splice.written = patched.changed();
             outln!("{}", Output::new(patched.name(), Body::Revert(splice)).to_line());
         } else if patched.changed() {
-            outln!("Reverted {}", patched.name());
+            outln!("Reverted {}", printable(patched.name()));
             for outcome in patched.outcomes() {
                 outln!("  - {}", report::outcome_line(outcome));
             }
         } else {
-            outln!("Nothing to revert in {}", patched.name());
+            outln!("Nothing to revert in {}", printable(patched.name()));
         }
     }
     0

@@ -7,7 +7,7 @@ use pysplice::project::select::RootChoice;
 use pysplice::recipes::sglang::Launch;
 use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
 use pysplice::recipes::sglang_models::{self, FilePatch};
-use pysplice::report;
+use pysplice::report::{self, printable};
 
 use crate::{body, exit_code, fail, Args, Mode};
 
@@ -68,8 +68,9 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
     };
     let written = mode != Mode::Check && !args.dry_run;
     if written {
-        if let Err(err) = sglang_models::write_all(&patches) {
-            return fail(args, &dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err));
+        match sglang_models::write_all(&patches) {
+            Ok(files) => crate::hard_link_notes(&files),
+            Err(err) => return fail(args, &dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err)),
         }
     }
     let roots: Vec<_> = selection
@@ -160,13 +161,16 @@ impl Finished<'_> {
 
     fn print_text(&self) {
         for root in &self.roots {
-            match &root.skipped {
-                Some(why) => outln!("{} ({}): skipped: {why}", root.class, root.file),
-                None => outln!("{} ({}): {}", root.class, root.file, root.files().join(", ")),
-            }
+            // Names from the scanned folder are printed escaped: a file may be named anything.
+            let line = match &root.skipped {
+                Some(why) => format!("{} ({}): skipped: {why}", root.class, root.file),
+                None => format!("{} ({}): {}", root.class, root.file, root.files().join(", ")),
+            };
+            outln!("{}", printable(&line));
         }
         for p in self.patches {
-            let name = p.file.path().display();
+            let name = p.file.path().display().to_string();
+            let name = printable(&name);
             match (self.mode, self.args.dry_run, p.patched.changed()) {
                 (Mode::Check, _, _) => {
                     outln!("{name}: {}", if pending(p) { "needs apply" } else { "up to date" });

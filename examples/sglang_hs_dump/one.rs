@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use pysplice::contract::{Body, ErrorInfo, HookResult, Output, Splice};
 use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
+use pysplice::report::printable;
 use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe};
 
 use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
@@ -126,13 +127,7 @@ fn transform(args: &Args, mode: Mode, recipe: &Recipe, path: &Path) -> Result<(P
                 code,
             ));
         }
-        if file.hard_links() > 1 {
-            errln!(
-                "note: {} had {} hard links; it is now a file of its own, the other names keep the old content",
-                path.display(),
-                file.hard_links()
-            );
-        }
+        crate::hard_link_notes(&[&file]);
     }
     Ok((patched, write))
 }
@@ -198,7 +193,7 @@ impl Finished<'_> {
             (Mode::Check, _) => {
                 outln!(
                     "{}: {}",
-                    patched.name(),
+                    printable(patched.name()),
                     if code == 0 { "up to date" } else { "needs apply" }
                 );
                 crate::print_check_lines(patched);
@@ -208,12 +203,12 @@ impl Finished<'_> {
                 errln!("dry run: nothing was written to {}", patched.name());
             }
             (Mode::Revert, false) if patched.changed() => {
-                outln!("Reverted {}", patched.name());
+                outln!("Reverted {}", printable(patched.name()));
                 for outcome in patched.outcomes() {
                     outln!("  - {}", report::outcome_line(outcome));
                 }
             }
-            (Mode::Revert, false) => outln!("Nothing to revert in {}", patched.name()),
+            (Mode::Revert, false) => outln!("Nothing to revert in {}", printable(patched.name())),
             (Mode::Apply, false) => self.print_applied(),
         }
         code
@@ -229,7 +224,11 @@ impl Finished<'_> {
         outln!();
         outln!("To use: set {env}={DUMP_DIR} before starting server");
         match &self.release {
-            Some(r) => outln!("Server flags for SGLang {} (from {}):", r.text, r.source),
+            Some(r) => outln!(
+                "Server flags for SGLang {} (from {}):",
+                printable(&r.text),
+                printable(&r.source)
+            ),
             None if self.demo => outln!("Server flags (for a real SGLang they depend on its release):"),
             None => outln!("Server flags:"),
         }
@@ -242,6 +241,6 @@ impl Finished<'_> {
             "e.g. {env}={DUMP_DIR} python3 -m sglang.launch_server --model-path MODEL {}",
             launch.flags.join(" ")
         );
-        outln!("Undo with: {PROGRAM} --revert {}", patched.name());
+        outln!("Undo with: {PROGRAM} --revert {}", printable(patched.name()));
     }
 }

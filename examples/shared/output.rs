@@ -6,17 +6,21 @@
 //! (a failure keeps its own code: it says more). Files are always written before anything is
 //! printed about them, so a lost report never leaves a file half done. Messages go to standard
 //! error through `errln!`, which ignores a standard error that cannot be written (`eprintln!`
-//! panics there).
+//! panics there) and escapes control characters (`pysplice::report::printable_lines`): a file
+//! name or a message quoting input cannot drive the terminal. Text for standard output escapes
+//! names where it prints them (diffs show file contents as they are).
 
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// `eprintln!` that ignores a standard error that cannot be written.
+/// `eprintln!` that ignores a standard error that cannot be written, with control characters
+/// other than line breaks escaped.
 macro_rules! errln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let line = format!($($arg)*);
+        let _ = writeln!(std::io::stderr(), "{}", pysplice::report::printable_lines(&line));
     }};
 }
 

@@ -3,8 +3,9 @@
 
 use std::ops::Range;
 
-use crate::edit::apply_edits;
-use crate::error::{Error, ErrorKind};
+use crate::edit::{apply_edits, Edit};
+use crate::error::{Error, ErrorKind, Location};
+use crate::files::MAX_FILE_BYTES;
 use crate::marker::{self, Frame};
 use crate::outcome::{self, Blocks, HookOutcome, Status};
 use crate::outline::ParsedFile;
@@ -221,7 +222,9 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
     }
     let original = prepared.original();
     check_orphans(recipe, prepared, &plan)?;
-    let (output, map) = apply_edits(original.source(), &plan.edits())?;
+    let edits = plan.edits();
+    let (output, map) = apply_edits(original.source(), &edits)?;
+    too_large(recipe, prepared.current(), &edits, output.len())?;
     let out_file = SourceFile::new(original.source().name(), output);
     let (out_frames, out_anchors) = verify(recipe, original, &out_file, &map)?;
     let before = prepared.blocks();
@@ -248,6 +251,33 @@ pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Pa
         output: out_file.text().to_string(),
         outcomes,
         changes,
+    })
+}
+
+/// Refuses an output that pysplice would refuse to read back ([`MAX_FILE_BYTES`]), naming the
+/// hook that adds the most bytes.
+fn too_large(recipe: &Recipe, file: &SourceFile, edits: &[Edit], size: usize) -> Result<(), Error> {
+    let size = size as u64;
+    if size <= MAX_FILE_BYTES {
+        return Ok(());
+    }
+    let mut growth: Vec<(&str, i128)> = Vec::new();
+    for edit in edits {
+        let grown = edit.text().len() as i128 - edit.range().len() as i128;
+        match growth.iter_mut().find(|(hook, _)| *hook == edit.hook()) {
+            Some((_, total)) => *total += grown,
+            None => growth.push((edit.hook(), grown)),
+        }
+    }
+    let err = ErrorKind::OutputTooLarge {
+        recipe: Some(recipe.id.clone()),
+        size,
+        limit: MAX_FILE_BYTES,
+    }
+    .at(Location::new(file.name(), 1, 1));
+    Err(match growth.iter().max_by_key(|(_, grown)| *grown) {
+        Some((hook, _)) => err.with_hook(hook),
+        None => err,
     })
 }
 

@@ -1,10 +1,12 @@
 //! Reading: regular files only, up to a size limit, both checked on the open handle before a byte
 //! is read, so that a FIFO never blocks and `/dev/zero` is never read.
 
+use std::ffi::OsStr;
 use std::fs::{File, Metadata};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+use super::folder::Folder;
 use super::{io_error, sys};
 use crate::error::{Error, ErrorKind, Location};
 use crate::source::SourceFile;
@@ -22,7 +24,7 @@ pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// limit; [`ErrorKind::Io`] when it cannot be opened or read.
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     let name = path.display().to_string();
-    let (mut file, _) = open_regular(path, &name, Open::Follow)?;
+    let (mut file, _) = open_regular(path, &name)?;
     read_handle(&mut file, &name)
 }
 
@@ -36,31 +38,39 @@ pub fn read_text(path: &Path) -> Result<String, Error> {
     SourceFile::from_bytes(name, bytes).map(|source| source.text().to_string())
 }
 
-/// How [`open_regular`] opens.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Open {
-    /// For reading, following a final symbolic link.
-    Follow,
-    /// For reading, refusing a final symbolic link.
-    NoFollow,
-    /// For locking, refusing a final symbolic link.
-    ToLock,
+/// Opens `path` for reading, following a final symbolic link, and checks, on the handle, that it
+/// is a regular file within the size limit. A look at the path first gives the same answer without
+/// opening a device at all (opening some devices has effects); the handle's answer is the one that
+/// counts.
+pub(crate) fn open_regular(path: &Path, name: &str) -> Result<(File, Metadata), Error> {
+    check(
+        &std::fs::metadata(path).map_err(|source| io_error(name, "cannot read", source))?,
+        name,
+    )?;
+    let file = sys::open_read(path, true).map_err(|source| io_error(name, "cannot open", source))?;
+    let meta = file
+        .metadata()
+        .map_err(|source| io_error(name, "cannot read", source))?;
+    check(&meta, name)?;
+    Ok((file, meta))
 }
 
-/// Opens `path` for reading and checks, on the handle, that it is a regular file within the size
-/// limit. A look at the path first gives the same answer without opening a device at all (opening
-/// some devices has effects); the handle's answer is the one that counts.
-pub(crate) fn open_regular(path: &Path, name: &str, how: Open) -> Result<(File, Metadata), Error> {
-    let before = if how == Open::Follow {
-        std::fs::metadata(path)
+/// [`open_regular`] for `file_name` in `folder`, never through a link; `lock`: opened to be
+/// locked (see [`Folder::open_to_lock`]).
+pub(crate) fn open_in(folder: &Folder, file_name: &OsStr, name: &str, lock: bool) -> Result<(File, Metadata), Error> {
+    let entry = folder
+        .entry(file_name)
+        .map_err(|source| io_error(name, "cannot read", source))?;
+    if let Some(kind) = entry.kind {
+        return Err(not_regular(name, kind));
+    }
+    if entry.len > MAX_FILE_BYTES {
+        return Err(too_large(name, entry.len));
+    }
+    let file = if lock {
+        folder.open_to_lock(file_name)
     } else {
-        std::fs::symlink_metadata(path)
-    };
-    check(&before.map_err(|source| io_error(name, "cannot read", source))?, name)?;
-    let file = match how {
-        Open::Follow => sys::open_read(path, true),
-        Open::NoFollow => sys::open_read(path, false),
-        Open::ToLock => sys::open_to_lock(path),
+        folder.open_read(file_name)
     };
     let file = file.map_err(|source| io_error(name, "cannot open", source))?;
     let meta = file
@@ -73,7 +83,7 @@ pub(crate) fn open_regular(path: &Path, name: &str, how: Open) -> Result<(File, 
 /// Refuses what is not a regular file, or is too large.
 pub(crate) fn check(meta: &Metadata, name: &str) -> Result<(), Error> {
     if let Some(kind) = sys::kind(meta) {
-        return Err(ErrorKind::NotRegular { what: kind.to_string() }.at(Location::new(name, 1, 1)));
+        return Err(not_regular(name, kind));
     }
     if meta.len() > MAX_FILE_BYTES {
         return Err(too_large(name, meta.len()));
@@ -92,6 +102,10 @@ pub(crate) fn read_handle(file: &mut File, name: &str) -> Result<Vec<u8>, Error>
         return Err(too_large(name, bytes.len() as u64));
     }
     Ok(bytes)
+}
+
+fn not_regular(name: &str, kind: &str) -> Error {
+    ErrorKind::NotRegular { what: kind.to_string() }.at(Location::new(name, 1, 1))
 }
 
 fn too_large(name: &str, size: u64) -> Error {

@@ -34,18 +34,6 @@ mod imp {
         OpenOptions::new().read(true).custom_flags(flags).open(path)
     }
 
-    /// Opens to lock: read-write where the process may, because NFS grants an exclusive lock only
-    /// on a handle open for writing; read-only otherwise (the lock then works locally).
-    pub(crate) fn open_to_lock(path: &Path) -> Io<File> {
-        let flags = libc::O_NONBLOCK | libc::O_NOFOLLOW;
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(flags)
-            .open(path)
-            .or_else(|_| open_read(path, false))
-    }
-
     pub(crate) fn identity(meta: &Metadata) -> (u64, u64) {
         (meta.dev(), meta.ino())
     }
@@ -120,11 +108,6 @@ mod imp {
     #[cfg(not(target_os = "linux"))]
     pub(crate) fn copy_xattrs(_from: &File, _to: &File) {}
 
-    pub(crate) fn owned_by_me(meta: &Metadata) -> bool {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        meta.uid() == unsafe { libc::geteuid() }
-    }
-
     pub(crate) fn alive(pid: u32) -> bool {
         let Ok(pid) = libc::pid_t::try_from(pid) else {
             return true;
@@ -166,10 +149,6 @@ mod imp {
         OpenOptions::new().read(true).open(path)
     }
 
-    pub(crate) fn open_to_lock(path: &Path) -> Io<File> {
-        open_read(path, false)
-    }
-
     pub(crate) fn identity(_meta: &Metadata) -> (u64, u64) {
         (0, 0)
     }
@@ -191,10 +170,6 @@ mod imp {
     }
 
     pub(crate) fn copy_xattrs(_from: &File, _to: &File) {}
-
-    pub(crate) fn owned_by_me(_meta: &Metadata) -> bool {
-        true
-    }
 
     pub(crate) fn alive(_pid: u32) -> bool {
         true

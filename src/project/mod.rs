@@ -112,6 +112,8 @@ pub struct ProjectFile {
     module: String,
     is_package: bool,
     text: Result<String, FileProblem>,
+    /// Why the file could not be read, typed and named by its path.
+    read_error: Option<Error>,
     facts: OnceLock<Result<ModuleFacts, FileProblem>>,
 }
 
@@ -145,6 +147,19 @@ impl ProjectFile {
     #[must_use]
     pub fn parsed(&self) -> Option<&Result<ModuleFacts, FileProblem>> {
         self.facts.get()
+    }
+
+    /// Why the file could not be read (cannot be opened, not a regular file, too large, not
+    /// UTF-8, a name that is not UTF-8), when it could not: the reader's error, named by the
+    /// file's path.
+    #[must_use]
+    pub fn read_error(&self) -> Option<&Error> {
+        self.read_error.as_ref()
+    }
+
+    /// The text read, when the file could be read.
+    pub(crate) fn text_read(&self) -> Option<&str> {
+        self.text.as_deref().ok()
     }
 
     fn text(&self) -> &str {
@@ -263,6 +278,8 @@ pub struct Project {
     modules: HashMap<String, usize>,
     namespaces: HashSet<String>,
     conventions: Conventions,
+    /// Sub-folders that could not be listed, as errors naming them.
+    unlisted: Vec<(FileProblem, Error)>,
 }
 
 /// A class definition: file index and class index within that file's facts.
@@ -346,7 +363,8 @@ impl Project {
         });
     }
 
-    /// Files that could not be read or parsed, among those read or parsed so far.
+    /// Files that could not be read or parsed, among those read or parsed so far, and
+    /// sub-folders that could not be listed.
     #[must_use]
     pub fn problems(&self) -> Vec<FileProblem> {
         self.files
@@ -355,6 +373,20 @@ impl Project {
                 (Err(p), _) | (Ok(_), Some(Err(p))) => Some(p.clone()),
                 _ => None,
             })
+            .chain(self.unlisted.iter().map(|(p, _)| p.clone()))
+            .collect()
+    }
+
+    /// Everything under the folder that could not be read: files (as
+    /// [`ProjectFile::read_error`] says) and sub-folders that could not be listed. A caller that
+    /// must see every file (to find every class, or every file carrying markers) refuses to go
+    /// on when this is not empty, since what cannot be read may hold anything.
+    #[must_use]
+    pub fn unreadable(&self) -> Vec<&Error> {
+        self.files
+            .iter()
+            .filter_map(ProjectFile::read_error)
+            .chain(self.unlisted.iter().map(|(_, e)| e))
             .collect()
     }
 

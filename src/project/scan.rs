@@ -26,7 +26,9 @@ impl Project {
     ///
     /// # Errors
     /// [`ErrorKind::Io`] when `dir` is not a readable directory. Unreadable files are not errors:
-    /// they are listed by [`Project::problems`].
+    /// they are listed by [`Project::problems`] and, typed, by [`Project::unreadable`] (every
+    /// entry named `*.py` that is not a folder is taken in, so a FIFO or a dangling link of that
+    /// name is listed there rather than passed over; so is a sub-folder that cannot be listed).
     pub fn scan(dir: &Path) -> Result<Project, Error> {
         Project::scan_with(dir, &ScanOptions::default())
     }
@@ -51,10 +53,19 @@ impl Project {
             )));
         }
         let mut paths = Vec::new();
-        walk(dir, dir, &mut paths).map_err(io)?;
+        let mut unlisted = Vec::new();
+        walk(dir, dir, &mut paths, &mut unlisted).map_err(io)?;
         paths.sort();
-        let texts: Vec<Result<String, FileProblem>> =
-            paths.par_iter().map(|(path, rel)| read_text(path, rel)).collect();
+        unlisted.sort_by(|a: &(FileProblem, Error), b| a.0.file.cmp(&b.0.file));
+        let read: Vec<Result<String, (FileProblem, Error)>> =
+            paths.par_iter().map(|(path, rel)| read_text(dir, path, rel)).collect();
+        let (texts, errors): (Vec<_>, Vec<_>) = read
+            .into_iter()
+            .map(|r| match r {
+                Ok(text) => (Ok(text), None),
+                Err((problem, err)) => (Err(problem), Some(err)),
+            })
+            .unzip();
         let own_py = paths.iter().any(|(_, rel)| !rel.contains('/'));
         let package = match &options.package {
             Some(p) => p.clone(),
@@ -64,7 +75,7 @@ impl Project {
         let mut files = Vec::with_capacity(paths.len());
         let mut modules = HashMap::new();
         let mut namespaces = HashSet::new();
-        for ((path, rel), text) in paths.into_iter().zip(texts) {
+        for (((path, rel), text), read_error) in paths.into_iter().zip(texts).zip(errors) {
             let (module, is_package) = module_name(&package, &rel);
             let mut parent = module.as_str();
             while let Some((up, _)) = parent.rsplit_once('.') {
@@ -82,6 +93,7 @@ impl Project {
                 module,
                 is_package,
                 text,
+                read_error,
                 facts: OnceLock::new(),
             });
         }
@@ -92,6 +104,7 @@ impl Project {
             modules,
             namespaces,
             conventions: options.conventions.clone(),
+            unlisted,
         })
     }
 
@@ -123,6 +136,7 @@ impl Project {
                 module,
                 is_package,
                 text: Ok(text),
+                read_error: None,
                 facts: OnceLock::new(),
             });
         }
@@ -133,45 +147,77 @@ impl Project {
             modules,
             namespaces,
             conventions,
+            unlisted: Vec::new(),
         }
     }
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, String)>) -> std::io::Result<()> {
+/// Collects the `.py` entries under `dir`: every entry named so that is not a folder (regular
+/// files, links, and also FIFOs, devices or sockets, which the reader then refuses with a
+/// problem instead of the scan passing over them silently), and a folder named `x.py` too (not a
+/// module Python imports, but a name that says it should be one). Folders that cannot be listed
+/// go to `unlisted`.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    out: &mut Vec<(PathBuf, String)>,
+    unlisted: &mut Vec<(FileProblem, Error)>,
+) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let Ok(entry) = entry else { continue };
         let name = entry.file_name();
         let name = name.to_string_lossy();
         let Ok(kind) = entry.file_type() else { continue };
         let path = entry.path();
-        if kind.is_dir() {
-            if name.starts_with('.') || name == "__pycache__" {
-                continue;
-            }
-            // Unreadable sub-folders are skipped rather than failing the scan.
-            let _ = walk(root, &path, out);
-        } else if name.ends_with(".py") && (kind.is_file() || kind.is_symlink()) {
-            let rel = path
-                .strip_prefix(root)
+        let rel = || {
+            path.strip_prefix(root)
                 .map(|p| {
                     p.components()
                         .map(|c| c.as_os_str().to_string_lossy().into_owned())
                         .collect::<Vec<_>>()
                         .join("/")
                 })
-                .unwrap_or_else(|_| name.to_string());
-            out.push((path, rel));
+                .unwrap_or_else(|_| name.to_string())
+        };
+        if name.ends_with(".py") {
+            out.push((path.clone(), rel()));
+        } else if kind.is_dir() {
+            if name.starts_with('.') || name == "__pycache__" {
+                continue;
+            }
+            // A sub-folder that cannot be listed is a problem of the scan, not its end.
+            if let Err(source) = walk(root, &path, out, unlisted) {
+                let err = ErrorKind::Io {
+                    action: "cannot read the directory".into(),
+                    source: source.into(),
+                }
+                .at(Location::new(path.display().to_string(), 1, 1));
+                unlisted.push((FileProblem::new(&rel(), &err), err));
+            }
         }
     }
     Ok(())
 }
 
-fn read_text(path: &Path, rel: &str) -> Result<String, FileProblem> {
+fn read_text(root: &Path, path: &Path, rel: &str) -> Result<String, (FileProblem, Error)> {
+    let fail = |err: Error| (FileProblem::new(rel, &err), err);
+    if path.strip_prefix(root).ok().and_then(Path::to_str).is_none() {
+        // Its module name would not be its name: not a module anyone imports, but not a file to
+        // pass over either (it may be patched).
+        let source = std::io::Error::new(std::io::ErrorKind::InvalidData, "the file name is not UTF-8");
+        return Err(fail(
+            ErrorKind::Io {
+                action: "cannot read".into(),
+                source: source.into(),
+            }
+            .at(Location::new(path.display().to_string(), 1, 1)),
+        ));
+    }
     // Regular files only, within the size limit: a FIFO or device named `x.py` is reported, not read.
-    let bytes = crate::files::read_bytes(path).map_err(|e| FileProblem::new(rel, &e))?;
-    SourceFile::from_bytes(rel, bytes)
+    let bytes = crate::files::read_bytes(path).map_err(fail)?;
+    SourceFile::from_bytes(path.display().to_string(), bytes)
         .map(|s| s.text().to_string())
-        .map_err(|e| FileProblem::new(rel, &e))
+        .map_err(fail)
 }
 
 /// `(module, is_package)` of a file at `rel` (relative, `/`-separated) under package `package`.

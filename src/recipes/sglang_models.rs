@@ -143,10 +143,16 @@ pub struct FilePatch {
 /// `wanted` needs (`None`: every architecture; reverting every architecture also takes in every
 /// other file that carries the recipe's markers). Nothing is written.
 ///
+/// Every `.py` file of the folder must be readable: one that is not may define a class an
+/// architecture needs or carry the recipe's markers, so it is an error naming it, never a file
+/// passed over (which would skip architectures for a wrong reason, or leave a file patched after
+/// a revert that reports success).
+///
 /// # Errors
-/// [`ErrorKind::Io`] when the folder cannot be read; [`ErrorKind::Selection`] for an architecture that
-/// is unknown or cannot be patched; the first file's error (with its path) when a hook cannot be
-/// placed or the markers were edited.
+/// [`ErrorKind::Io`] when the folder, a sub-folder or a file cannot be read (also
+/// [`ErrorKind::NotRegular`], [`ErrorKind::TooLarge`], [`ErrorKind::NotUtf8`] for a file);
+/// [`ErrorKind::Selection`] for an architecture that is unknown or cannot be patched; the first
+/// file's error (with its path) when a hook cannot be placed or the markers were edited.
 pub fn patch(
     recipe: &Recipe,
     models_dir: &Path,
@@ -155,6 +161,9 @@ pub fn patch(
 ) -> Result<(Selection, Vec<FilePatch>), Error> {
     let options = ScanOptions::default().with_conventions(recipe.conventions.clone());
     let project = Project::scan_with(models_dir, &options)?;
+    if let Some(err) = project.unreadable().first() {
+        return Err((*err).clone());
+    }
     let selection = select::select(&project, recipe);
     let root = models_dir.display().to_string();
     let mut files = select::expand(recipe, &selection, wanted, &root)?;
@@ -163,7 +172,7 @@ pub fn patch(
         // more (patched by an older recipe or for a class since excluded).
         for f in project.files() {
             let rel = f.relative_path();
-            let marked = crate::files::read_text(f.path()).is_ok_and(|t| crate::marker::carries(&t, &recipe.id));
+            let marked = f.text_read().is_some_and(|t| crate::marker::carries(t, &recipe.id));
             if marked && !files.iter().any(|x| x.file == rel) {
                 files.push(select::FileRecipe {
                     file: rel.to_string(),
@@ -174,7 +183,12 @@ pub fn patch(
     }
     let mut out = Vec::with_capacity(files.len());
     for f in files {
-        let path = models_dir.join(&f.file);
+        // The path scanned (the relative name is for people and may have lost bytes).
+        let path = project
+            .files()
+            .iter()
+            .find(|p| p.relative_path() == f.file)
+            .map_or_else(|| models_dir.join(&f.file), |p| p.path().to_path_buf());
         let disk = DiskFile::read(&path)?;
         let patched = match mode {
             Mode::Apply => apply(&f.recipe, disk.source().clone())?,
@@ -189,12 +203,12 @@ pub fn patch(
     Ok((selection, out))
 }
 
-/// Writes every changed file, or none (see [`crate::files::write_all`]), and gives how many
-/// were written.
+/// Writes every changed file, or none (see [`crate::files::write_all`]), and gives the files
+/// written.
 ///
 /// # Errors
 /// As [`crate::files::write_all`] ([`ErrorKind::Io`], [`ErrorKind::Changed`], ...).
-pub fn write_all(patches: &[FilePatch]) -> Result<usize, Error> {
+pub fn write_all(patches: &[FilePatch]) -> Result<Vec<&DiskFile>, Error> {
     let changes: Vec<(&DiskFile, &str)> = patches
         .iter()
         .filter(|p| p.patched.changed())
@@ -203,7 +217,7 @@ pub fn write_all(patches: &[FilePatch]) -> Result<usize, Error> {
     if !changes.is_empty() {
         crate::files::write_all(&changes)?;
     }
-    Ok(changes.len())
+    Ok(changes.into_iter().map(|(file, _)| file).collect())
 }
 
 /// An error for a path given by the user.
