@@ -322,7 +322,7 @@ impl OnTarget<'_> {
         };
         let (edits, left_alone) = placer
             .wrap_returns(def, &exclude, &wrap)
-            .map_err(|refusal| refused(self.file, self.hook, refusal.offset, refusal.reason))?;
+            .map_err(|refusal| refusal_error(self.file, self.hook, refusal))?;
         if edits.is_empty() {
             let reason = if left_alone == 0 {
                 format!("`{}` has no return statement to wrap", def.path())
