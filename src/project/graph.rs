@@ -381,10 +381,14 @@ impl<'p> ClassGraph<'p> {
     fn duplicates(&mut self, file: usize) {
         let Ok(facts) = self.project.facts(file) else { return };
         let mut seen: Vec<(&str, Vec<usize>)> = Vec::new();
+        let mut at: HashMap<&str, usize> = HashMap::new();
         for class in facts.classes.iter().filter(|c| !c.name.contains('.')) {
-            match seen.iter_mut().find(|(n, _)| *n == class.name) {
-                Some((_, lines)) => lines.push(class.line),
-                None => seen.push((&class.name, vec![class.line])),
+            match at.get(class.name.as_str()) {
+                Some(&i) => seen[i].1.push(class.line),
+                None => {
+                    at.insert(&class.name, seen.len());
+                    seen.push((&class.name, vec![class.line]));
+                }
             }
         }
         for (name, lines) in seen {
