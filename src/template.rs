@@ -28,7 +28,11 @@ impl fmt::Display for TooLong {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.bytes {
             Some(bytes) => write!(f, "{bytes} bytes, more than the limit of {} bytes", self.limit),
-            None => write!(f, "more bytes than a computer can count, over the limit of {} bytes", self.limit),
+            None => write!(
+                f,
+                "more bytes than a computer can count, over the limit of {} bytes",
+                self.limit
+            ),
         }
     }
 }
@@ -150,7 +154,12 @@ impl Template {
 
     /// Calls `emit` with the rendered text piece by piece: literal runs, unescaped braces and
     /// the values of placeholders (never rendered again: a variable's value is taken as written).
-    fn pieces<'s>(&'s self, vars: &'s BTreeMap<String, String>, bindings: &Bindings<'s>, emit: &mut dyn FnMut(&'s str)) {
+    fn pieces<'s>(
+        &'s self,
+        vars: &'s BTreeMap<String, String>,
+        bindings: &Bindings<'s>,
+        emit: &mut dyn FnMut(&'s str),
+    ) {
         let text = &self.text;
         let mut i = 0;
         while i < text.len() {

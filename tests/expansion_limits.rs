@@ -39,7 +39,10 @@ fn oversized_cause(err: &Error) -> Option<(Option<usize>, usize)> {
 }
 
 fn line_of(text: &str, needle: &str) -> usize {
-    text[..text.find(needle).expect("the needle is in the text")].lines().count() + 1
+    text[..text.find(needle).expect("the needle is in the text")]
+        .lines()
+        .count()
+        + 1
 }
 
 /// The case: a 1 MB variable used 1,000 times in one hook aborted the process in
@@ -48,7 +51,11 @@ fn line_of(text: &str, needle: &str) -> usize {
 fn a_variable_used_a_thousand_times_is_a_spec_error_at_the_hook() {
     let text = recipe(MIB, &hook("big", &format!("x = '{}'", "{big}".repeat(1000))));
     let err = Recipe::from_toml("r.toml", &text).unwrap_err();
-    assert_eq!(oversized_cause(&err), Some((Some(1000 * MIB + 6), MAX_RENDERED_BYTES)), "{err:?}");
+    assert_eq!(
+        oversized_cause(&err),
+        Some((Some(1000 * MIB + 6), MAX_RENDERED_BYTES)),
+        "{err:?}"
+    );
     assert_eq!(err.hook(), Some("big"));
     assert_eq!(err.location().line, line_of(&text, "code = "));
     assert!(err.is_input_error());
@@ -65,12 +72,19 @@ fn hooks_together_are_bounded_by_the_recipe_limit() {
     let err = Recipe::from_toml("r.toml", &text).unwrap_err();
     let per_hook = 15 * MIB + 7;
     assert!(4 * per_hook <= MAX_RECIPE_CODE_BYTES && 5 * per_hook > MAX_RECIPE_CODE_BYTES);
-    assert_eq!(oversized_cause(&err), Some((Some(5 * per_hook), MAX_RECIPE_CODE_BYTES)), "{err:?}");
+    assert_eq!(
+        oversized_cause(&err),
+        Some((Some(5 * per_hook), MAX_RECIPE_CODE_BYTES)),
+        "{err:?}"
+    );
     assert_eq!(err.hook(), Some("h4"));
     assert_eq!(err.location().line, line_of(&text, "id = \"h4\"") + 4);
     // Four of them are fine.
     let hooks: String = (0..4).map(|i| hook(&format!("h{i}"), &code)).collect();
-    assert_eq!(Recipe::from_toml("r.toml", &recipe(MIB, &hooks)).unwrap().hooks.len(), 4);
+    assert_eq!(
+        Recipe::from_toml("r.toml", &recipe(MIB, &hooks)).unwrap().hooks.len(),
+        4
+    );
 }
 
 /// The apply-time error of one hook: (bytes, limit) of an [`ErrorKind::Oversized`].
@@ -93,7 +107,11 @@ fn parameters_and_return_values_are_bounded_when_applied() {
     );
     let recipe = Recipe::from_toml("r.toml", &spec).unwrap();
     let err = pysplice::apply(&recipe, SourceFile::new("m.py", file.clone())).unwrap_err();
-    assert_eq!(oversized(&err), Some((Some(100 * (MIB + 2) + 6), MAX_RENDERED_BYTES)), "{err:?}");
+    assert_eq!(
+        oversized(&err),
+        Some((Some(100 * (MIB + 2) + 6), MAX_RENDERED_BYTES)),
+        "{err:?}"
+    );
     assert_eq!(err.hook(), Some("params"));
     assert_eq!(err.location().line, 1);
 
@@ -103,7 +121,11 @@ fn parameters_and_return_values_are_bounded_when_applied() {
     );
     let recipe = Recipe::from_toml("r.toml", &spec).unwrap();
     let err = pysplice::apply(&recipe, SourceFile::new("m.py", file)).unwrap_err();
-    assert_eq!(oversized(&err), Some((Some(100 * (MIB + 2) + 3), MAX_RENDERED_BYTES)), "{err:?}");
+    assert_eq!(
+        oversized(&err),
+        Some((Some(100 * (MIB + 2) + 3), MAX_RENDERED_BYTES)),
+        "{err:?}"
+    );
     assert_eq!((err.hook(), err.location().line), (Some("wrap"), 2));
 }
 
@@ -162,7 +184,11 @@ fn the_cli_refuses_the_recipe_and_leaves_the_file() {
             1000 * MIB + 6
         );
         assert!(stderr.contains(&expected), "{expected}\n{stderr}");
-        assert!(stderr.len() < 1000, "the message does not echo the code: {} bytes", stderr.len());
+        assert!(
+            stderr.len() < 1000,
+            "the message does not echo the code: {} bytes",
+            stderr.len()
+        );
         assert_eq!(std::fs::read(&file).unwrap(), b"x = 1\n");
     }
     assert!(Path::new(&file).exists());

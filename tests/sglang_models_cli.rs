@@ -233,7 +233,11 @@ fn absurd_architecture_names_are_refused_short() {
             ":2:23: architecture `Evil\\u{1b}]0;PWNED\\u{7}` is not a Python class name".to_string(),
         ),
     ] {
-        std::fs::write(&config, format!("{{\"architectures\": [\n  \"LlamaForCausalLM\", \"{name}\"]}}")).unwrap();
+        std::fs::write(
+            &config,
+            format!("{{\"architectures\": [\n  \"LlamaForCausalLM\", \"{name}\"]}}"),
+        )
+        .unwrap();
         let out = run(&[path, "--model-path", model_path]);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         let shown = format!("{}{expected}", config.display());
@@ -247,7 +251,10 @@ fn absurd_architecture_names_are_refused_short() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let all = text(&out);
     assert!(
-        all.contains(&format!("`Qwen3Moe{}... (100008 bytes)` is none of the classes this recipe selects", "x".repeat(72))),
+        all.contains(&format!(
+            "`Qwen3Moe{}... (100008 bytes)` is none of the classes this recipe selects",
+            "x".repeat(72)
+        )),
         "{}",
         &all[..all.len().min(2000)]
     );

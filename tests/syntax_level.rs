@@ -15,7 +15,13 @@ const GAPS: [(&str, &str, usize, usize, &str); 4] = [
     ("pep701", "x = {\"a\": 1}\ny = f\"{x[\"a\"]}\"\n", 2, 11, "'a'"),
     ("pep701-spec", "y = f\"{x:{\"a\"}}\"\n", 1, 12, "'a'"),
     ("pep696", "def f[T = int](x: T) -> T:\n    return x\n", 1, 9, "'='"),
-    ("pep758", "try:\n    pass\nexcept ValueError, TypeError:\n    pass\n", 3, 18, "','"),
+    (
+        "pep758",
+        "try:\n    pass\nexcept ValueError, TypeError:\n    pass\n",
+        3,
+        18,
+        "','",
+    ),
 ];
 
 #[test]

@@ -81,7 +81,12 @@ pub(crate) fn oversized(offset: usize, what: impl Into<String>, bytes: Option<us
 fn count_added(added: &mut usize, edit: &Edit, offset: usize) -> Result<(), Refusal> {
     *added = added.saturating_add(edit.text().len());
     if *added > MAX_ADDED_BYTES {
-        return Err(oversized(offset, "the code this hook adds to the file", Some(*added), MAX_ADDED_BYTES));
+        return Err(oversized(
+            offset,
+            "the code this hook adds to the file",
+            Some(*added),
+            MAX_ADDED_BYTES,
+        ));
     }
     Ok(())
 }
@@ -179,6 +184,9 @@ impl<'a> Placer<'a> {
     }
 }
 
+/// A wrap-returns template filled in with a return's value (refused when too long).
+pub(crate) type WrapFn<'a> = dyn Fn(&str) -> Result<String, TooLong> + 'a;
+
 /// What one hook does to a one-line suite that several hooks change (see
 /// [`Placer::compose_suite`]).
 pub(crate) enum SuitePart<'a> {
@@ -187,7 +195,7 @@ pub(crate) enum SuitePart<'a> {
     /// Code at the end of the body.
     End(String),
     /// The suite's return, wrapped by a template.
-    Wrap(&'a Node, Box<dyn Fn(&str) -> Result<String, TooLong> + 'a>),
+    Wrap(&'a Node, Box<WrapFn<'a>>),
 }
 
 /// Whether `stmt` is a string expression statement.

@@ -83,10 +83,18 @@ impl Placer<'_> {
         let mut out = String::with_capacity(code.len().min(MAX_ADDED_BYTES));
         // Each line's length is known before it is built: over the limit, nothing more is added.
         let fits = |out: &String, more: usize| {
-            let total = out.len().checked_add(more).and_then(|n| n.checked_add(self.newline().len()));
+            let total = out
+                .len()
+                .checked_add(more)
+                .and_then(|n| n.checked_add(self.newline().len()));
             match total {
                 Some(n) if n <= MAX_ADDED_BYTES => Ok(()),
-                _ => Err(oversized(0, "the hook's code, indented for the file,", total, MAX_ADDED_BYTES)),
+                _ => Err(oversized(
+                    0,
+                    "the hook's code, indented for the file,",
+                    total,
+                    MAX_ADDED_BYTES,
+                )),
             }
         };
         for (i, line) in code.split('\n').enumerate() {
@@ -103,8 +111,14 @@ impl Placer<'_> {
                 } else {
                     &leading[levels * unit.len()..]
                 };
-                let nested = file_unit.len().checked_mul(levels).unwrap_or(usize::MAX);
-                fits(&out, indent.len().saturating_add(nested).saturating_add(extra.len() + trimmed.len()))?;
+                let nested = file_unit.len().saturating_mul(levels);
+                fits(
+                    &out,
+                    indent
+                        .len()
+                        .saturating_add(nested)
+                        .saturating_add(extra.len() + trimmed.len()),
+                )?;
                 out.push_str(indent);
                 out.push_str(&file_unit.repeat(levels));
                 out.push_str(extra);

@@ -224,7 +224,13 @@ impl<'p> ClassGraph<'p> {
         }
         g.edges = g
             .ids()
-            .map(|id| if composes[id.0] { g.effective_compositions(id) } else { Vec::new() })
+            .map(|id| {
+                if composes[id.0] {
+                    g.effective_compositions(id)
+                } else {
+                    Vec::new()
+                }
+            })
             .collect();
         g
     }

@@ -129,9 +129,14 @@ impl HookTable<'_> {
             params: &params,
         };
         self.take_budget(key, template.rendered_len(vars, &bindings))?;
-        let rendered = template
-            .render(vars, &bindings)
-            .map_err(|too_long| self.oversized(key, "the code, with its placeholders filled in,", too_long.bytes, too_long.limit))?;
+        let rendered = template.render(vars, &bindings).map_err(|too_long| {
+            self.oversized(
+                key,
+                "the code, with its placeholders filled in,",
+                too_long.bytes,
+                too_long.limit,
+            )
+        })?;
         if rendered.lines().any(marker::looks_like_marker) {
             let at = marker_offset(file.text(), self.at_key(key)..span.end).unwrap_or(self.at_key(key));
             return Err(spec_error(

@@ -417,7 +417,10 @@ mod tests {
         let mut mixed = String::from("class C0:\n    pass\n");
         for i in 1..N {
             chain.push_str(&format!("class C{i}(C{}):\n    pass\n", i - 1));
-            mixed.push_str(&format!("class M{i}:\n    pass\nclass C{i}(M{i}, C{}):\n    pass\n", i - 1));
+            mixed.push_str(&format!(
+                "class M{i}:\n    pass\nclass C{i}(M{i}, C{}):\n    pass\n",
+                i - 1
+            ));
         }
         for (source, classes) in [(chain, N), (mixed, 2 * N - 1)] {
             let project = graph_of(source);
@@ -432,7 +435,12 @@ mod tests {
             let parent = g.find(&format!("C{}", N - 2))[0];
             assert!(g.mro(last).contains(&parent));
             let short = g.find("C300")[0];
-            let expected: Vec<ClassId> = g.mro(short).iter().copied().filter(|&c| g.class(c).name.starts_with('C')).collect();
+            let expected: Vec<ClassId> = g
+                .mro(short)
+                .iter()
+                .copied()
+                .filter(|&c| g.class(c).name.starts_with('C'))
+                .collect();
             assert_eq!(expected.len(), 301);
             let cut = g
                 .diagnostics()
