@@ -7,7 +7,12 @@
 //! - `graph (class prefilter, baseline)`: scan + parse every file with a `class` statement + build
 //!   the whole graph: what the query would cost without the closure.
 //!
-//! Run `bash scripts/fetch-corpus.sh` first; without the corpus the bench says so and exits.
+//! - `chain/N`: one module holding a chain of N classes (`class C1(C0)`, ...), `reach C0.f`:
+//!   the method resolution orders of a deep hierarchy (memoised, cut at 1,000 classes); needs no
+//!   corpus.
+//!
+//! Run `bash scripts/fetch-corpus.sh` first; without the corpus the bench says so and runs only
+//! the chains.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,6 +49,30 @@ fn package_dir() -> Option<PathBuf> {
     fulls.pop().map(|p| p.join("sglang"))
 }
 
+/// `class C0` with method `f`, then `class Ci(C{i-1})` up to `n - 1`.
+fn chain_source(n: usize) -> String {
+    let mut source = String::from("class C0:\n    def f(self):\n        pass\n");
+    for i in 1..n {
+        source.push_str(&format!("class C{i}(C{}):\n    pass\n", i - 1));
+    }
+    source
+}
+
+fn chains(c: &mut Criterion) {
+    let mut group = c.benchmark_group("reach");
+    group.sample_size(10).measurement_time(Duration::from_secs(10));
+    for n in [1_000, 4_000, 20_000] {
+        let source = chain_source(n);
+        group.bench_function(format!("chain/{n}"), |b| {
+            b.iter(|| {
+                let project = Project::from_sources("pkg", vec![("m.py".into(), source.clone())]);
+                project.reach("C0.f").map(|r| r.runners.len()).unwrap_or(0)
+            });
+        });
+    }
+    group.finish();
+}
+
 fn bench(c: &mut Criterion) {
     let Some(dir) = package_dir() else {
         eprintln!("reach bench: no full SGLang package under target/sglang-corpus; run `bash scripts/fetch-corpus.sh`");
@@ -77,5 +106,5 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, chains, bench);
 criterion_main!(benches);

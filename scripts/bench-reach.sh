@@ -8,12 +8,7 @@ cd "$repo"
 corpus=${PYSPLICE_CORPUS:-$repo/target/sglang-corpus}
 newest=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' tests/sglang-versions.txt | grep -v '^$' | sort -V | tail -n1)
 package=$corpus/$newest-full/sglang
-[ -d "$package" ] || { echo "missing $package: run bash scripts/fetch-corpus.sh" >&2; exit 1; }
 cargo build --quiet --release --example pysplice
-files=$(find "$package" -name '*.py' | wc -l)
-mb=$(find "$package" -name '*.py' -print0 | du -cb --files0-from=- | tail -n1 | awk '{printf "%.1f", $1/1e6}')
-echo "package: $package ($files .py files, $mb MB)"
-
 best() {  # LABEL COMMAND...: best wall time and the peak RSS of that run
   local label=$1 best_wall=999999 best_rss=0
   shift
@@ -25,6 +20,27 @@ best() {  # LABEL COMMAND...: best wall time and the peak RSS of that run
   printf '%-44s %6.2f s wall, peak %4d MB\n' "$label" "$best_wall" "$((best_rss / 1024))"
   echo "$best_wall" >"/tmp/pysplice-bench-$label"
 }
+
+# A deep hierarchy: one file holding a chain of N classes (`class C1(C0)`, ...), `reach C0.f`.
+chains=$(mktemp -d)
+trap 'rm -rf "$chains"' EXIT
+for n in 1000 4000 20000; do
+  mkdir -p "$chains/$n"
+  python3 -c '
+import sys
+n = int(sys.argv[1])
+print("class C0:\n    def f(self):\n        pass")
+for i in range(1, n):
+    print(f"class C{i}(C{i-1}):\n    pass")
+' "$n" >"$chains/$n/chain.py"
+  best "chain-$n" target/release/examples/pysplice reach "$chains/$n" C0.f
+done
+
+[ -d "$package" ] || { echo "missing $package: run bash scripts/fetch-corpus.sh" >&2; exit 1; }
+files=$(find "$package" -name '*.py' | wc -l)
+mb=$(find "$package" -name '*.py' -print0 | du -cb --files0-from=- | tail -n1 | awk '{printf "%.1f", $1/1e6}')
+echo "package: $package ($files .py files, $mb MB)"
+
 
 best reach target/release/examples/pysplice reach "$package" DeepseekV2Model.forward
 best cpython-ast-parse python3 -c '

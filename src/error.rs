@@ -228,6 +228,21 @@ pub enum ErrorKind {
         limit: u64,
     },
 
+    /// Code a recipe would write is longer than pysplice allows (each limit is documented where
+    /// it is defined): a hook's code with its placeholders filled in
+    /// ([`crate::template::MAX_RENDERED_BYTES`]), the code of a whole recipe
+    /// ([`crate::spec::MAX_RECIPE_CODE_BYTES`]), or what the hooks add to one file. Checked before
+    /// the text is built; nothing was written.
+    #[error("{what} would be {}", crate::template::TooLong { bytes: *bytes, limit: *limit })]
+    Oversized {
+        /// What would be too long (`the code of hook h`, ...).
+        what: String,
+        /// How long it would be; `None` when that does not fit a `usize`.
+        bytes: Option<usize>,
+        /// The limit.
+        limit: usize,
+    },
+
     /// Writing several files failed part way and putting back the ones already written failed
     /// too: `written` hold the new text, `restored` their old bytes again. The location is the
     /// cause's.
@@ -316,6 +331,7 @@ impl Error {
                 | ErrorKind::TooLarge { .. }
                 | ErrorKind::OutputTooLarge { .. }
                 | ErrorKind::FolderReplaced { .. }
+                | ErrorKind::Oversized { .. }
                 | ErrorKind::PartialWrite { .. }
         )
     }
@@ -474,6 +490,11 @@ mod tests {
                 limit: 1,
             },
             ErrorKind::FolderReplaced { folder: "d".into() },
+            ErrorKind::Oversized {
+                what: "the code".into(),
+                bytes: None,
+                limit: 1,
+            },
             ErrorKind::PartialWrite {
                 cause: Box::new(ErrorKind::Changed.at(at())),
                 written: Box::new(["a".into()]),

@@ -9,6 +9,29 @@
 //! much as a match of the whole path: the class was renamed, not the method. Containment ranks
 //! first, then the edit distance, then the order the candidates came in.
 
+/// The longest name (in chars) suggestions are looked for, and the longest candidate compared:
+/// names are identifiers and dotted paths, a few dozen characters. A longer one (an 8 MB
+/// "architecture" in a downloaded `config.json`) gets no suggestions instead of an edit distance
+/// that takes minutes.
+pub(crate) const MAX_SUGGESTED_NAME: usize = 256;
+
+/// At most this many chars of a name a message shows, escaped.
+const SHOWN_CHARS: usize = 80;
+
+/// `name` for a message: control characters and quotes escaped (`\u{1b}`), cut after 80 chars
+/// with `...` and the full length in bytes, so an untrusted name can neither fill the screen nor
+/// rewrite the terminal.
+#[must_use]
+pub(crate) fn shown(name: &str) -> String {
+    let mut chars = name.chars();
+    let head: String = chars.by_ref().take(SHOWN_CHARS).collect();
+    let mut out: String = head.escape_debug().collect();
+    if chars.next().is_some() {
+        out.push_str(&format!("... ({} bytes)", name.len()));
+    }
+    out
+}
+
 /// Levenshtein distance over chars. O(len(a) * len(b)) time, O(len(b)) memory.
 #[must_use]
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
@@ -34,13 +57,18 @@ fn last_segment(path: &str) -> &str {
 /// Up to `limit` of `candidates` close to `wanted`, best first (see the [module](self) for what
 /// is close); each name once.
 pub(crate) fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>, limit: usize) -> Vec<String> {
+    if wanted.chars().nth(MAX_SUGGESTED_NAME).is_some() {
+        return Vec::new();
+    }
     let wanted = wanted.to_lowercase();
     let wanted_last = last_segment(&wanted);
     let cutoff = (wanted.chars().count() / 3).max(3);
     let shared_start = (wanted_last.chars().count() * 2 / 3).max(4);
     let mut scored: Vec<(bool, usize, &str)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for candidate in candidates {
-        if scored.iter().any(|(_, _, c)| *c == candidate) {
+        // Each name once (a set: a list searched per candidate is quadratic in a large file).
+        if candidate.chars().nth(MAX_SUGGESTED_NAME).is_some() || !seen.insert(candidate) {
             continue;
         }
         let lower = candidate.to_lowercase();
@@ -110,6 +138,16 @@ mod tests {
     #[test]
     fn each_name_once_and_at_most_the_limit() {
         assert_eq!(closest("abcd", ["abce", "abce", "abcf", "abcg"], 2), ["abce", "abcf"]);
+    }
+
+    #[test]
+    fn long_names_get_no_suggestions_and_are_shown_cut_and_escaped() {
+        let long = "Qwen3MoeForCausalLM".repeat(100);
+        assert!(closest(&long, ["Qwen3MoeForCausalLM"], 3).is_empty());
+        assert!(closest("Qwen3MoeForCausalLM", [long.as_str()], 3).is_empty());
+        assert_eq!(shown("A\u{1b}]0;x\u{7}"), "A\\u{1b}]0;x\\u{7}");
+        let cut = shown(&"a".repeat(1000));
+        assert_eq!(cut, format!("{}... (1000 bytes)", "a".repeat(80)));
     }
 
     #[test]

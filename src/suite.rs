@@ -66,13 +66,17 @@ pub(crate) fn compose(
                     params: &params,
                 },
             )
+            .map_err(|e| {
+                let what = "the code, with the target's parameter names filled in,";
+                crate::place::oversized(def.range().start, what, e.bytes, e.limit)
+            })
         };
         let part = match &hook.action {
             Action::Insert {
                 at: Anchor::Start,
                 code,
-            } => SuitePart::Start(render(code)),
-            Action::Insert { at: Anchor::End, code } => SuitePart::End(render(code)),
+            } => SuitePart::Start(render(code)?),
+            Action::Insert { at: Anchor::End, code } => SuitePart::End(render(code)?),
             Action::AddForwarder { method, via } => SuitePart::End(format!(
                 "def {method}(self, *args, **kwargs):\n    return self.{via}.{method}(*args, **kwargs)"
             )),

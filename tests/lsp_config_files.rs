@@ -252,3 +252,40 @@ fn regression_a_huge_recipe_list_is_bounded_and_one_message() {
     );
     assert!(!stderr.contains("missing-64.toml"), "a name past the limit was loaded");
 }
+
+/// Regression: a recipe whose code grows past the limit once its variables are filled in (a
+/// 1 MB variable used 1,000 times) made the server abort right after `initialize` (a failed
+/// allocation of a gigabyte). It is now a spec error, shown in the recipe file at the hook's
+/// `code` line, and the server goes on serving.
+#[test]
+fn a_recipe_that_expands_past_the_limit_is_a_diagnostic() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pysplice.toml"), "recipes = [\"big.toml\"]\n").unwrap();
+    let recipe = format!(
+        "[recipe]\nid = \"r\"\nsummary = \"s\"\n\n[vars]\nbig = \"{}\"\n\n[[hook]]\nid = \"h\"\nsummary = \"t\"\nin = \"module\"\nat = \"end\"\ncode = \"x = '{}'\"\n",
+        "a".repeat(1 << 20),
+        "{big}".repeat(1000)
+    );
+    std::fs::write(dir.path().join("big.toml"), &recipe).unwrap();
+    let output = session(dir.path());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains(r#""id":2,"result":null"#), "no shutdown answer");
+    let diagnostics = stdout
+        .split("Content-Length")
+        .filter_map(|part| part.find('{').map(|i| &part[i..]))
+        .filter_map(|body| serde_json::from_str::<serde_json::Value>(body).ok())
+        .find(|m| m["method"] == "textDocument/publishDiagnostics")
+        .expect("diagnostics for the recipe file");
+    assert!(diagnostics["params"]["uri"].as_str().unwrap().ends_with("/big.toml"));
+    let diagnostic = &diagnostics["params"]["diagnostics"][0];
+    let message = diagnostic["message"].as_str().unwrap();
+    assert!(
+        message.contains("the code, with its placeholders filled in, would be 1048576006 bytes, more than the limit of 16777216 bytes"),
+        "{message}"
+    );
+    assert!(message.len() < 1000, "the message does not echo the code");
+    // `code = ` is on line 13 (0-based 12).
+    assert_eq!(diagnostic["range"]["start"]["line"], 12, "{diagnostic}");
+}

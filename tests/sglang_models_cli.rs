@@ -205,6 +205,63 @@ fn unknown_or_unsupported_architectures_are_usage_errors() {
     assert_eq!(snapshot(&models), before, "an error wrote");
 }
 
+/// Regression: one 8 MB architecture name in config.json took 43 s (edit distances to every
+/// known name) and was echoed whole. Names are bounded and must be Python names: refused at the
+/// name's place, shown as a short escaped start, nothing written. A long `--arch` name gets no
+/// suggestions (and no minutes of edit distances) and is shown cut.
+#[test]
+fn absurd_architecture_names_are_refused_short() {
+    let dir = copy("absurd");
+    let models = dir.join("sglang/srt/models");
+    let path = dir.to_str().unwrap();
+    let before = snapshot(&models);
+    let model = dir.join("hf-model");
+    std::fs::create_dir_all(&model).unwrap();
+    let config = model.join("config.json");
+    let model_path = model.to_str().unwrap();
+    let huge = "A".repeat(8_000_000);
+    for (name, expected) in [
+        (
+            huge.as_str(),
+            format!(
+                ":2:23: architecture `{}... (8000000 bytes)` is 8000000 bytes, more than the limit of 128",
+                "A".repeat(80)
+            ),
+        ),
+        (
+            "Evil\\u001b]0;PWNED\\u0007",
+            ":2:23: architecture `Evil\\u{1b}]0;PWNED\\u{7}` is not a Python class name".to_string(),
+        ),
+    ] {
+        std::fs::write(
+            &config,
+            format!("{{\"architectures\": [\n  \"LlamaForCausalLM\", \"{name}\"]}}"),
+        )
+        .unwrap();
+        let out = run(&[path, "--model-path", model_path]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let shown = format!("{}{expected}", config.display());
+        let all = text(&out);
+        assert!(all.contains(&shown), "{shown}\n{}", &all[..all.len().min(2000)]);
+        assert!(all.len() < 2000, "{} bytes of output", all.len());
+        assert!(!all.contains('\u{1b}'), "a raw escape character");
+    }
+    let long = format!("Qwen3Moe{}", "x".repeat(100_000));
+    let out = run(&[path, "--arch", &long]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains(&format!(
+            "`Qwen3Moe{}... (100008 bytes)` is none of the classes this recipe selects",
+            "x".repeat(72)
+        )),
+        "{}",
+        &all[..all.len().min(2000)]
+    );
+    assert!(all.len() < 2000, "{} bytes of output", all.len());
+    assert_eq!(snapshot(&models), before, "an error wrote");
+}
+
 /// A file that cannot be patched (its markers edited by hand) stops the run before anything is
 /// written: the other file of the architecture stays as it was.
 #[test]

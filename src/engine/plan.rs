@@ -8,7 +8,7 @@ use crate::locate::Target;
 use crate::outcome::Reason;
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::pattern::{Depth, Pattern};
-use crate::place::{Placer, Refusal};
+use crate::place::{Placer, Refusal, MAX_ADDED_BYTES};
 use crate::source::file_lines_inside_strings;
 use crate::spec::{Action, Hook, Recipe};
 use crate::syntax::{kind, Node};
@@ -27,11 +27,23 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
     } else {
         Vec::new()
     };
+    // What the hooks add to the file, hook by hook: every edit's text ends up in the output, so
+    // more than the file limit could never be written (and is not built further).
+    let mut added = 0usize;
     let mut hooks: Vec<(String, String, HookPlan)> = recipe
         .hooks
         .iter()
         .map(|hook| {
-            let planned = match plan_hook(recipe, hook, file, &string_lines) {
+            let planned = match plan_hook(recipe, hook, file, &string_lines).and_then(|planned| {
+                let Ok(edits) = &planned else { return Ok(planned) };
+                let bytes = edits.iter().fold(added, |n, e| n.saturating_add(e.text().len()));
+                if bytes > MAX_ADDED_BYTES {
+                    let what = "the code the recipe's hooks up to this one add to the file";
+                    return Err(oversized_error(file, hook, 0, what, Some(bytes), MAX_ADDED_BYTES));
+                }
+                added = bytes;
+                Ok(planned)
+            }) {
                 Ok(Ok(edits)) => HookPlan::Edits(edits),
                 Ok(Err(reason)) => HookPlan::Skipped(Reason::new(reason)),
                 Err(err) if hook.optional => HookPlan::Skipped(Reason::skipped(err)),
@@ -53,11 +65,7 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
             Err(refusal) => {
                 for &i in &indices {
                     let hook = &recipe.hooks[i];
-                    let err = ErrorKind::Placement {
-                        reason: refusal.reason.clone(),
-                    }
-                    .at(file.source().location(refusal.offset))
-                    .with_hook(&hook.id);
+                    let err = refusal_error(file, hook, refusal.clone());
                     hooks[i].2 = if hook.optional {
                         HookPlan::Skipped(Reason::skipped(err))
                     } else {
@@ -103,9 +111,19 @@ fn plan_hook(
     // Several targets: every edit of those that place, or the reason when none does.
     let mut edits = Vec::new();
     let mut skipped = None;
+    let mut added = 0usize;
     for target in targets {
         match plan_target(recipe, hook, file, string_lines, target)? {
-            Ok(found) => edits.extend(found),
+            Ok(found) => {
+                // Many targets (`in = [...]`, a selector) each get the code: bounded together.
+                added = found.iter().fold(added, |n, e| n.saturating_add(e.text().len()));
+                if added > MAX_ADDED_BYTES {
+                    let offset = target.map_or(0, |d| d.range().start);
+                    let what = "the code this hook adds to the file";
+                    return Err(oversized_error(file, hook, offset, what, Some(added), MAX_ADDED_BYTES));
+                }
+                edits.extend(found);
+            }
             Err(reason) => skipped = Some(reason),
         }
     }
@@ -123,7 +141,7 @@ fn plan_target(
     string_lines: &[usize],
     target: Option<&Definition>,
 ) -> Result<Result<Vec<Edit>, String>, Error> {
-    let placement_error = |refusal: Refusal| refused(file, hook, refusal.offset, refusal.reason);
+    let placement_error = |refusal: Refusal| refusal_error(file, hook, refusal);
     let body = target.map_or(file.module_block(), |def| {
         file.node(def).field("body").expect("definitions have a body")
     });
@@ -198,6 +216,40 @@ fn plan_target(
     Ok(Ok(edits))
 }
 
+/// The error of a placement's refusal: [`ErrorKind::Oversized`] for code too long, else
+/// [`ErrorKind::Placement`].
+fn refusal_error(file: &ParsedFile, hook: &Hook, refusal: Refusal) -> Error {
+    match refusal.oversized {
+        Some(too_long) => oversized_error(
+            file,
+            hook,
+            refusal.offset,
+            &refusal.reason,
+            too_long.bytes,
+            too_long.limit,
+        ),
+        None => refused(file, hook, refusal.offset, refusal.reason),
+    }
+}
+
+/// `what` of `hook` would be `bytes` long, over `limit`: an error at `offset` of `file`.
+fn oversized_error(
+    file: &ParsedFile,
+    hook: &Hook,
+    offset: usize,
+    what: &str,
+    bytes: Option<usize>,
+    limit: usize,
+) -> Error {
+    ErrorKind::Oversized {
+        what: what.to_string(),
+        bytes,
+        limit,
+    }
+    .at(file.source().location(offset))
+    .with_hook(&hook.id)
+}
+
 /// The placement of `hook` refused at `offset` of `file`, for `reason`.
 fn refused(file: &ParsedFile, hook: &Hook, offset: usize, reason: String) -> Error {
     ErrorKind::Placement { reason }
@@ -215,16 +267,19 @@ struct OnTarget<'a> {
 }
 
 impl OnTarget<'_> {
-    /// The hook's code for this target, refused when it names a parameter the target lacks.
+    /// The hook's code for this target, refused when it names a parameter the target lacks or
+    /// would be too long with the target's parameter names.
     fn render(&self, template: &Template) -> Result<String, Error> {
         self.check_params(template)?;
-        Ok(template.render(
-            &self.recipe.vars,
-            &Bindings {
-                value: None,
-                params: self.params,
-            },
-        ))
+        let bindings = Bindings {
+            value: None,
+            params: self.params,
+        };
+        template.render(&self.recipe.vars, &bindings).map_err(|too_long| {
+            let offset = self.def.map_or(0, |d| d.range().start);
+            let what = "the code, with the target's parameter names filled in,";
+            oversized_error(self.file, self.hook, offset, what, too_long.bytes, too_long.limit)
+        })
     }
 
     fn check_params(&self, template: &Template) -> Result<(), Error> {
@@ -267,7 +322,7 @@ impl OnTarget<'_> {
         };
         let (edits, left_alone) = placer
             .wrap_returns(def, &exclude, &wrap)
-            .map_err(|refusal| refused(self.file, self.hook, refusal.offset, refusal.reason))?;
+            .map_err(|refusal| refusal_error(self.file, self.hook, refusal))?;
         if edits.is_empty() {
             let reason = if left_alone == 0 {
                 format!("`{}` has no return statement to wrap", def.path())

@@ -37,6 +37,7 @@ use crate::edit::Edit;
 use crate::outline::ParsedFile;
 use crate::source::{SourceFile, Style};
 use crate::syntax::{kind, Node};
+use crate::template::TooLong;
 
 pub(crate) use imports::binds_name;
 
@@ -45,8 +46,10 @@ pub(crate) use imports::binds_name;
 pub struct Refusal {
     /// Offset in the file the reason is about.
     pub offset: usize,
-    /// The reason, for people.
+    /// The reason, for people; for a refusal of size, what would be too long.
     pub reason: String,
+    /// Set when the code placed would be longer than allowed (see [`MAX_ADDED_BYTES`]).
+    pub oversized: Option<TooLong>,
 }
 
 type Placed = Result<Vec<Edit>, Refusal>;
@@ -55,7 +58,37 @@ fn refuse(offset: usize, reason: impl Into<String>) -> Refusal {
     Refusal {
         offset,
         reason: reason.into(),
+        oversized: None,
     }
+}
+
+/// The most bytes the edits of one file may add: the file limit
+/// ([`crate::files::MAX_FILE_BYTES`]). The patched file holds every edit's text, so edits over it
+/// could never be written; they are refused before more text is built.
+pub(crate) const MAX_ADDED_BYTES: usize = crate::template::MAX_RENDERED_BYTES;
+
+/// A refusal at `offset` because `what` would be `bytes` long, over `limit`.
+pub(crate) fn oversized(offset: usize, what: impl Into<String>, bytes: Option<usize>, limit: usize) -> Refusal {
+    Refusal {
+        offset,
+        reason: what.into(),
+        oversized: Some(TooLong { bytes, limit }),
+    }
+}
+
+/// Adds the text of `edit` to `added` (the bytes the edits so far add), refused at `offset`
+/// once that passes [`MAX_ADDED_BYTES`].
+fn count_added(added: &mut usize, edit: &Edit, offset: usize) -> Result<(), Refusal> {
+    *added = added.saturating_add(edit.text().len());
+    if *added > MAX_ADDED_BYTES {
+        return Err(oversized(
+            offset,
+            "the code this hook adds to the file",
+            Some(*added),
+            MAX_ADDED_BYTES,
+        ));
+    }
+    Ok(())
 }
 
 /// Where a framed block goes: the start of a line (the text's end to append) and the
@@ -151,6 +184,9 @@ impl<'a> Placer<'a> {
     }
 }
 
+/// A wrap-returns template filled in with a return's value (refused when too long).
+pub(crate) type WrapFn<'a> = dyn Fn(&str) -> Result<String, TooLong> + 'a;
+
 /// What one hook does to a one-line suite that several hooks change (see
 /// [`Placer::compose_suite`]).
 pub(crate) enum SuitePart<'a> {
@@ -159,7 +195,7 @@ pub(crate) enum SuitePart<'a> {
     /// Code at the end of the body.
     End(String),
     /// The suite's return, wrapped by a template.
-    Wrap(&'a Node, Box<dyn Fn(&str) -> String + 'a>),
+    Wrap(&'a Node, Box<WrapFn<'a>>),
 }
 
 /// Whether `stmt` is a string expression statement.

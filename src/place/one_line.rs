@@ -111,7 +111,7 @@ impl Placer<'_> {
                     format!("hooks `{hook}` and `{other}` both wrap this return"),
                 ));
             }
-            let new_stmt = self.wrapped_return(ret, render);
+            let new_stmt = self.wrapped_return(ret, render)?;
             let at = ret.range().start - first.range().start;
             let was = &suite[at..ret.range().end - first.range().start];
             let marker = marker::inline(self.recipe, hook, indent, newline, &new_stmt, indent.len() + at, was);

@@ -7,7 +7,7 @@ use crate::edit::Edit;
 use crate::marker::{self, Displaced};
 use crate::source::{newlines_inside_literals, SourceFile};
 
-use super::{Displacement, Insertion, Placer, Refusal};
+use super::{oversized, Displacement, Insertion, Placer, Refusal, MAX_ADDED_BYTES};
 
 impl Placer<'_> {
     /// `code` framed as a block at `place`, indented there, among other recipes' blocks.
@@ -57,16 +57,21 @@ impl Placer<'_> {
 
     /// Indents rendered code: the snippet's indentation unit becomes the file's, every line gets
     /// `indent`, lines inside multi-line strings stay as written, line breaks become the file's.
-    /// Returns the lines, each ending with the file's line break.
+    /// Returns the lines, each ending with the file's line break; refused (at the file's start)
+    /// when they would be longer than [`MAX_ADDED_BYTES`] (a long indentation times many lines).
     pub(crate) fn indent_code(&self, code: &str, indent: &str) -> Result<String, Refusal> {
         let snippet = SourceFile::new("<code>", code);
         // The lines a string literal continues onto, read lexically: the code was parsed when
         // the recipe was compiled, and the output is parsed again by the verification, so a
         // third parse here (the largest part of planning a long helper) would find nothing new.
-        let string_lines: Vec<usize> = newlines_inside_literals(code)
+        let mut string_lines: Vec<usize> = newlines_inside_literals(code)
             .into_iter()
             .map(|newline| snippet.lines().line_of(newline) + 1)
             .collect();
+        // Looked up once per line: sorted for a binary search (a linear one is quadratic in a
+        // long string).
+        string_lines.sort_unstable();
+        string_lines.dedup();
         let unit = snippet.style().indent_unit().to_string();
         // Nested levels follow the block's own indentation: a block indented with spaces in a
         // file whose unit is a tab (or the other way round) must not mix the two.
@@ -75,10 +80,27 @@ impl Placer<'_> {
             (file, block) if block.contains('\t') && !file.contains('\t') => "\t",
             (file, _) => file,
         };
-        let mut out = String::with_capacity(code.len() * 2);
+        let mut out = String::with_capacity(code.len().min(MAX_ADDED_BYTES));
+        // Each line's length is known before it is built: over the limit, nothing more is added.
+        let fits = |out: &String, more: usize| {
+            let total = out
+                .len()
+                .checked_add(more)
+                .and_then(|n| n.checked_add(self.newline().len()));
+            match total {
+                Some(n) if n <= MAX_ADDED_BYTES => Ok(()),
+                _ => Err(oversized(
+                    0,
+                    "the hook's code, indented for the file,",
+                    total,
+                    MAX_ADDED_BYTES,
+                )),
+            }
+        };
         for (i, line) in code.split('\n').enumerate() {
             let line = line.strip_suffix('\r').unwrap_or(line);
-            if string_lines.contains(&(i + 1)) {
+            if string_lines.binary_search(&(i + 1)).is_ok() {
+                fits(&out, line.len())?;
                 out.push_str(line);
             } else if !line.trim().is_empty() {
                 let trimmed = line.trim_start_matches([' ', '\t']);
@@ -89,11 +111,20 @@ impl Placer<'_> {
                 } else {
                     &leading[levels * unit.len()..]
                 };
+                let nested = file_unit.len().saturating_mul(levels);
+                fits(
+                    &out,
+                    indent
+                        .len()
+                        .saturating_add(nested)
+                        .saturating_add(extra.len() + trimmed.len()),
+                )?;
                 out.push_str(indent);
                 out.push_str(&file_unit.repeat(levels));
                 out.push_str(extra);
                 out.push_str(trimmed);
             }
+            fits(&out, 0)?;
             out.push_str(self.newline());
         }
         Ok(out)

@@ -9,7 +9,9 @@ use crate::outline::Definition;
 use crate::pattern::{visit_statements, Depth};
 use crate::syntax::{kind, Node};
 
-use super::{refuse, Placer, Refusal};
+use crate::template::TooLong;
+
+use super::{count_added, oversized, refuse, Placer, Refusal};
 
 impl Placer<'_> {
     /// Wraps the value of each return of `def` (not in nested defs) in `render(value)`, except
@@ -18,7 +20,7 @@ impl Placer<'_> {
         &self,
         def: &Definition,
         exclude: &[Range<usize>],
-        render: &dyn Fn(&str) -> String,
+        render: &dyn Fn(&str) -> Result<String, TooLong>,
     ) -> Result<(Vec<Edit>, usize), Refusal> {
         let body = self.file.node(def).field("body").expect("definitions have a body");
         let mut returns = Vec::new();
@@ -31,6 +33,7 @@ impl Placer<'_> {
         let mut edits = Vec::new();
         let mut left_alone = 0;
         let mut lines_used = Vec::new();
+        let mut added = 0;
         for ret in returns {
             let r = ret.range();
             // A bare `return` ends a generator: it returns no value to wrap (and an async
@@ -48,7 +51,7 @@ impl Placer<'_> {
                 ));
             }
             lines_used.push(line);
-            let new_stmt = self.wrapped_return(ret, render);
+            let new_stmt = self.wrapped_return(ret, render)?;
             let line_start = self.line_start(r.start);
             let indent: String = self.text()[line_start..r.start]
                 .chars()
@@ -66,14 +69,23 @@ impl Placer<'_> {
                 was,
             );
             let len = new_stmt.len();
-            edits.push(Edit::insertion(self.hook, line_start, marker).last_at_offset());
-            edits.push(Edit::replacement(self.hook, r.clone(), new_stmt).with_rewritten(r, 0..len));
+            let marker = Edit::insertion(self.hook, line_start, marker).last_at_offset();
+            count_added(&mut added, &marker, r.start)?;
+            let wrapped = Edit::replacement(self.hook, r.clone(), new_stmt).with_rewritten(r.clone(), 0..len);
+            count_added(&mut added, &wrapped, r.start)?;
+            edits.push(marker);
+            edits.push(wrapped);
         }
         Ok((edits, left_alone))
     }
 
-    /// The statement that takes the place of `ret`: `return TEMPLATE` with its value.
-    pub(super) fn wrapped_return(&self, ret: &Node, render: &dyn Fn(&str) -> String) -> String {
+    /// The statement that takes the place of `ret`: `return TEMPLATE` with its value; refused
+    /// when the template with that value would be too long.
+    pub(super) fn wrapped_return(
+        &self,
+        ret: &Node,
+        render: &dyn Fn(&str) -> Result<String, TooLong>,
+    ) -> Result<String, Refusal> {
         let value_text = if let Some(value) = ret.as_return().flatten() {
             // Everything after `return`, brackets included: a parenthesised value may span
             // lines or be an implicit concatenation that needs them.
@@ -86,7 +98,9 @@ impl Placer<'_> {
         } else {
             "None".to_string()
         };
-        format!("return {}", render(&value_text))
+        let what = "the wrapped return value, with the template's placeholders filled in,";
+        let wrapped = render(&value_text).map_err(|e| oversized(ret.range().start, what, e.bytes, e.limit))?;
+        Ok(format!("return {wrapped}"))
     }
 }
 

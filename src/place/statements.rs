@@ -4,7 +4,7 @@ use crate::pattern::Depth;
 use crate::spec::{Nth, Selector};
 use crate::syntax::Node;
 
-use super::{refuse, Displacement, Insertion, Placed, Placer, Refusal};
+use super::{count_added, refuse, Displacement, Insertion, Placed, Placer, Refusal};
 
 impl Placer<'_> {
     /// The statements of `block` chosen by `selector`, or why none are.
@@ -39,6 +39,8 @@ impl Placer<'_> {
     /// Inserts `code` before or after the selected statements of `block`, at their indentation.
     pub(crate) fn insert_at_statements(&self, block: &Node, selector: &Selector, after: bool, code: &str) -> Placed {
         let mut edits = Vec::new();
+        // `nth = "all"` repeats the code at every match: bounded as a whole, match by match.
+        let mut added = 0;
         for stmt in self.select(block, selector)? {
             let start = self.statement_start(stmt);
             let Some(indent) = self.indent_before(start).map(str::to_string) else {
@@ -55,7 +57,9 @@ impl Placer<'_> {
             } else {
                 self.before_markers(self.line_start(start))
             };
-            edits.push(self.frame(&Insertion::new(at, indent), code)?);
+            let edit = self.frame(&Insertion::new(at, indent), code)?;
+            count_added(&mut added, &edit, start)?;
+            edits.push(edit);
         }
         Ok(edits)
     }
@@ -63,6 +67,7 @@ impl Placer<'_> {
     /// Replaces the selected statements of `block` by `code`.
     pub(crate) fn replace_statements(&self, block: &Node, selector: &Selector, code: &str) -> Placed {
         let mut edits = Vec::new();
+        let mut added = 0;
         for stmt in self.select(block, selector)? {
             let start = self.statement_start(stmt);
             let Some(indent) = self.indent_before(start).map(str::to_string) else {
@@ -82,7 +87,9 @@ impl Placer<'_> {
             let lines = self.indent_code(code, &indent)?;
             let len = lines.len();
             let place = Displacement::lines(from..to, indent);
-            edits.push(self.displacing_block(&place, &lines, 0..len).with_removed(stmt.range()));
+            let edit = self.displacing_block(&place, &lines, 0..len).with_removed(stmt.range());
+            count_added(&mut added, &edit, start)?;
+            edits.push(edit);
         }
         Ok(edits)
     }

@@ -252,13 +252,24 @@ pub struct ModuleFacts {
     pub all: Option<Vec<String>>,
     pub(crate) bindings: Vec<NameBinding>,
     pub(crate) stars: Vec<String>,
+    /// Per bound name, its positions in `bindings`, in order: a lookup is not a pass over every
+    /// binding (a module of N classes resolving N bases would cost N²).
+    pub(crate) by_name: std::collections::HashMap<String, Vec<usize>>,
 }
 
 impl ModuleFacts {
     /// The bindings a lookup of `name` may produce: the last unconditional binding and every
     /// conditional one after it (Python's later-binding-wins, with both branches of an `if`).
     pub(crate) fn candidates(&self, name: &str) -> Vec<&Binding> {
-        latest_bindings(&self.bindings, name)
+        let mut out = Vec::new();
+        for &i in self.by_name.get(name).map_or(&[][..], Vec::as_slice) {
+            let b = &self.bindings[i];
+            if !b.conditional {
+                out.clear();
+            }
+            out.push(&b.binding);
+        }
+        out
     }
 }
 

@@ -8,7 +8,7 @@ use super::facts::{ClassFacts, CompositionFacts, MethodFacts};
 use super::{ClassKey, FileProblem, Project, Resolved};
 
 mod mro;
-pub use mro::RunPath;
+pub use mro::{RunPath, MAX_MRO_LEN};
 
 /// A class of one [`ClassGraph`]: its position in [`ClassGraph::classes`], meaningful only
 /// for the graph that gave it out.
@@ -129,6 +129,19 @@ pub enum Diagnostic {
     },
     /// A file of the scope could not be read or parsed.
     UnparsedFile(FileProblem),
+    /// A class's method resolution order would hold more than
+    /// [`MAX_MRO_LEN`](mro::MAX_MRO_LEN) classes: it is cut there, so methods and compositions of
+    /// classes further up are not seen through it.
+    DeepInheritance {
+        /// The class.
+        class: String,
+        /// The file that defines it.
+        file: String,
+        /// 1-based line of the class.
+        line: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 /// How compositions are resolved while building.
@@ -151,6 +164,8 @@ pub struct ClassGraph<'p> {
     entries: Vec<(ClassId, usize, usize)>,
     diagnostics: Vec<Diagnostic>,
     mro: Vec<Vec<ClassId>>,
+    /// List cells visited while linearising (see `graph/mro.rs`), for tests that bound it.
+    pub(crate) mro_work: u64,
     /// Per class: the compositions its instances get, as (class defining it, index in that
     /// class's compositions).
     edges: Vec<Vec<(ClassId, usize)>>,
@@ -165,6 +180,7 @@ impl<'p> ClassGraph<'p> {
             entries: Vec::new(),
             diagnostics: Vec::new(),
             mro: Vec::new(),
+            mro_work: 0,
             edges: Vec::new(),
         };
         let mut queue = VecDeque::new();
@@ -194,18 +210,28 @@ impl<'p> ClassGraph<'p> {
         }
         for id in g.ids() {
             let bases: Vec<ClassId> = g.class_bases(id);
+            // `class_bases` names each base once, and each class comes once.
             for b in bases {
-                if !g.nodes[b.0].subclasses.contains(&id) {
-                    g.nodes[b.0].subclasses.push(id);
-                }
+                g.nodes[b.0].subclasses.push(id);
             }
         }
-        g.mro = (0..g.nodes.len()).map(|_| Vec::new()).collect();
-        let mut state = vec![0u8; g.nodes.len()];
+        g.mro_work = g.compute_mros();
+        // Only classes with some composition in their order have any to inherit: the others
+        // (most of a long chain) are not walked.
+        let mut composes = vec![false; g.nodes.len()];
         for id in g.ids() {
-            g.compute_mro(id, &mut state);
+            composes[id.0] = g.mro[id.0].iter().any(|x| !g.nodes[x.0].compositions.is_empty());
         }
-        g.edges = g.ids().map(|id| g.effective_compositions(id)).collect();
+        g.edges = g
+            .ids()
+            .map(|id| {
+                if composes[id.0] {
+                    g.effective_compositions(id)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
         g
     }
 
@@ -361,10 +387,14 @@ impl<'p> ClassGraph<'p> {
     fn duplicates(&mut self, file: usize) {
         let Ok(facts) = self.project.facts(file) else { return };
         let mut seen: Vec<(&str, Vec<usize>)> = Vec::new();
+        let mut at: HashMap<&str, usize> = HashMap::new();
         for class in facts.classes.iter().filter(|c| !c.name.contains('.')) {
-            match seen.iter_mut().find(|(n, _)| *n == class.name) {
-                Some((_, lines)) => lines.push(class.line),
-                None => seen.push((&class.name, vec![class.line])),
+            match at.get(class.name.as_str()) {
+                Some(&i) => seen[i].1.push(class.line),
+                None => {
+                    at.insert(&class.name, seen.len());
+                    seen.push((&class.name, vec![class.line]));
+                }
             }
         }
         for (name, lines) in seen {
@@ -499,10 +529,12 @@ impl<'p> ClassGraph<'p> {
     #[must_use]
     pub fn descendants(&self, id: ClassId) -> Vec<ClassId> {
         let mut out = Vec::new();
+        let mut seen = vec![false; self.nodes.len()];
+        seen[id.0] = true;
         let mut queue = VecDeque::from([id]);
         while let Some(c) = queue.pop_front() {
             for &s in &self.nodes[c.0].subclasses {
-                if s != id && !out.contains(&s) {
+                if !std::mem::replace(&mut seen[s.0], true) {
                     out.push(s);
                     queue.push_back(s);
                 }

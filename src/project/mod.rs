@@ -69,7 +69,9 @@ pub use facts::{
     AttributeFacts, AttributeKind, BaseFacts, ClassFacts, CompositionFacts, Import, MethodFacts, MethodKind,
     ModuleFacts, UseFacts, UseKind,
 };
-pub use graph::{BaseLink, BaseTarget, ClassGraph, ClassId, ClassNode, CompositionEdge, Diagnostic, RunPath};
+pub use graph::{
+    BaseLink, BaseTarget, ClassGraph, ClassId, ClassNode, CompositionEdge, Diagnostic, RunPath, MAX_MRO_LEN,
+};
 pub use query::{
     Chain, Evidence, ForwardNeed, Forwarding, Member, Reach, ReachEntry, RunVia, Runner, Step, UseEvidence,
 };

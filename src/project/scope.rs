@@ -1,6 +1,6 @@
 //! The cheap text prefilter of a [`Scope`]: which files a query parses.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rayon::prelude::*;
 
@@ -41,39 +41,46 @@ impl Project {
         }
     }
 
-    /// The identifier closure of [`Scope::Related`].
+    /// The identifier closure of [`Scope::Related`]: a worklist over "name X refers to name
+    /// Y" edges, each file's edges read once when it is parsed, so a chain of N classes costs
+    /// N steps (a pass over every parsed class per new name cost N²).
     fn related(&self, seeds: &[String]) -> (Vec<usize>, HashSet<String>) {
         let mut names: HashSet<String> = seeds.iter().cloned().collect();
         let mut pending: Vec<String> = seeds.to_vec();
         let mut parsed: Vec<usize> = Vec::new();
         let mut is_parsed = vec![false; self.files.len()];
+        // Names that refer to a name not (yet) in the set, by that name.
+        let mut waiting: HashMap<String, Vec<String>> = HashMap::new();
         while !pending.is_empty() {
+            let words: HashSet<&str> = pending.iter().map(String::as_str).collect();
             let found: Vec<usize> = (0..self.files.len())
                 .into_par_iter()
-                .filter(|&i| !is_parsed[i] && pending.iter().any(|n| contains_word(self.files[i].text(), n)))
+                .filter(|&i| !is_parsed[i] && mentions_any(self.files[i].text(), &words))
                 .collect();
             self.load(&found);
+            let mut frontier = Vec::new();
             for &i in &found {
                 is_parsed[i] = true;
+                let Ok(facts) = self.facts(i) else { continue };
+                for (target, name) in references(facts, &self.conventions) {
+                    if names.contains(target) {
+                        if names.insert(name.to_string()) {
+                            frontier.push(name.to_string());
+                        }
+                    } else {
+                        waiting.entry(target.to_string()).or_default().push(name.to_string());
+                    }
+                }
             }
             parsed.extend(found);
             pending.clear();
-            // Grow the name set from every parsed file until nothing new turns up there.
-            loop {
-                let mut added = Vec::new();
-                for &i in &parsed {
-                    let Ok(facts) = self.facts(i) else { continue };
-                    for name in referring_names(facts, &names, &self.conventions) {
-                        if !names.contains(&name) && !added.contains(&name) {
-                            added.push(name);
-                        }
+            while let Some(name) = frontier.pop() {
+                for next in waiting.remove(&name).unwrap_or_default() {
+                    if names.insert(next.clone()) {
+                        frontier.push(next);
                     }
                 }
-                if added.is_empty() {
-                    break;
-                }
-                names.extend(added.iter().cloned());
-                pending.extend(added);
+                pending.push(name);
             }
         }
         parsed.sort_unstable();
@@ -81,34 +88,43 @@ impl Project {
     }
 }
 
-/// Names the closure must follow from one parsed module: classes referring (by a base or a
-/// composition) to a known name, and names re-bound to a known name (`from m import X as Y`,
-/// `Y = X`).
-fn referring_names(facts: &ModuleFacts, names: &HashSet<String>, conventions: &Conventions) -> Vec<String> {
-    let last = |d: &str| d.rsplit('.').next().unwrap_or(d).to_string();
+/// The references the closure follows in one parsed module, as (name referred to, name
+/// referring): classes referring by a base or a composition to a name, and names re-bound to
+/// a name (`from m import X as Y`, `Y = X`).
+fn references<'f>(facts: &'f ModuleFacts, conventions: &Conventions) -> Vec<(&'f str, &'f str)> {
+    let last = |d: &'f str| d.rsplit('.').next().unwrap_or(d);
     let mut out = Vec::new();
     for class in &facts.classes {
-        let refers = class.bases.iter().any(|b| names.contains(&last(&b.text)))
-            || class
-                .compositions
-                .iter()
-                .any(|c| c.names.iter().any(|n| names.contains(n)));
-        if refers {
-            out.push(class.simple_name().to_string());
+        let name = class.simple_name();
+        for b in &class.bases {
+            out.push((last(&b.text), name));
+        }
+        for c in &class.compositions {
+            out.extend(c.names.iter().map(|n| (n.as_str(), name)));
         }
     }
     for b in &facts.bindings {
         let target = match &b.binding {
-            Binding::From { name, .. } => Some(name.clone()),
+            Binding::From { name, .. } => Some(name.as_str()),
             Binding::Alias(d) => Some(last(d)),
             _ => None,
         };
         // The entry list (`EntryClass = X`) lists entry points; nothing subclasses or constructs it.
-        if !conventions.is_entry_list(&b.name) && target.is_some_and(|t| names.contains(&t)) {
-            out.push(b.name.clone());
+        if let Some(target) = target.filter(|_| !conventions.is_entry_list(&b.name)) {
+            out.push((target, b.name.as_str()));
         }
     }
     out
+}
+
+/// Whether `text` mentions one of `words` as a whole identifier: one pass over its identifiers
+/// (a search per word is quadratic when thousands of names are pending). A word that is not
+/// one identifier (never met so far) is searched for on its own.
+fn mentions_any(text: &str, words: &HashSet<&str>) -> bool {
+    let is_ident = |c: char| c == '_' || c.is_ascii_alphanumeric() || !c.is_ascii();
+    let single = |w: &str| !w.is_empty() && w.chars().all(is_ident);
+    text.split(|c: char| !is_ident(c)).any(|w| words.contains(w))
+        || words.iter().any(|w| !single(w) && contains_word(text, w))
 }
 
 /// Whether `name` occurs in `text` as a whole identifier.

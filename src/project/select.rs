@@ -178,7 +178,8 @@ pub fn expand(
                     return Err(selection_error(
                         root,
                         format!(
-                            "`{name}` is none of the classes this recipe selects{}",
+                            "`{}` is none of the classes this recipe selects{}",
+                            crate::suggest::shown(name),
                             crate::suggest::did_you_mean(&crate::suggest::closest(name, selection.names(), 6))
                         ),
                     ));

@@ -88,12 +88,18 @@ pub fn models_dir(path: &Path) -> Option<PathBuf> {
         })
 }
 
+/// The longest architecture name `config.json` may list: 128 bytes. The names are Python class
+/// names (`DeepseekV3ForCausalLM`, 21 bytes; SGLang's longest is under 50).
+pub const MAX_ARCHITECTURE_NAME: usize = 128;
+
 /// The `architectures` a Hugging Face model folder's `config.json` lists.
 ///
 /// # Errors
 /// The reader's error ([`ErrorKind::Io`], [`ErrorKind::NotRegular`], [`ErrorKind::TooLarge`],
 /// [`ErrorKind::NotUtf8`]) when the file cannot be read; [`ErrorKind::Selection`] at the place
-/// where it is not JSON, or at its first line when it lists no architecture.
+/// where it is not JSON, at its first line when it lists no architecture, and at the name for
+/// one that is not a Python name of at most [`MAX_ARCHITECTURE_NAME`] bytes (the message shows
+/// a short escaped start of it).
 pub fn architectures(model_dir: &Path) -> Result<Vec<String>, Error> {
     let path = if model_dir.is_dir() {
         model_dir.join("config.json")
@@ -116,7 +122,28 @@ pub fn architectures(model_dir: &Path) -> Result<Vec<String>, Error> {
     if names.is_empty() {
         return Err(refuse("no `architectures` list of names".into(), 1, 1));
     }
+    if let Some(bad) = names
+        .iter()
+        .find(|n| n.len() > MAX_ARCHITECTURE_NAME || !crate::syntax::is_identifier(n))
+    {
+        let at = crate::source::SourceFile::new(name.clone(), text.as_str()).location(name_offset(&text, bad));
+        let why = if bad.len() > MAX_ARCHITECTURE_NAME {
+            format!("{} bytes, more than the limit of {MAX_ARCHITECTURE_NAME}", bad.len())
+        } else {
+            "not a Python class name".to_string()
+        };
+        let message = format!("architecture `{}` is {why}", crate::suggest::shown(bad));
+        return Err(refuse(message, at.line, at.column));
+    }
     Ok(names)
+}
+
+/// Where `value` is written as a JSON string in `text`, after the `architectures` key: the
+/// offset of its opening quote (of the key when the string is written with escapes).
+fn name_offset(text: &str, value: &str) -> usize {
+    let key = text.find("\"architectures\"").unwrap_or(0);
+    let quoted = serde_json::to_string(value).unwrap_or_default();
+    text[key..].find(&quoted).map_or(key, |at| key + at)
 }
 
 /// What to do with each file.

@@ -1,6 +1,7 @@
 //! One `[[hook]]` table compiled into a [`Hook`]: its target, its placement and code, each
 //! checked with a message at the key that is wrong.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -11,14 +12,15 @@ use crate::parse::parse_snippet;
 use crate::pattern::Pattern;
 use crate::source::SourceFile;
 use crate::syntax::{is_identifier, kind};
-use crate::template::{Bindings, Template};
+use crate::template::{Bindings, Template, MAX_RENDERED_BYTES};
 
 use super::raw::{RawAt, RawHook, RawIn};
 use super::selectors::quoted_list;
-use super::{check_id, check_line, key_offset, spec_error};
+use super::{check_id, check_line, key_offset, spec_error, MAX_RECIPE_CODE_BYTES};
 use super::{Action, Anchor, ClassSelector, Hook, ImportLine, Selector};
 
-/// Compiles the `[[hook]]` table `raw`, written at `span` of the spec `file`.
+/// Compiles the `[[hook]]` table `raw`, written at `span` of the spec `file`; `budget`: how
+/// many bytes of rendered code the recipe may still have (this hook's are taken from it).
 pub(super) fn compile_hook(
     file: &SourceFile,
     vars: &BTreeMap<String, String>,
@@ -26,6 +28,7 @@ pub(super) fn compile_hook(
     raw: RawHook,
     span: Range<usize>,
     probe: bool,
+    budget: &Cell<usize>,
 ) -> Result<Hook, Error> {
     let table = HookTable {
         file,
@@ -33,6 +36,7 @@ pub(super) fn compile_hook(
         span,
         id: &raw.id,
         probe,
+        budget,
     };
     check_id(file, &raw.id, table.at_key("id"), Some(&raw.id))?;
     check_line(file, &raw.summary, table.at_key("summary"), "summary", Some(&raw.id))?;
@@ -72,6 +76,8 @@ struct HookTable<'a> {
     id: &'a str,
     /// Whether code is parsed to prove it is Python (bundled specs skip it: a test does it).
     probe: bool,
+    /// The bytes of rendered code the recipe may still have.
+    budget: &'a Cell<usize>,
 }
 
 impl HookTable<'_> {
@@ -122,7 +128,15 @@ impl HookTable<'_> {
             value: Some("__value__"),
             params: &params,
         };
-        let rendered = template.render(vars, &bindings);
+        self.take_budget(key, template.rendered_len(vars, &bindings))?;
+        let rendered = template.render(vars, &bindings).map_err(|too_long| {
+            self.oversized(
+                key,
+                "the code, with its placeholders filled in,",
+                too_long.bytes,
+                too_long.limit,
+            )
+        })?;
         if rendered.lines().any(marker::looks_like_marker) {
             let at = marker_offset(file.text(), self.at_key(key)..span.end).unwrap_or(self.at_key(key));
             return Err(spec_error(
@@ -137,6 +151,35 @@ impl HookTable<'_> {
             parse_snippet("<code>", &probe).map_err(|err| self.caused(key, "code does not parse as Python", err))?;
         }
         Ok(template)
+    }
+
+    /// Takes the `bytes` of one rendered template from the recipe's budget, measured before the
+    /// text is built: over [`MAX_RENDERED_BYTES`] for the hook, or over what is left of
+    /// [`MAX_RECIPE_CODE_BYTES`] for the recipe, is a spec error at `key`.
+    fn take_budget(&self, key: &str, bytes: Option<usize>) -> Result<(), Error> {
+        let what = "the code, with its placeholders filled in,";
+        let Some(n) = bytes.filter(|&n| n <= MAX_RENDERED_BYTES) else {
+            return Err(self.oversized(key, what, bytes, MAX_RENDERED_BYTES));
+        };
+        let left = self.budget.get();
+        if n > left {
+            let total = (MAX_RECIPE_CODE_BYTES - left).checked_add(n);
+            let what = "the code of the recipe's hooks up to this one, with placeholders filled in,";
+            return Err(self.oversized(key, what, total, MAX_RECIPE_CODE_BYTES));
+        }
+        self.budget.set(left - n);
+        Ok(())
+    }
+
+    /// A spec error at `key`, caused by code that would be `bytes` long, over `limit`.
+    fn oversized(&self, key: &str, what: &str, bytes: Option<usize>, limit: usize) -> Error {
+        let at = self.file.location(self.at_key(key));
+        let kind = ErrorKind::Oversized {
+            what: what.to_string(),
+            bytes,
+            limit,
+        };
+        self.caused(key, "", kind.at(at))
     }
 
     /// Exactly one placement.

@@ -30,6 +30,7 @@ mod hook;
 mod raw;
 mod selectors;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -47,6 +48,13 @@ pub use build::{HookBuilder, RecipeBuilder};
 use hook::{compile_hook, marker_offset};
 use raw::RawSpec;
 use selectors::{compile_conventions, compile_selectors};
+
+/// The most bytes of code one recipe may render to, all its hooks' code (`code`,
+/// `wrap-returns`) with the placeholders filled in: 64 MiB, four times the file limit. Each
+/// hook's code is bounded on its own by [`crate::template::MAX_RENDERED_BYTES`] (16 MiB). Both
+/// are measured before any text is built, so a large variable used many times is a spec error
+/// instead of an exhausted memory.
+pub const MAX_RECIPE_CODE_BYTES: usize = 4 * crate::template::MAX_RENDERED_BYTES;
 
 /// Which of the matching statements an anchor or replacement uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -263,7 +271,10 @@ impl Recipe {
     ///
     /// # Errors
     /// [`ErrorKind::Spec`] at the TOML line and column, naming the hook, for syntax errors, unknown
-    /// fields, missing or conflicting fields, duplicate ids, and code or patterns that do not parse.
+    /// fields, missing or conflicting fields, duplicate ids, and code or patterns that do not parse;
+    /// with an [`ErrorKind::Oversized`] cause for code longer than
+    /// [`crate::template::MAX_RENDERED_BYTES`] (one hook) or [`MAX_RECIPE_CODE_BYTES`] (all hooks)
+    /// once its placeholders are filled in.
     pub fn from_toml(name: &str, text: &str) -> Result<Recipe, Error> {
         Recipe::read(name, text, true)
     }
@@ -308,9 +319,10 @@ impl Recipe {
         let conventions = compile_conventions(file, raw.conventions)?;
         let selectors = compile_selectors(file, raw.select, &conventions)?;
         let mut hooks: Vec<Hook> = Vec::new();
+        let budget = Cell::new(MAX_RECIPE_CODE_BYTES);
         for spanned in raw.hooks {
             let span = spanned.span();
-            let hook = compile_hook(file, &raw.vars, &selectors, spanned.into_inner(), span, probe)?;
+            let hook = compile_hook(file, &raw.vars, &selectors, spanned.into_inner(), span, probe, &budget)?;
             if let Some(first) = hooks.iter().find(|h| h.id == hook.id) {
                 let message = format!("duplicate hook id (first used at line {})", first.location.line);
                 return Err(spec_error(file, hook_offset(file, &hook.id), message, Some(&hook.id)));

@@ -52,6 +52,9 @@ pub(crate) fn extract(source: &SourceFile, root: &Node, ctx: &ModuleContext<'_>)
         facts: &mut facts,
     };
     walker.block(body, false);
+    for (i, b) in facts.bindings.iter().enumerate() {
+        facts.by_name.entry(b.name.clone()).or_default().push(i);
+    }
     facts
 }
 

@@ -255,14 +255,14 @@ impl ClassGraph<'_> {
             });
         }
         let mut runners = Vec::new();
-        let mut runner_ids = Vec::new();
+        let mut is_runner = vec![false; self.classes().len()];
         let mut overridden_by = Vec::new();
         let mut defined_at = Vec::new();
         for &owner in &owners {
             let def_line = self.facts(owner).methods_named(method).next().map_or(0, |m| m.line);
             defined_at.push(self.evidence(owner, def_line, format!("def {}.{method}", self.class(owner).name)));
             for k in std::iter::once(owner).chain(self.descendants(owner)) {
-                if runner_ids.contains(&k) {
+                if is_runner[k.index()] {
                     continue;
                 }
                 match self.runs(k, owner, method) {
@@ -281,7 +281,7 @@ impl ClassGraph<'_> {
                                     .collect(),
                             }
                         };
-                        runner_ids.push(k);
+                        is_runner[k.index()] = true;
                         runners.push(self.runner(k, via));
                     }
                     None => {
@@ -292,7 +292,7 @@ impl ClassGraph<'_> {
                 }
             }
         }
-        let goal = |k: ClassId| runner_ids.contains(&k);
+        let goal = |k: ClassId| is_runner[k.index()];
         let mut entries = Vec::new();
         for (e, file, line) in self.entries() {
             let Some((runner, hops)) = self.shortest(e, &goal) else {
