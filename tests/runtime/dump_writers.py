@@ -20,10 +20,18 @@ def track_writers(module):
 
 
 def drain():
-    """Wait until every writer has written what it was given (or died); they keep running."""
+    """Wait until every writer has cleared the folder of earlier debris (where it does), has
+    written what it was given and holds no file open (or died), has its ring ready and its
+    status file up to date; they keep running."""
     for w in WRITERS:
+        cleaned = getattr(w, "cleaned", None)
+        if cleaned is not None:
+            cleaned.wait(60)
         with w.cond:
-            while w.jobs and w.error is None:
+            while (w.jobs or getattr(w, "resizing", False)) and w.error is None or getattr(w, "busy", 0):
+                w.cond.wait(1.0)
+            # and the status file says so (the status thread writes it when the counts change)
+            while getattr(w, "reported", 0) != getattr(w, "version", 0) and w.error is None and not w.closed:
                 w.cond.wait(1.0)
 
 

@@ -10,10 +10,13 @@ model with embeddings only), patched by `sglang_hs_dump --arch all`.
 Per architecture: a prefill (EXTEND) pass of two requests writes one file per request whose
 input_ids, hidden_state (post-norm) and aux_hidden_state equal, slice by slice, what the model's
 forward returns with the dump off; a decode pass writes nothing; layers_to_capture is recorded.
+With SGLANG_HS_DUMP_LAYERS naming layers the model lacks, the dump turns off with one warning and
+the forward's results equal those of the model built without the dump.
 Runs on CUDA when available (HS_TEST_DEVICE=cpu forces the CPU). Prints `N passed, M failed`.
 """
 
 import glob
+import logging
 import os
 import sys
 import tempfile
@@ -116,16 +119,72 @@ def case(name, cls, inner_of):
         assert len(glob.glob(os.path.join(out_dir, "*.ckpt"))) == 2, "decode wrote files"
 
 
+class Warnings(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        if "hidden state dump" in record.getMessage():
+            self.messages.append(record.getMessage())
+
+
+WARNINGS = Warnings()
+logging.getLogger().addHandler(WARNINGS)
+
+
+def same(a, b):
+    """Two forward results hold equal tensors (tensors, tuples or lists, result objects)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if hasattr(a, "__dict__") and hasattr(b, "__dict__"):
+        return vars(a).keys() == vars(b).keys() and all(same(vars(a)[k], vars(b)[k]) for k in vars(a))
+    return a == b
+
+
+def case_bad_layers(name, cls, inner_of):
+    # ids past the model's 8 layers (as given, or after SGLang's +1): the dump turns off with
+    # one warning and the model is as built without it, its forward results identical
+    for bad in ("2,999", "1,7"):
+        with tempfile.TemporaryDirectory() as tmp:
+            out_dir = os.path.join(tmp, "dump")
+            os.environ.pop("SGLANG_HS_DUMP_DIR", None)
+            torch.manual_seed(0)
+            plain = cls(base.Config(architectures=[name])).to(DEVICE).eval()
+            os.environ["SGLANG_HS_DUMP_LAYERS"] = bad
+            before = len(WARNINGS.messages)
+            try:
+                model = build(cls, name, out_dir)
+            finally:
+                os.environ.pop("SGLANG_HS_DUMP_LAYERS")
+            got = WARNINGS.messages[before:]
+            assert len(got) == 1 and "SGLANG_HS_DUMP_LAYERS" in got[0], "%s: warnings %s" % (bad, got)
+            assert list(inner_of(model).layers_to_capture) == [], "%s: layers %s" % (bad, inner_of(model).layers_to_capture)
+            assert not any(getattr(m, "capture_aux_hidden_states", False) for m in model.modules()), "%s: capture on" % bad
+            for mode, lens in ((base.ForwardMode.EXTEND, [5, 3]), (base.ForwardMode.DECODE, [1, 1])):
+                ids, fb = batch(mode, lens)
+                image = torch.randn(2, 4, device=DEVICE) if name.startswith("Vlm") and mode == base.ForwardMode.EXTEND else None
+                with torch.no_grad():
+                    a = run(model, name, ids, fb, image)
+                    b = run(plain, name, ids, batch(mode, lens)[1], image)
+                assert same(a, b), "%s: the forward differs from the model built without the dump" % bad
+            close_all()
+            assert not os.path.exists(out_dir), "%s: files written" % bad
+
+
 def main():
     passed = failed = 0
     for name, cls, inner_of in ARCHS:
-        try:
-            case(name, cls, inner_of)
-            passed += 1
-            print("ok   %s" % name)
-        except Exception as exc:  # a failing case, reported
-            failed += 1
-            print("FAIL %s: %r" % (name, exc))
+        for label, fn in (("", case), (" bad-layers", case_bad_layers)):
+            try:
+                fn(name, cls, inner_of)
+                passed += 1
+                print("ok   %s%s" % (name, label))
+            except Exception as exc:  # a failing case, reported
+                failed += 1
+                print("FAIL %s%s: %r" % (name, label, exc))
     print("%d passed, %d failed" % (passed, failed))
     if UNPATCHED:
         return 0 if passed == 0 else 1

@@ -18,6 +18,7 @@ import glob
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -232,11 +233,20 @@ def specforge_lists(d):
     return sorted(found)
 
 
-def leftovers(d):
+STATUS_RE = re.compile(r"\.hs_dump_status_dp\d+_pid(\d+)_[0-9a-f]{8}\.json")
+
+
+def leftovers(d, live=None):
+    """Temporaries and other hidden files under `d`, except the status files of live
+    processes (`live`: pids, default this one)."""
     drain()
-    return [p for p in glob.glob(os.path.join(d, "**", "*"), recursive=True) if p.endswith(".tmp")] + [
-        p for p in glob.glob(os.path.join(d, "**", ".*"), recursive=True)
-    ]
+    live = {os.getpid()} if live is None else set(live)
+    found = [p for p in glob.glob(os.path.join(d, "**", "*"), recursive=True) if p.endswith(".tmp")]
+    for p in glob.glob(os.path.join(d, "**", ".*"), recursive=True):
+        m = STATUS_RE.fullmatch(os.path.basename(p))
+        if not (m and int(m.group(1)) in live) and p not in found:
+            found.append(p)
+    return found
 
 
 def check(cond, what):
@@ -1140,21 +1150,383 @@ def case_torch_compile_untouched(mod, ref, tmp):
         check_samples(files_in(out), e_ids, e_hidden, e_aux, e_layers)
 
 
-def case_bad_layer_env_keeps_serving(mod, ref, tmp):
+# --- bad settings: the dump turns off, the model is as SGLang builds it --------------------
+
+BAD_LAYERS = [
+    "999",  # no such layer: nothing captured, then `hidden, aux = <tensor>` raised in forward
+    "-1",
+    "2,999",  # the files claimed [2, 999] and held one layer
+    "two,x",
+    "2,,5",  # empty items are an error, not skipped
+    "2,5,",
+    "5,2",  # not increasing: aux is concatenated in layer order
+    "2,2",  # a duplicate: one capture labelled twice
+    "1.5",
+    "\u0663",  # a digit, but not an ASCII one
+    "1,7",  # +1 for ids starting at 1 (0.5.13+): layer 8 of 8 does not exist
+    "9" * 5000,
+]
+
+
+def _model_without_dump(mod, ref, tmp, env, expect_var, layers=8):
     out = os.path.join(tmp, "dump")
     before = len(WARNINGS.records)
-    with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_LAYERS="two,x"):
+    with Env(SGLANG_HS_DUMP_DIR=out, **env):
         set_ranks(0, 0)
-        model = build(mod, "packed")  # must not raise
-        check(not model.capture_aux_hidden_states, "capture flag left on")
-        check(len(WARNINGS.records) - before == 1, "expected one construction warning")
+        mod.AUX_FORM = ref.AUX_FORM = "packed"
+        mod.PP_GROUP, ref.PP_GROUP = mod.PPGroup(), ref.PPGroup()
+        models = []
+        for m in (mod, ref):
+            torch.manual_seed(1234)
+            models.append(m.DeepseekV2ForCausalLM(m.MockConfig(num_hidden_layers=layers)).to(DEVICE, DTYPE).eval())
+        model, pristine = models
+        got = [r.getMessage() for r in WARNINGS.records[before:]]
+        check(len(got) == 1 and expect_var in got[0] and "off" in got[0], "%r: warnings %s" % (env, got))
+        check(len(got[0]) < 400, "%r: a warning of %d characters" % (env, len(got[0])))
+        check(not model.capture_aux_hidden_states and list(model.model.layers_to_capture) == [], "%r: capture left on" % env)
+        for mode in ("EXTEND", "DECODE", "EXTEND"):
+            ids, pos, batch = make_batch(mod, mode)
+            a, b = model(ids, pos, batch), pristine(ids, pos, make_batch(ref, mode)[2])
+            check(torch.equal(a.next_token_logits, b.next_token_logits), "%r: logits differ from the unpatched model" % env)
+            check(a.aux_hidden_states is None, "%r: aux returned" % env)
+            with torch.no_grad():
+                ha, hb = model.model(ids, pos, make_batch(mod, mode)[2]), pristine.model(ids, pos, make_batch(ref, mode)[2])
+            check(isinstance(ha, torch.Tensor) and torch.equal(ha, hb), "%r: model output differs" % env)
+    check(not os.path.exists(out), "%r: dump folder created" % env)
+
+
+def case_bad_layer_env_dump_off_model_unpatched(mod, ref, tmp):
+    for bad in BAD_LAYERS:
+        _model_without_dump(mod, ref, tmp, dict(SGLANG_HS_DUMP_LAYERS=bad), "SGLANG_HS_DUMP_LAYERS")
+
+
+def case_default_layers_too_many_for_a_tiny_model(mod, ref, tmp):
+    # SGLang's default [2, N//2, N-3] is [2, 1, -1] for 2 layers: capture would break forward
+    _model_without_dump(mod, ref, tmp, dict(), "SGLANG_HS_DUMP_LAYERS", layers=2)
+
+
+def case_last_layer_id_accepted(mod, ref, tmp):
+    # 7 is the input of the last of 8 layers: valid (no +1, the ids do not start at 1)
+    _dump_case(mod, ref, tmp, "packed", layer_env="7", layer_ids=[7])
+
+
+def case_long_bad_values_are_cut_in_the_warning(mod, ref, tmp):
+    for var in ("SGLANG_HS_DUMP_MAX", "SGLANG_HS_DUMP_QUEUE_MB"):
+        before = len(WARNINGS.records)
+        with Env(SGLANG_HS_DUMP_DIR=os.path.join(tmp, "dump"), **{var: "x" * 100000}):
+            set_ranks(0, 0)
+            build(mod, "list")
+        got = [r.getMessage() for r in WARNINGS.records[before:]]
+        check(len(got) == 1 and var in got[0] and len(got[0]) < 400, "%s: warnings of %s characters" % (var, [len(g) for g in got]))
+
+
+# --- DP attention: batches relabelled as EXTEND by prepare_mlp_sync_batch ----------------
+
+
+def _relabelled(mod, mode, release, num_tokens=6):
+    """A batch as ForwardBatch.prepare_mlp_sync_batch leaves it when DP padding is MAX_LEN and
+    another DP rank extends: IDLE or DECODE relabelled EXTEND, the real mode kept in
+    _original_forward_mode. 0.5.17 (forward_batch_info.py L1347-1411) and 0.5.23 (L1872-1938):
+    an empty (idle) rank gets one fabricated request over the padded token count; decode rows
+    become 1-token extends with prefix seq_len - 1. 0.5.1-0.5.13 (0.5.9 L788-799) set the
+    attribute with setattr and keep the *_cpu fields as CPU tensors; an idle rank there has
+    no rows. Inputs are then padded to num_tokens (_pad_inputs_to_size)."""
+    if mode == "IDLE":
+        ids, pos, batch = make_batch(mod, "IDLE", lens=[], pad=0, rids=[], prefix=[])
+        seq_lens = torch.zeros(0, dtype=torch.int64, device=DEVICE)
+    else:
+        ids, pos, batch = make_batch(mod, "DECODE", lens=[1, 1], pad=0, prefix=[11, 6])
+        seq_lens = torch.tensor([12, 7], device=DEVICE)
+        batch.orig_seq_lens = seq_lens.to(torch.int32)
+    batch.seq_lens = seq_lens
+    setattr(batch, "_original_forward_mode", batch.forward_mode)
+    batch.forward_mode = mod.ForwardMode.EXTEND
+    if release != "0.5.9" and seq_lens.shape[0] == 0:
+        batch.extend_seq_lens = torch.tensor([num_tokens], dtype=torch.int32, device=DEVICE)
+        batch.extend_prefix_lens = torch.zeros(1, dtype=seq_lens.dtype, device=DEVICE)
+        batch.seq_lens = torch.tensor([num_tokens], dtype=seq_lens.dtype, device=DEVICE)
+        batch.orig_seq_lens = torch.tensor([num_tokens], dtype=torch.int32, device=DEVICE)
+        batch.extend_prefix_lens_cpu = [0]
+        batch.extend_seq_lens_cpu = [int(num_tokens)]
+    else:
+        batch.extend_seq_lens = torch.full_like(batch.seq_lens, 1)
+        batch.extend_prefix_lens = batch.seq_lens - 1
+        if release == "0.5.9":
+            batch.extend_prefix_lens_cpu = batch.extend_prefix_lens.cpu()
+            batch.extend_seq_lens_cpu = batch.extend_seq_lens.cpu()
+        else:
+            batch.extend_prefix_lens_cpu = batch.extend_prefix_lens.cpu().tolist()
+            batch.extend_seq_lens_cpu = batch.extend_seq_lens.cpu().tolist()
+    pad = num_tokens - ids.shape[0]
+    batch.input_ids = torch.cat([ids, ids.new_zeros(pad)])
+    pos = torch.cat([pos, pos.new_zeros(pad)])
+    return batch.input_ids, pos, batch
+
+
+def case_dp_relabelled_idle_and_decode_write_nothing(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 1)
+        model = build(mod, "packed")
+        for release in ("0.5.17", "0.5.23", "0.5.9"):
+            for mode in ("IDLE", "DECODE"):
+                ids, pos, batch = _relabelled(mod, mode, release)
+                with torch.no_grad():
+                    value = model.model(ids, pos, batch)
+                check(isinstance(value, tuple) and value[0].shape[0] == ids.shape[0], "value changed")
+                check(files_in(out) == [], "%s %s relabelled EXTEND wrote %s" % (release, mode, [os.path.basename(p) for p in files_in(out)]))
+        # a real prefill on the same rank is still dumped
         ids, pos, batch = make_batch(mod)
-        out_logits = model(ids, pos, batch)  # bare tensor path, no unpack error
-        pristine = build(ref, "packed")
-        check(torch.equal(out_logits.next_token_logits, pristine(ids, pos, make_batch(ref)[2]).next_token_logits), "logits differ")
         with torch.no_grad():
-            value = model.model(ids, pos, make_batch(mod)[2])
-    check_samples(files_in(out)[:2], ids, value, None, None)
+            model.model(ids, pos, batch)
+    check(len(files_in(out)) == 2, "the real prefill after them: %d files" % len(files_in(out)))
+
+
+# --- the folder: a symlink is refused however the path is spelled ------------------------
+
+
+def case_refuse_symlinked_folder_with_trailing_slash(mod, ref, tmp):
+    real = os.path.join(tmp, "real")
+    os.makedirs(real, mode=0o700)
+    os.symlink(real, os.path.join(tmp, "link"))
+    for spelling in ("link/", "link/.", "link//", "link/./", "./link/"):
+        _refused(mod, os.path.join(tmp, spelling), tmp)
+        check(os.listdir(real) == [], "%s: wrote into the link's target: %s" % (spelling, os.listdir(real)))
+    # the same spellings of a real folder are fine, and write there
+    for k, spelling in enumerate(("real/", "real/.", "real//")):
+        _one_pass(mod, os.path.join(tmp, spelling))
+        check(len(files_in(real)) == 2 * (k + 1), "%s: %d files in the folder" % (spelling, len(files_in(real))))
+
+
+def case_refuse_a_file_as_folder_and_a_path_without_name(mod, ref, tmp):
+    path = os.path.join(tmp, "plain")
+    with open(path, "w") as f:
+        f.write("a file")
+    _refused(mod, path + "/", tmp)
+    _refused(mod, os.path.join(tmp, "sub", ".."), tmp)
+
+
+# --- the writer: host buffer growth, messages ----------------------------------------------
+
+
+class SlowAlloc:
+    """torch.empty that takes `delay` seconds for a buffer of 1 MiB or more: pinning host
+    memory (about a second per GiB on an H200) made visible on any machine."""
+
+    def __init__(self, delay):
+        self.delay, self.real = delay, torch.empty
+
+    def __enter__(self):
+        import time
+
+        def slow(*args, **kwargs):
+            size = args[0] if args and isinstance(args[0], int) else 0
+            if size >= 1 << 20:
+                time.sleep(self.delay)
+            return self.real(*args, **kwargs)
+
+        torch.empty = slow
+
+    def __exit__(self, *exc):
+        drain()
+        torch.empty = self.real
+
+
+def case_first_pass_does_not_wait_for_the_ring(mod, ref, tmp):
+    import time
+
+    out = os.path.join(tmp, "dump")
+    _one_pass(mod, os.path.join(tmp, "warm-up"))  # torch warmed up, then a new model
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0)
+        model = build(mod, "packed")
+        with SlowAlloc(1.5):
+            blocked = []
+            expected = []
+            for k in range(4):
+                t0 = time.perf_counter()
+                expected += _passes(mod, model, 1, rid_prefix="g%d-" % k)
+                blocked.append(time.perf_counter() - t0)
+        print("    first passes while the ring is built: %s ms" % ", ".join("%.1f" % (b * 1e3) for b in blocked))
+        check(max(blocked) < 0.75, "a pass waited %.2f s for the ring" % max(blocked))
+    paths = files_in(out)
+    _check_written(out, expected) if len(paths) == len(expected) else check(False, "%d files for %d samples" % (len(paths), len(expected)))
+
+
+def case_small_budget_warning_says_the_sizes(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    before = len(WARNINGS.records)
+    with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_QUEUE_MB="0.001"):
+        set_ranks(0, 0)
+        model = build(mod, "packed")
+        _passes(mod, model, 1)
+    got = [r.getMessage() for r in WARNINGS.records[before:]]
+    check(len(got) == 1 and " 0 MiB" not in got[0] and "0.001" in got[0] and "KiB" in got[0], "warnings %s" % got)
+
+
+# --- a server stopped with SIGKILL (as SGLang stops its schedulers) -----------------------
+
+
+def kill_child(path, out, mode, count):
+    """Child of the SIGKILL cases: dump, say so on stdout, then wait to be killed.
+    mode "wait": `count` passes behind a slow disk, then idle; "stuck": one pass whose first
+    file is linked to its final name but its temporary not yet removed, and whose second file
+    is cut mid-write."""
+    import threading
+    import time
+
+    fake_root = tempfile.mkdtemp(prefix="hs_fake_sglang_")
+    install_fake_sglang(fake_root)
+    mod = load(path, "mock_deepseek_v2_under_test")
+    os.environ["SGLANG_HS_DUMP_DIR"] = out
+    model = build(mod, "packed")
+    if mode == "wait":
+        slow = SlowSave(1.5)
+        slow.__enter__()
+        expected = _passes(mod, model, int(count))
+        slow.real(dict(expected=expected), os.path.join(os.path.dirname(out), "expected.pt"))
+        print("dumped", flush=True)
+    else:
+        # two writers: one saves its file, links it and hangs before removing the
+        # temporary; the other hangs in the middle of its save
+        linked, cut, saves = threading.Event(), threading.Event(), []
+        real_unlink, real_save = os.unlink, torch.save
+
+        def stuck_unlink(name, *args, **kwargs):
+            if str(name).endswith(".tmp") and not linked.is_set():
+                linked.set()
+                time.sleep(3600)
+            return real_unlink(name, *args, **kwargs)
+
+        def cut_save(obj, f, *args, **kwargs):
+            saves.append(1)
+            if len(saves) > 1:
+                f.write(b"partial")
+                f.flush()
+                cut.set()
+                time.sleep(3600)
+            return real_save(obj, f, *args, **kwargs)
+
+        os.unlink, torch.save = stuck_unlink, cut_save
+        if hasattr(mod, "_pysplice_hs_Writer"):
+            mod._pysplice_hs_Writer.threads = 2
+        ids, pos, batch = make_batch(mod, prefix=[0, 0])
+        with torch.no_grad():
+            model.model(ids, pos, batch)
+        linked.wait(60)
+        cut.wait(60)
+        print("stuck" if linked.is_set() and cut.is_set() else "not stuck", flush=True)
+    time.sleep(3600)
+
+
+def wait_idle_script():
+    """The README's step that waits until the dump's folder is idle, as a file: laid out beside
+    this test by patch_mock.sh, else taken from the README of this checkout."""
+    path = os.path.join(HERE, "wait_idle.py")
+    if not os.path.exists(path):
+        with open(os.path.join(HERE, "..", "..", "README.md"), encoding="utf-8") as f:
+            text = f.read()
+        start = text.index("<<'WAIT_IDLE'\n") + len("<<'WAIT_IDLE'\n")
+        body = text[start : text.index("\nWAIT_IDLE\n", start) + 1]
+        path = os.path.join(tempfile.mkdtemp(prefix="hs_wait_"), "wait_idle.py")
+        with open(path, "w") as f:
+            f.write(body)
+    return path
+
+
+def _start_child(mod, out, mode, count=0):
+    import subprocess
+
+    child = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--kill-child", mod.__file__, out, mode, str(count)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, HS_TEST_DEVICE=DEVICE),
+    )
+    import threading
+
+    timer = threading.Timer(300, child.kill)
+    timer.daemon = True
+    timer.start()
+    line = child.stdout.readline().strip()
+    return child, line
+
+
+def _kill(child):
+    import signal
+
+    if child.poll() is None:
+        os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    return child.stderr.read()[-2000:]
+
+
+def _wait_idle(out, timeout=300):
+    import subprocess
+
+    return subprocess.run([sys.executable, wait_idle_script(), out], capture_output=True, text=True, timeout=timeout)
+
+
+def case_sigkill_after_waiting_idle_loses_nothing(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    child, line = _start_child(mod, out, "wait", 6)
+    try:
+        check(line == "dumped", "child: %r" % line)
+        waited = _wait_idle(out)
+        check(waited.returncode == 0 and "idle" in waited.stdout, "wait: %d %s%s" % (waited.returncode, waited.stdout, waited.stderr))
+    finally:
+        err = _kill(child)
+    expected = load_sample(os.path.join(tmp, "expected.pt"))["expected"]
+    check(len(files_in(out)) == len(expected), "%d files for %d samples after SIGKILL%s" % (len(files_in(out)), len(expected), err and ": " + err))
+    _check_written(out, expected)
+    # the next start in the folder removes the killed process's status file, and nothing else
+    _one_pass(mod, out)
+    check(not leftovers(out), "debris after the next start: %s" % leftovers(out))
+    check(len(files_in(out)) == len(expected) + 2, "files %d" % len(files_in(out)))
+
+
+def case_sigkill_mid_write_debris_removed_at_next_start(mod, ref, tmp):
+    out = os.path.join(tmp, "dump")
+    child, line = _start_child(mod, out, "stuck")
+    try:
+        check(line == "stuck", "child: %r" % line)
+    finally:
+        err = _kill(child)
+    names = sorted(os.listdir(out))
+    temps = [n for n in names if n.endswith(".tmp")]
+    finals = [n for n in names if n.endswith(".ckpt")]
+    check(len(temps) == 2 and len(finals) == 1, "after SIGKILL: %s%s" % (names, err and " " + err))
+    check(os.stat(os.path.join(out, finals[0])).st_nlink == 2, "the final file has no second link")
+    # waiting is pointless now: the step says the process is gone with a pass not written
+    waited = _wait_idle(out, timeout=60)
+    check(waited.returncode != 0 and "not written" in waited.stderr, "wait on a killed writer: %d %r" % (waited.returncode, waited.stdout + waited.stderr))
+    # what is not this dump's (or not of a gone process) must stay
+    token = "0badc0de"
+    other = os.path.join(out, ".data_dp0_pid%d_%s_00000000.ckpt.tmp" % (child.pid, token))  # no status file
+    with open(other, "wb") as f:
+        f.write(b"not proven ours")
+    victim = os.path.join(tmp, "victim")
+    with open(victim, "wb") as f:
+        f.write(b"keep")
+    dead_token = finals[0].split("_")[3]
+    link = os.path.join(out, ".data_dp0_pid%d_%s_00000099.ckpt.tmp" % (child.pid, dead_token))
+    os.symlink(victim, link)
+    before = len(WARNINGS.records)
+    _one_pass(mod, out)
+    got = [r.getMessage() for r in WARNINGS.records[before:]]
+    left = sorted(os.listdir(out))
+    check(os.path.exists(other) and os.path.islink(link), "removed what is not proven debris: %s" % left)
+    with open(victim, "rb") as f:
+        check(f.read() == b"keep", "the symlink's target changed")
+    os.unlink(other)
+    os.unlink(link)
+    check(not leftovers(out), "debris after the next start: %s" % leftovers(out))
+    check(os.stat(os.path.join(out, finals[0])).st_nlink == 1, "the second link is still there")
+    s = load_sample(os.path.join(out, finals[0]))
+    check(tuple(s["input_ids"].shape) in [(n,) for n in LENS], "the linked sample is damaged")
+    check(len(files_in(out)) == 3, "files %s" % os.listdir(out))
+    check(len(got) == 1 and "not written" in got[0], "warnings %s" % got)
 
 
 CASES = [(name[5:].replace("_", "-"), fn) for name, fn in list(globals().items()) if name.startswith("case_")]
@@ -1195,6 +1567,8 @@ def run(path):
 def main(argv):
     if argv[1:2] == ["--exit-child"]:
         return exit_child(argv[2], argv[3])
+    if argv[1:2] == ["--kill-child"]:
+        return kill_child(*argv[2:6])
     if argv[1:] == ["--unpatched"]:
         passed, failed = run(PRISTINE)
         ok = failed > 0
