@@ -1010,13 +1010,24 @@ class SlowSave:
 
 
 class GatedSave:
-    """torch.save held back until `seconds` after entering: a disk that stalls."""
+    """torch.save held back until `seconds` after entering (or, with `until`, until that
+    holds, at most `seconds`): a disk that stalls."""
 
-    def __init__(self, seconds):
+    def __init__(self, seconds, until=None):
         import threading
+        import time
 
         self.gate, self.real = threading.Event(), torch.save
-        self.timer = threading.Timer(seconds, self.gate.set)
+
+        def opener():
+            end = time.monotonic() + seconds
+            while until is not None and not until() and time.monotonic() < end:
+                time.sleep(0.01)
+            if until is None:
+                time.sleep(seconds)
+            self.gate.set()
+
+        self.timer = threading.Thread(target=opener, daemon=True)
 
     def __enter__(self):
         def gated(*args, **kwargs):
@@ -1040,7 +1051,14 @@ def case_writer_backpressure_tiny_budget(mod, ref, tmp):
     with Env(SGLANG_HS_DUMP_DIR=out, SGLANG_HS_DUMP_QUEUE_MB="0.02"):
         set_ranks(0, 0)
         model = build(mod, "packed")
-        with GatedSave(2.0):
+
+        def forward_waited():  # the disk stalls until then (not for a fixed time: load varies)
+            try:
+                return model.model._hs_dump_state["queue"].waits > 0
+            except Exception:  # no writer yet, or no dump at all (the unpatched mock)
+                return not hasattr(model.model, "_hs_dump_state")
+
+        with GatedSave(60.0, until=forward_waited):
             expected = _passes(mod, model, 24)
         writer = model.model._hs_dump_state["queue"]
     check(writer.budget == int(0.02 * (1 << 20)), "budget %d" % writer.budget)
@@ -1375,7 +1393,8 @@ def kill_child(path, out, mode, count):
     import threading
     import time
 
-    fake_root = tempfile.mkdtemp(prefix="hs_fake_sglang_")
+    # in the case's folder, which the parent removes: this process ends by SIGKILL
+    fake_root = tempfile.mkdtemp(prefix="hs_fake_sglang_", dir=os.path.dirname(out))
     install_fake_sglang(fake_root)
     mod = load(path, "mock_deepseek_v2_under_test")
     os.environ["SGLANG_HS_DUMP_DIR"] = out
