@@ -83,7 +83,7 @@ struct Args {
     #[arg(long, value_name = "X")]
     sglang_version: Option<String>,
     /// Print the server flags for every SGLang release that has `deepseek_v2.py`, as a markdown
-    /// table (README's), and exit.
+    /// table (docs/sglang.md's), and exit.
     #[arg(long, exclusive = true)]
     flag_table: bool,
     /// An architecture to patch for (an `EntryClass` / `config.json` `architectures` name such as

@@ -1,4 +1,4 @@
-"""Prints the README's table of supported architectures from the pinned releases.
+"""Prints docs/sglang.md's table of supported architectures from the pinned releases.
 
 For every release in tests/sglang-versions.txt, runs `sglang-hs-dump MODELS --arch all --dry-run
 --json` on its unpacked models folder and records which architectures get which files. An

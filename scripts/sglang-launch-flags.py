@@ -13,10 +13,10 @@ for the prefill graph default) with Python's `ast`, and records facts only:
 - whether the release ships `sglang/srt/models/deepseek_v2.py`.
 
 `pysplice::recipes::sglang` reads the JSON (include_str!) and derives the launch flags, the notes
-and README's flag table from it. When a new SGLang release appears, run
+and docs/sglang.md's flag table from it. When a new SGLang release appears, run
 
     python3 scripts/sglang-launch-flags.py            # downloads what is missing, rewrites the JSON
-    python3 scripts/sglang-launch-flags.py --table    # README's flag table, from the JSON
+    python3 scripts/sglang-launch-flags.py --table    # docs/sglang.md's flag table, from the JSON
 
 `--versions X Y` prints the facts of those releases only (tests/sglang_launch.rs compares them
 with the JSON for the pinned releases).
@@ -376,7 +376,7 @@ def main():
     ap.add_argument("--cache", type=Path, default=REPO / "target" / "sglang-wheels-all")
     ap.add_argument("--offline", action="store_true", help="use cached archives only")
     ap.add_argument("--out", type=Path, default=DATA)
-    ap.add_argument("--table", action="store_true", help="print README's flag table (via the example) and exit")
+    ap.add_argument("--table", action="store_true", help="print docs/sglang.md's flag table (via the example) and exit")
     ap.add_argument("--versions", nargs="+", help="only these releases: their facts as JSON lines on stdout, nothing written")
     args = ap.parse_args()
 

@@ -6,7 +6,7 @@
 //!
 //! Every file is either exact (CPython compiles the output, only additions, applying again
 //! changes nothing, revert gives back the bytes) or has hooks refused, each with an error that
-//! names the file, the line and the hook, and whose reason is one of the limitations the README
+//! names the file, the line and the hook, and whose reason is one of the limitations docs/spec.md
 //! documents. Hooks at fault are found by bisection; the rest are applied and checked.
 //! `--nocapture` shows the numbers.
 
@@ -21,8 +21,8 @@ use std::time::Instant;
 use pysplice::pattern::visit_statements;
 use pysplice::{apply, revert, DefKind, Depth, Error, Node, ParsedFile, Patched, Recipe, SourceFile, Status};
 
-/// Reasons a hook may be refused for: each is a limitation the README documents (the test
-/// checks that the README quotes it).
+/// Reasons a hook may be refused for: each is a limitation docs/spec.md documents (the test
+/// checks that docs/spec.md quotes it).
 const DOCUMENTED_LIMITS: &[&str] = &[
     "shares its line with other code",
     "shares its line with other statements",
@@ -467,9 +467,9 @@ fn list(out: &mut String, title: &str, items: &[String], limit: usize) {
 
 #[test]
 fn documented_limits_are_in_the_readme() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/spec.md")).unwrap();
     for limit in DOCUMENTED_LIMITS {
-        assert!(readme.contains(limit), "the README does not document `{limit}`");
+        assert!(readme.contains(limit), "docs/spec.md does not document `{limit}`");
     }
 }
 

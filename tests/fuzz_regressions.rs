@@ -218,7 +218,7 @@ fn bare_starred_return_value() {
 /// Found by `pipeline` on `tations\n\nimport os\n\n  `: the module's only `import os` comes after
 /// other module code, so `ensure-imports` counts it as present and after-imports code (placed
 /// above `tations`) would use `os` before it is bound. The apply is refused with the documented
-/// reason (README "Limitations") instead of writing a module that raises NameError on import.
+/// reason (docs/spec.md "Limitations") instead of writing a module that raises NameError on import.
 #[test]
 fn after_imports_code_before_a_late_import_is_refused() {
     let recipe = Recipe::from_toml(

@@ -1,6 +1,6 @@
-"""The language server in a real editor: headless Neovim (0.11) with the README's setup.
+"""The language server in a real editor: headless Neovim (0.11) with docs/editors.md's setup.
 
-The Lua block of the README's "Editors" section for Neovim 0.11 is used as `init.lua`, with only
+The Lua block of docs/editors.md's "Setup" section for Neovim 0.11 is used as `init.lua`, with only
 the server's command replaced by the binary under test. In a workspace holding a `pysplice.toml`
 that names the bundled recipe, Neovim opens a copy of the demo model; `tests/nvim/check.lua` waits
 for the hook diagnostics, applies the quick fix, sees them turn to "applied", hovers a marker and
@@ -25,14 +25,14 @@ RECIPE = "sglang-hs-dump"
 
 
 def readme_setup(server):
-    """The README's Neovim 0.11 block, starting `server`."""
-    readme = (ROOT / "README.md").read_text()
+    """docs/editors.md's Neovim 0.11 block, starting `server`."""
+    readme = (ROOT / "docs" / "editors.md").read_text()
     section = readme[readme.index("**Neovim** (0.11") :]
     block = re.search(r"```lua\n(.*?)```", section, re.S)
-    assert block, "README: no Lua block after **Neovim** (0.11"
+    assert block, "docs/editors.md: no Lua block after **Neovim** (0.11"
     lua = block.group(1)
     wanted = 'cmd = { "pysplice-lsp" }'
-    assert wanted in lua, f"README's Neovim block does not start {wanted!r}"
+    assert wanted in lua, f"docs/editors.md's Neovim block does not start {wanted!r}"
     return lua.replace(wanted, "cmd = { %s }" % lua_string(str(server)))
 
 

@@ -161,16 +161,18 @@ fn data_agrees_with_the_hand_written_table() {
     assert_eq!(differ, expected);
 }
 
-/// README's table is the one the data gives.
+/// The flag table of docs/sglang.md is the one the data gives.
 #[test]
 fn readme_flag_table_is_the_datas() {
-    let readme = std::fs::read_to_string(Path::new(MANIFEST).join("README.md")).unwrap();
-    let start = readme.find("| SGLang | flags |").expect("README has the flag table");
+    let readme = std::fs::read_to_string(Path::new(MANIFEST).join("docs/sglang.md")).unwrap();
+    let start = readme
+        .find("| SGLang | flags |")
+        .expect("docs/sglang.md has the flag table");
     let end = readme[start..].find("\n\n").map_or(readme.len(), |n| start + n + 1);
     assert_eq!(
         &readme[start..end],
         sglang::flag_table(),
-        "README's flag table is stale: replace it with the output of `python3 scripts/sglang-launch-flags.py --table`"
+        "docs/sglang.md's flag table is stale: replace it with the output of `python3 scripts/sglang-launch-flags.py --table`"
     );
 }
 

@@ -167,7 +167,7 @@ fn every_architecture_with_capture_on_every_pinned_release() {
             if f == "mimo_v2_flash.py" {
                 // 0.5.7 - 0.5.8: only MiMoV2Model has the method; the entry class has none (SGLang's
                 // EAGLE-3 worker calls it on the entry class) and the forward never returns the
-                // aux states, so there is nothing for the dump to take (README, Limits).
+                // aux states, so there is nothing for the dump to take (docs/sglang.md, Limits).
                 assert!(
                     r.selection.roots.iter().all(|x| x.file != f),
                     "{version}: a root in {f}"

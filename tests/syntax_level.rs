@@ -1,5 +1,5 @@
 //! The parser's syntax level: Python 3.11's grammar with PEP 695 type parameters (3.12), and
-//! known gaps (README "Limitations"): PEP 701 f-strings (3.12: a quote of the f-string's own
+//! known gaps (docs/spec.md "Limitations"): PEP 701 f-strings (3.12: a quote of the f-string's own
 //! kind inside a field), PEP 696 type-parameter defaults (3.13) and PEP 758 unparenthesised
 //! `except` lists (3.14) are refused as invalid Python: a typed error with line and column,
 //! exit 2 from the CLI, never a panic. Should the parser learn them, this test says so.

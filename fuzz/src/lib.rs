@@ -292,7 +292,7 @@ pub fn check_recipe(recipe: &Recipe, text: &str) -> Option<String> {
     let patched = match apply(recipe, file(text)) {
         Ok(patched) => patched,
         Err(err) => {
-            // A refusal the README documents (an import that the file binds only below other
+            // A refusal docs/spec.md documents (an import that the file binds only below other
             // module code counts as present, so after-imports code using it would run first) is
             // the verification doing its job, not an engine fault.
             let documented = matches!(err.kind(), ErrorKind::EarlyNameUse { .. });

@@ -429,7 +429,7 @@ fn ranges(holds: impl Fn(&ReleaseFacts) -> bool, dash: &str) -> Vec<String> {
         .collect()
 }
 
-/// README's flag table: one row per run of consecutive `deepseek_v2.py` releases that take the
+/// The flag table of docs/sglang.md: one row per run of consecutive `deepseek_v2.py` releases that take the
 /// same flags, as markdown.
 pub fn flag_table() -> String {
     let mut rows: Vec<(&str, &str, Vec<&'static str>)> = Vec::new();

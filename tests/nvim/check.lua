@@ -1,4 +1,4 @@
--- Run by tests/py_lsp_neovim.py inside `nvim --headless`, after the README's Neovim setup has
+-- Run by tests/py_lsp_neovim.py inside `nvim --headless`, after docs/editors.md's Neovim setup has
 -- been sourced, with the Python file of a workspace (holding a pysplice.toml) open.
 -- What an editor user does: wait for the hook diagnostics, take the quick fix "Apply recipe ID",
 -- apply its edit, see the diagnostics say "applied", hover a marker, write the file.
@@ -23,7 +23,7 @@ end
 if not vim.wait(TIMEOUT, function() return client() ~= nil end, 50) then
   fail("the pysplice client did not attach to " .. vim.api.nvim_buf_get_name(0))
 end
-ok("client attached from the README's setup")
+ok("client attached from docs/editors.md's setup")
 
 local function messages()
   local out = {}

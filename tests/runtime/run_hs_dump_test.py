@@ -1439,11 +1439,11 @@ def kill_child(path, out, mode, count):
 
 
 def wait_idle_script():
-    """The README's step that waits until the dump's folder is idle, as a file: laid out beside
-    this test by patch_mock.sh, else taken from the README of this checkout."""
+    """docs/sglang.md's step that waits until the dump's folder is idle, as a file: laid out
+    beside this test by patch_mock.sh, else taken from docs/sglang.md of this checkout."""
     path = os.path.join(HERE, "wait_idle.py")
     if not os.path.exists(path):
-        with open(os.path.join(HERE, "..", "..", "README.md"), encoding="utf-8") as f:
+        with open(os.path.join(HERE, "..", "..", "docs", "sglang.md"), encoding="utf-8") as f:
             text = f.read()
         start = text.index("<<'WAIT_IDLE'\n") + len("<<'WAIT_IDLE'\n")
         body = text[start : text.index("\nWAIT_IDLE\n", start) + 1]
