@@ -1,6 +1,7 @@
 //! Module-level code: at the top (after the docstring and `__future__` imports), after the
 //! leading imports, at the end.
 
+use crate::error::PlacementReason;
 use crate::spec::Anchor;
 use crate::syntax::{kind, Node};
 
@@ -18,7 +19,7 @@ impl Placer<'_> {
                     Some(last) if !self.line_ends_after(last.range().end) => {
                         return Err(refuse(
                             last.range().end,
-                            "the module's last statement shares its line with other code",
+                            PlacementReason::ModuleEndSharesLine,
                         ))
                     }
                     Some(_) | None => self.text().len(),
@@ -54,7 +55,7 @@ impl Placer<'_> {
                 if !self.line_ends_after(stmt.range().end) {
                     return Err(refuse(
                         stmt.range().end,
-                        "the statement before the insertion point shares its line",
+                        PlacementReason::PreviousSharesLine,
                     ));
                 }
                 self.after_markers(self.next_line_start(stmt.range().end))

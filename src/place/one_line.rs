@@ -1,6 +1,7 @@
 //! One-line suites (`def f(x): return x`): expanded into a block for one hook, or for several
 //! hooks of one recipe at once.
 
+use crate::error::PlacementReason;
 use std::ops::Range;
 
 use crate::edit::Edit;
@@ -21,7 +22,7 @@ impl Placer<'_> {
         if !self.text()[..colon_end].ends_with(':') {
             return Err(refuse(
                 first.range().start,
-                "cannot find the colon of this one-line suite",
+                PlacementReason::NoSuiteColon,
             ));
         }
         Ok((first, last, colon_end))
@@ -40,7 +41,7 @@ impl Placer<'_> {
         if matches!(anchor, Anchor::Start) && def.docstring().is_some() && !docstring_only {
             return Err(refuse(
                 first.range().start,
-                "a docstring shares its line with other statements",
+                PlacementReason::OneLineDocstring,
             ));
         }
         let code_first = matches!(anchor, Anchor::Start) && !docstring_only;
@@ -68,7 +69,7 @@ impl Placer<'_> {
         if def.docstring().is_some() {
             return Err(refuse(
                 first.range().start,
-                "a docstring shares its line with other statements",
+                PlacementReason::OneLineDocstring,
             ));
         }
         let end = self.source().line_range(self.line_of(last.range().end)).end;
@@ -108,7 +109,10 @@ impl Placer<'_> {
             if let Some((other, _, _)) = wraps.next() {
                 return Err(refuse(
                     ret.range().start,
-                    format!("hooks `{hook}` and `{other}` both wrap this return"),
+                    PlacementReason::BothWrap {
+                        first: hook.to_string(),
+                        second: other.to_string(),
+                    },
                 ));
             }
             let new_stmt = self.wrapped_return(ret, render)?;
