@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use crate::error::{Error, ErrorKind};
-use crate::project::Conventions;
+use super::Conventions;
 use crate::source::SourceFile;
 use crate::syntax::is_identifier;
 
