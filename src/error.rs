@@ -468,18 +468,24 @@ mod tests {
                 message: "m".into(),
                 cause: None,
             },
-            ErrorKind::Placement { reason: PlacementReason::NeedsDefinition },
+            ErrorKind::Placement {
+                reason: PlacementReason::NeedsDefinition,
+            },
             ErrorKind::Conflict {
                 first: "h".into(),
                 second: "i".into(),
             },
-            ErrorKind::Marker { reason: MarkerReason::CloseWithoutOpen },
+            ErrorKind::Marker {
+                reason: MarkerReason::CloseWithoutOpen,
+            },
             ErrorKind::Stacked {
                 top: "t".into(),
                 top_hook: "u".into(),
                 top_line: 9,
             },
-            ErrorKind::Verify { reason: VerifyReason::OutsideChanged },
+            ErrorKind::Verify {
+                reason: VerifyReason::OutsideChanged,
+            },
             ErrorKind::EarlyNameUse {
                 name: "os".into(),
                 bound_line: 9,

@@ -3,12 +3,12 @@
 use std::ops::Range;
 
 use crate::edit::Edit;
+use crate::error::PlacementReason;
 use crate::error::{Error, ErrorKind};
 use crate::locate::Target;
 use crate::outcome::Reason;
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::pattern::{Depth, Pattern};
-use crate::error::PlacementReason;
 use crate::place::{Placer, Refusal, Refused, MAX_ADDED_BYTES};
 use crate::source::file_lines_inside_strings;
 use crate::spec::{Action, Hook, Recipe};
@@ -211,12 +211,7 @@ fn plan_target(
             placer.add_forwarder(def, method, via).map_err(placement_error)?
         }
         (Action::WrapReturns { .. } | Action::AddForwarder { .. }, None) => {
-            return Err(refused(
-                file,
-                hook,
-                0,
-                PlacementReason::NeedsDefinition,
-            ))
+            return Err(refused(file, hook, 0, PlacementReason::NeedsDefinition))
         }
     };
     Ok(Ok(edits))

@@ -47,7 +47,12 @@ pub(super) fn verify(
     let spans: Vec<(Range<usize>, Range<usize>)> = map.spans.iter().map(|(o, n, _)| (o.clone(), n.clone())).collect();
     let reparsed = crate::parse::reparse::reparse(original.root(), old, output, &spans).map_err(|err| {
         let offset = output.lines().line_start(err.location().line).unwrap_or(0);
-        fail(offset, VerifyReason::Unparsable { message: err.to_string() })
+        fail(
+            offset,
+            VerifyReason::Unparsable {
+                message: err.to_string(),
+            },
+        )
     })?;
     // What CPython's compiler (not only its parser) would refuse, unless the original has it too.
     let checked = crate::verify::check(&reparsed.root, new);
@@ -79,10 +84,7 @@ pub(super) fn verify(
     let frames = marker::scan(output, &recipe.id)?;
     let (stripped, anchors) = marker::strip_with_anchors(new, &frames);
     if stripped != old {
-        return Err(fail(
-            0,
-            VerifyReason::NotReversible,
-        ));
+        return Err(fail(0, VerifyReason::NotReversible));
     }
     let sorted = |ranges: &[Range<usize>]| {
         let mut ranges = ranges.to_vec();
@@ -105,10 +107,7 @@ pub(super) fn verify(
         let before = kept_in(true, statements(original.root(), old_range), &compare.removed);
         let after = kept_in(true, statements(&reparsed.root, new_range), &compare.inserted);
         if !compare.all_equivalent(before, after) {
-            return Err(fail(
-                0,
-                VerifyReason::TreeChanged,
-            ));
+            return Err(fail(0, VerifyReason::TreeChanged));
         }
     }
     Ok((frames, anchors))

@@ -233,11 +233,7 @@ impl Scan<'_> {
             if after.marker.recipe != recipe {
                 return Err(self.stacked(m.start, hook, after));
             }
-            return Err(self.damaged(
-                m,
-                MarkerReason::InlineFollowed { hook: hook.to_string() },
-                hook,
-            ));
+            return Err(self.damaged(m, MarkerReason::InlineFollowed { hook: hook.to_string() }, hook));
         }
         let line_end = self.file.line_range(next_line).end;
         let content = next.saturating_add(column)..next.saturating_add(column).saturating_add(len);

@@ -32,10 +32,7 @@ impl Placer<'_> {
             Anchor::End => {
                 let last = body.children().last().expect("a body has statements");
                 if !self.line_ends_after(last.range().end) {
-                    return Err(refuse(
-                        last.range().end,
-                        PlacementReason::BodyEndSharesLine,
-                    ));
+                    return Err(refuse(last.range().end, PlacementReason::BodyEndSharesLine));
                 }
                 let at = self.after_markers(self.next_line_start(last.range().end));
                 Ok(vec![self.frame(&Insertion::new(at, indent), code)?])

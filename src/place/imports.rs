@@ -1,8 +1,8 @@
 //! Imports a recipe needs: which the module already binds unconditionally, which would
 //! shadow another binding, and the block of the missing ones.
 
-use crate::error::PlacementReason;
 use crate::edit::Edit;
+use crate::error::PlacementReason;
 use crate::marker;
 use crate::pattern::{visit_statements, Depth};
 use crate::spec::ImportLine;

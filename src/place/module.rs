@@ -17,10 +17,7 @@ impl Placer<'_> {
             Anchor::End => {
                 let at = match body.children().last() {
                     Some(last) if !self.line_ends_after(last.range().end) => {
-                        return Err(refuse(
-                            last.range().end,
-                            PlacementReason::ModuleEndSharesLine,
-                        ))
+                        return Err(refuse(last.range().end, PlacementReason::ModuleEndSharesLine))
                     }
                     Some(_) | None => self.text().len(),
                 };
@@ -53,10 +50,7 @@ impl Placer<'_> {
         let at = match last {
             Some(stmt) => {
                 if !self.line_ends_after(stmt.range().end) {
-                    return Err(refuse(
-                        stmt.range().end,
-                        PlacementReason::PreviousSharesLine,
-                    ));
+                    return Err(refuse(stmt.range().end, PlacementReason::PreviousSharesLine));
                 }
                 self.after_markers(self.next_line_start(stmt.range().end))
             }

@@ -20,10 +20,7 @@ impl Placer<'_> {
         let last = body.children().last().expect("a body has statements");
         let colon_end = self.text()[..first.range().start].trim_end_matches([' ', '\t']).len();
         if !self.text()[..colon_end].ends_with(':') {
-            return Err(refuse(
-                first.range().start,
-                PlacementReason::NoSuiteColon,
-            ));
+            return Err(refuse(first.range().start, PlacementReason::NoSuiteColon));
         }
         Ok((first, last, colon_end))
     }
@@ -39,10 +36,7 @@ impl Placer<'_> {
         let suite_line = format!("{indent}{suite}{}", self.newline());
         let docstring_only = def.docstring().is_some() && body.children().len() == 1;
         if matches!(anchor, Anchor::Start) && def.docstring().is_some() && !docstring_only {
-            return Err(refuse(
-                first.range().start,
-                PlacementReason::OneLineDocstring,
-            ));
+            return Err(refuse(first.range().start, PlacementReason::OneLineDocstring));
         }
         let code_first = matches!(anchor, Anchor::Start) && !docstring_only;
         let (lines, inserted) = if code_first {
@@ -67,10 +61,7 @@ impl Placer<'_> {
         let (first, last, colon_end) = self.suite_ends(body)?;
         let text = self.text();
         if def.docstring().is_some() {
-            return Err(refuse(
-                first.range().start,
-                PlacementReason::OneLineDocstring,
-            ));
+            return Err(refuse(first.range().start, PlacementReason::OneLineDocstring));
         }
         let end = self.source().line_range(self.line_of(last.range().end)).end;
         let suite = text[first.range().start..end].trim_end();

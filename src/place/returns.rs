@@ -46,10 +46,7 @@ impl Placer<'_> {
             }
             let line = self.line_of(r.start);
             if lines_used.contains(&line) {
-                return Err(refuse(
-                    r.start,
-                    PlacementReason::ReturnsShareLine { line },
-                ));
+                return Err(refuse(r.start, PlacementReason::ReturnsShareLine { line }));
             }
             lines_used.push(line);
             let new_stmt = self.wrapped_return(ret, render)?;

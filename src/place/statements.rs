@@ -26,10 +26,7 @@ impl Placer<'_> {
         };
         for stmt in &chosen {
             if self.text()[stmt.range().start..].starts_with("elif") {
-                return Err(refuse(
-                    stmt.range().start,
-                    PlacementReason::ElifAnchor,
-                ));
+                return Err(refuse(stmt.range().start, PlacementReason::ElifAnchor));
             }
         }
         Ok(chosen)
@@ -47,10 +44,7 @@ impl Placer<'_> {
             };
             let at = if after {
                 if !self.line_ends_after(stmt.range().end) {
-                    return Err(refuse(
-                        stmt.range().end,
-                        PlacementReason::AnchorSharesLine,
-                    ));
+                    return Err(refuse(stmt.range().end, PlacementReason::AnchorSharesLine));
                 }
                 self.after_markers(self.next_line_start(stmt.range().end))
             } else {
@@ -70,16 +64,10 @@ impl Placer<'_> {
         for stmt in self.select(block, selector)? {
             let start = self.statement_start(stmt);
             let Some(indent) = self.indent_before(start).map(str::to_string) else {
-                return Err(refuse(
-                    start,
-                    PlacementReason::ReplacedSharesLine,
-                ));
+                return Err(refuse(start, PlacementReason::ReplacedSharesLine));
             };
             if !self.line_ends_after(stmt.range().end) {
-                return Err(refuse(
-                    stmt.range().end,
-                    PlacementReason::ReplacedSharesLine,
-                ));
+                return Err(refuse(stmt.range().end, PlacementReason::ReplacedSharesLine));
             }
             let from = self.line_start(start);
             let to = self.source().line_range(self.line_of(stmt.range().end)).end;
