@@ -458,7 +458,12 @@ fn hand_edited_block_is_refused_naming_the_line() {
     let unclosed = patched.output().replace("    # <<< pysplice fx/bare\n", "");
     let err = apply(&recipe, SourceFile::new("body_start.py", unclosed)).unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::Marker { reason: MarkerReason::OpenBefore { .. } }),
+        matches!(
+            err.kind(),
+            ErrorKind::Marker {
+                reason: MarkerReason::OpenBefore { .. }
+            }
+        ),
         "{err}"
     );
     let input = read("wrap_returns.py");
@@ -610,7 +615,12 @@ fn two_returns_on_one_line_are_refused() {
     let input = "def f(a):\n    if a: return 1\n    return 2; return 3\n";
     let err = apply(&recipe, SourceFile::new("t.py", input)).unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::Placement { reason: PlacementReason::ReturnsShareLine { line: 3 } }),
+        matches!(
+            err.kind(),
+            ErrorKind::Placement {
+                reason: PlacementReason::ReturnsShareLine { line: 3 }
+            }
+        ),
         "{err}"
     );
 }

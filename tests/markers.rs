@@ -478,7 +478,10 @@ fn frames_that_overlap_are_refused() {
         } => [first.as_str(), second.as_str()],
         _ => panic!("not an overlap: {err}\n{damaged}"),
     };
-    assert!(overlap.contains(&"helper") && overlap.contains(&"wrap"), "{err}\n{damaged}");
+    assert!(
+        overlap.contains(&"helper") && overlap.contains(&"wrap"),
+        "{err}\n{damaged}"
+    );
 }
 
 #[test]
