@@ -8,6 +8,10 @@
 
 use std::fmt;
 
+mod reason;
+
+pub use reason::{MarkerReason, PlacementReason, VerifyReason};
+
 /// A place in a file, for messages: `file:line:column`, 1-based, columns in UTF-8 bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
@@ -129,7 +133,7 @@ pub enum ErrorKind {
     #[error("cannot place hook: {reason}")]
     Placement {
         /// Why not.
-        reason: String,
+        reason: PlacementReason,
     },
 
     /// Two hooks want to change overlapping text (the location is where the overlap starts).
@@ -146,7 +150,7 @@ pub enum ErrorKind {
     #[error("{reason}; restore the block or remove it by hand, then run again")]
     Marker {
         /// What does not match.
-        reason: String,
+        reason: MarkerReason,
     },
 
     /// Another recipe changed a frame of this recipe after it was applied (its change sits on
@@ -166,7 +170,7 @@ pub enum ErrorKind {
     #[error("verification failed: {reason}")]
     Verify {
         /// Which invariant broke.
-        reason: String,
+        reason: VerifyReason,
     },
 
     /// Inserted code that runs when the module is imported uses a module-level name before the
@@ -464,18 +468,24 @@ mod tests {
                 message: "m".into(),
                 cause: None,
             },
-            ErrorKind::Placement { reason: "r".into() },
+            ErrorKind::Placement {
+                reason: PlacementReason::NeedsDefinition,
+            },
             ErrorKind::Conflict {
                 first: "h".into(),
                 second: "i".into(),
             },
-            ErrorKind::Marker { reason: "r".into() },
+            ErrorKind::Marker {
+                reason: MarkerReason::CloseWithoutOpen,
+            },
             ErrorKind::Stacked {
                 top: "t".into(),
                 top_hook: "u".into(),
                 top_line: 9,
             },
-            ErrorKind::Verify { reason: "r".into() },
+            ErrorKind::Verify {
+                reason: VerifyReason::OutsideChanged,
+            },
             ErrorKind::EarlyNameUse {
                 name: "os".into(),
                 bound_line: 9,

@@ -4,8 +4,8 @@
 //! The data flows one way: text is parsed once into a [`ParsedFile`] (outline and syntax tree);
 //! a [`Recipe`] (TOML) is compiled into validated hooks; [`plan`] turns both into edits or the
 //! reason there are none; [`apply`] applies and verifies them; [`revert`] gives back the original
-//! bytes. [`Document`] does the same for editors, [`Project`] answers questions about a whole
-//! package (inheritance, composition, which entry classes reach a method).
+//! bytes. [`Document`] does the same for editors, [`Project`] answers
+//! questions about a whole package (inheritance, composition, which entry classes reach a method).
 //!
 //! ```
 //! use pysplice::{apply, revert, Recipe, SourceFile};
@@ -35,69 +35,113 @@
 //!
 //! Lines and columns are counted from 1 everywhere in the library, as CPython and the programs
 //! count them: [`Location`], [`LineColumn`], [`LineIndex::line_of`], [`SourceFile::line_range`],
-//! [`Definition::line`], [`marker::Frame::line`], [`Document::line_range`]. The one exception
-//! is the editor protocol's own type: a [`Utf16Position`] (and so a [`Utf16Range`] or a
-//! [`TextEdit`]) holds LSP's 0-based line and 0-based UTF-16 character, and converts only
-//! through [`Document`].
+//! [`Definition::line`], [`Document::line_range`]. The one exception is the editor protocol's
+//! own type: a [`Utf16Position`] (and so a [`Utf16Range`] or a [`TextEdit`]) holds LSP's 0-based
+//! line and 0-based UTF-16 character, and converts only through [`Document`].
 //!
-//! The modules, in the order the data flows through them (errors are everyone's):
+//! The names below are the library's API, in the order the data flows through them; each has
+//! one path, at the root. [`project`] holds the vocabulary of questions about a whole package.
+//! The modules marked "not public API" are the programs' own and may change at any time.
 //!
-//! | module | job |
+//! | stage | names |
 //! |---|---|
-//! | [`error`] | typed errors with file, line, column and hook |
-//! | [`source`] | a file's text, style (indent, newline, BOM), line index, UTF-8/UTF-16 positions |
-//! | [`parse`] | the parser adapter, the only user of rustpython-parser |
-//! | [`syntax`] | the crate's own small syntax tree, its kinds and typed views |
-//! | [`outline`], [`locate`] | every class and def; finding them by path |
-//! | `suggest` | "did you mean": the one scorer of names close to one not found |
-//! | [`pattern`], [`template`] | statement patterns with metavariables; code templates |
-//! | [`spec`], [`recipes`] | TOML hook specs; the recipes that ship, by name, and a workspace's recipes |
-//! | [`project`] | many files: class graph, delegation chains, hook reach, targets by meaning ([`project::select`]) |
-//! | [`edit`], [`marker`] | text edits; the marker comments that frame inserted code |
-//! | [`engine`] | plan, apply, verify, revert |
-//! | [`batch`] | one recipe over several files: all planned, then all written or none |
-//! | [`outcome`] | the one rule for hook statuses and "up to date" |
-//! | [`report`], [`files`] | text, diff and JSON reports; safe file reads and writes |
-//! | `contract` | the versioned JSON output of the programs and its schema (feature `serde`) |
-//! | [`document`] | an editor-facing document with LSP positions |
+//! | parse | [`SourceFile`], [`Style`], [`Newline`], [`LineIndex`], [`LineColumn`], [`ParsedFile`], [`Node`] |
+//! | find | [`Target`], [`Definition`], [`DefKind`], [`Pattern`], [`Depth`] |
+//! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`Selector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`] |
+//! | plan, apply, revert | [`plan`], [`Plan`], [`apply`], [`revert`], [`Patched`], [`Edit`] |
+//! | outcomes | [`HookOutcome`], [`Status`], [`HookState`], [`Reason`] |
+//! | errors | [`Error`], [`ErrorKind`], [`Location`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`] |
+//! | files | [`DiskFile`] |
+//! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
+//! | packages | [`project`]: [`Project`], its scan options and answers |
 #![deny(missing_docs)]
 
+// Not public API: the programs' multi-file runs.
+#[doc(hidden)]
 pub mod batch;
+// Not public API: the programs' JSON output.
+#[doc(hidden)]
 #[cfg(feature = "serde")]
 pub mod contract;
 mod diff;
+// Not public API: the editor-facing document's module (its names are at the root).
+#[doc(hidden)]
 pub mod document;
+// Not public API: text edits (the edit type is at the root).
+#[doc(hidden)]
 pub mod edit;
+// Not public API: plan, apply, verify, revert (their entry points are at the root).
+#[doc(hidden)]
 pub mod engine;
+// Not public API: errors (their types are at the root).
+#[doc(hidden)]
 pub mod error;
+// Not public API: safe file reads and writes.
+#[doc(hidden)]
 pub mod files;
+// Not public API: target paths (the target type is at the root).
+#[doc(hidden)]
 pub mod locate;
+// Not public API: marker comments.
+#[doc(hidden)]
 pub mod marker;
+// Not public API: hook outcomes (their types are at the root).
+#[doc(hidden)]
 pub mod outcome;
+// Not public API: the outline of a parsed file (its types are at the root).
+#[doc(hidden)]
 pub mod outline;
+// Not public API: the parser adapter.
+#[doc(hidden)]
 pub mod parse;
+// Not public API: statement patterns (their types are at the root).
+#[doc(hidden)]
 pub mod pattern;
 mod place;
 pub mod project;
+// Not public API: the recipes that ship with the programs.
+#[doc(hidden)]
 pub mod recipes;
+// Not public API: the programs' text reports.
+#[doc(hidden)]
 pub mod report;
+// Not public API: source text and positions (their types are at the root).
+#[doc(hidden)]
 pub mod source;
+// Not public API: hook specs (their types are at the root).
+#[doc(hidden)]
 pub mod spec;
 mod suggest;
 mod suite;
+// Not public API: the crate's syntax tree, its node kinds and views ([`Node`] is at the root).
+#[doc(hidden)]
 pub mod syntax;
+// Not public API: code templates (the template type is at the root).
+#[doc(hidden)]
 pub mod template;
 mod verify;
 
-pub use document::{Document, DocumentPlan, KeptPlan, TextEdit, Utf16Position, Utf16Range};
-pub use engine::{apply, apply_plan, plan, revert, HookOutcome, Patched, Plan, Prepared, Reason, Status};
-pub use error::{Error, ErrorKind, Location};
+pub use document::{Document, DocumentHook, DocumentPlan, MarkerRef, TextEdit, Utf16Position, Utf16Range};
+pub use edit::Edit;
+pub use engine::{apply, plan, revert, HookOutcome, Patched, Plan, Reason, Status};
+pub use error::{Error, ErrorKind, Location, MarkerReason, PlacementReason, VerifyReason};
 pub use files::DiskFile;
 pub use locate::Target;
+pub use outcome::HookState;
 pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
-pub use project::{ClassGraph, Project};
 pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
-pub use spec::{Action, Anchor, ClassSelector, Hook, ImportLine, Nth, Recipe, Selector};
+pub use spec::{
+    Action, Anchor, ClassSelector, Conventions, Hook, HookBuilder, ImportLine, Nth, Recipe, RecipeBuilder, Selector,
+};
 pub use syntax::Node;
 pub use template::Template;
+
+// Not public API: the programs' and tests' paths of before, kept until they move to the
+// documented ones.
+#[doc(hidden)]
+pub use document::KeptPlan;
+#[doc(hidden)]
+pub use engine::{apply_plan, Prepared};
+#[doc(hidden)]
+pub use project::{ClassGraph, Project};

@@ -1,6 +1,6 @@
 //! Marker comments: how pysplice frames what it inserted, so that applying again is a no-op,
 //! a changed spec replaces its old blocks, hand edits are caught, and revert is exact. This is
-//! the one module that knows markers: writing frames, reading them back ([`scan`], in
+//! the one module that knows markers: writing frames, reading them back (`scan`, in
 //! `scan.rs`), checking their seals (`seal.rs`) and taking them out (`strip.rs`). Its
 //! [`grammar`] part is the one place that spells marker lines out: what a line must look like,
 //! which blanks, line breaks and positions are accepted, and marker-like text that recipes may

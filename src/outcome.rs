@@ -285,3 +285,77 @@ pub fn is_pending(status: &Status) -> bool {
 pub fn is_up_to_date(outcomes: &[HookOutcome], changed: bool) -> bool {
     !changed && !outcomes.iter().any(|o| is_pending(&o.status))
 }
+
+/// What became of a hook, named for the operation that ran: the one mapping from a [`Status`]
+/// to the word that reports, tools and the programs' JSON use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HookState {
+    /// `check`: the hook would be placed.
+    Missing,
+    /// Placed by this apply.
+    Applied,
+    /// Already there, identical.
+    AlreadyApplied,
+    /// `check`: there from an older spec, would be replaced.
+    Outdated,
+    /// There from an older spec; replaced.
+    Updated,
+    /// `check`: a block of a hook the recipe no longer has, would be taken out.
+    ToRemove,
+    /// Removed.
+    Reverted,
+    /// Revert found nothing of this hook.
+    NotPresent,
+    /// Not placed, on purpose.
+    Skipped,
+    /// Could not be placed.
+    Failed,
+}
+
+impl HookState {
+    /// The state's word, in kebab case: `missing`, `already-applied`, `to-remove`, ...
+    ///
+    /// ```
+    /// use pysplice::Status;
+    /// assert_eq!(Status::Applied.state(true).word(), "missing");
+    /// assert_eq!(Status::AlreadyApplied.state(false).word(), "already-applied");
+    /// ```
+    #[must_use]
+    pub const fn word(self) -> &'static str {
+        match self {
+            HookState::Missing => "missing",
+            HookState::Applied => "applied",
+            HookState::AlreadyApplied => "already-applied",
+            HookState::Outdated => "outdated",
+            HookState::Updated => "updated",
+            HookState::ToRemove => "to-remove",
+            HookState::Reverted => "reverted",
+            HookState::NotPresent => "not-present",
+            HookState::Skipped => "skipped",
+            HookState::Failed => "failed",
+        }
+    }
+}
+
+impl Status {
+    /// This status as a state: `checking` when nothing was written (a dry run, `check`), so
+    /// that what would be placed reads [`HookState::Missing`] and a hook already there
+    /// [`HookState::Applied`].
+    #[must_use]
+    pub fn state(&self, checking: bool) -> HookState {
+        match (self, checking) {
+            (Status::Applied, true) => HookState::Missing,
+            (Status::Applied, false) => HookState::Applied,
+            (Status::AlreadyApplied, true) => HookState::Applied,
+            (Status::AlreadyApplied, false) => HookState::AlreadyApplied,
+            (Status::Updated, true) => HookState::Outdated,
+            (Status::Updated, false) => HookState::Updated,
+            (Status::Reverted, true) => HookState::ToRemove,
+            (Status::Reverted, false) => HookState::Reverted,
+            (Status::NotPresent, _) => HookState::NotPresent,
+            (Status::Skipped { .. }, _) => HookState::Skipped,
+            (Status::Failed { .. }, _) => HookState::Failed,
+        }
+    }
+}

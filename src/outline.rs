@@ -229,7 +229,7 @@ impl ParsedFile {
 
 /// The enclosing definition while walking: its index and the names its scope declares `global`.
 #[derive(Clone, Copy)]
-struct Scope<'a> {
+struct Enclosing<'a> {
     index: usize,
     globals: &'a [String],
 }
@@ -238,7 +238,7 @@ struct Scope<'a> {
 fn collect(
     source: &SourceFile,
     list: &Node,
-    scope: Option<Scope<'_>>,
+    scope: Option<Enclosing<'_>>,
     tree_path: &mut Vec<usize>,
     out: &mut Vec<Definition>,
 ) {
@@ -251,7 +251,7 @@ fn collect(
             descend(
                 source,
                 stmt,
-                Some(Scope {
+                Some(Enclosing {
                     index,
                     globals: &globals,
                 }),
@@ -269,7 +269,7 @@ fn collect(
 fn descend(
     source: &SourceFile,
     stmt: &Node,
-    scope: Option<Scope<'_>>,
+    scope: Option<Enclosing<'_>>,
     tree_path: &mut Vec<usize>,
     out: &mut Vec<Definition>,
 ) {
@@ -307,7 +307,7 @@ fn global_names(def: &Node) -> Vec<String> {
 fn definition(
     source: &SourceFile,
     stmt: &Node,
-    scope: Option<Scope<'_>>,
+    scope: Option<Enclosing<'_>>,
     tree_path: &[usize],
     out: &[Definition],
 ) -> Definition {

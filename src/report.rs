@@ -6,6 +6,7 @@ use std::fmt::Write;
 use similar::TextDiff;
 
 use crate::engine::{HookOutcome, Patched, Status};
+use crate::outcome::HookState;
 
 /// `text` safe to print on a terminal: control characters (C0 with line breaks and tabs, DEL,
 /// C1) and the bidirectional formatting characters (which reorder what a terminal or editor
@@ -95,14 +96,12 @@ pub fn outcome_line(outcome: &HookOutcome) -> String {
 /// What `check` says of a hook: `missing`, `outdated`, `applied`, `skipped: why`, ...
 #[must_use]
 pub fn check_status(outcome: &HookOutcome) -> String {
-    match &outcome.status {
-        Status::Applied => "missing".to_string(),
-        Status::Updated => "outdated".to_string(),
-        Status::AlreadyApplied => "applied".to_string(),
-        Status::Skipped { reason } => format!("skipped: {reason}"),
-        Status::Failed { reason } => format!("cannot be placed: {reason}"),
-        Status::Reverted => "to be removed (no longer in the recipe)".to_string(),
-        Status::NotPresent => "not present".to_string(),
+    match (&outcome.status, outcome.status.state(true)) {
+        (Status::Skipped { reason }, _) => format!("skipped: {reason}"),
+        (Status::Failed { reason }, _) => format!("cannot be placed: {reason}"),
+        (_, HookState::ToRemove) => "to be removed (no longer in the recipe)".to_string(),
+        (_, HookState::NotPresent) => "not present".to_string(),
+        (_, state) => state.word().to_string(),
     }
 }
 

@@ -100,6 +100,7 @@ impl Document {
     ///
     /// # Errors
     /// As [`Document::plan`].
+    #[doc(hidden)]
     pub fn plan_keeping(&self, recipe: &Recipe) -> Result<(DocumentPlan, KeptPlan), Error> {
         let source = SourceFile::new(self.name.clone(), self.text());
         let previous = self.parses.get(&recipe.id);
@@ -194,6 +195,7 @@ impl Document {
     ///
     /// # Errors
     /// As [`Document::apply_edits`].
+    #[doc(hidden)]
     pub fn apply_edits_from(&self, recipe: &Recipe, kept: KeptPlan) -> Result<Vec<TextEdit>, Error> {
         if kept.recipe != recipe.id || self.rope != kept.prepared.current().text() {
             return self.apply_edits(recipe);

@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use crate::edit::{apply_edits, Edit};
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind, Location, MarkerReason};
 use crate::files::MAX_FILE_BYTES;
 use crate::marker::{self, Frame};
 use crate::outcome::{self, Blocks, HookOutcome, Status};
@@ -331,9 +331,10 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -
             if let Some(at) = found {
                 let at = marker::to_framed(&prepared.frames, at);
                 let line = current.lines().line_of(at);
-                let reason = format!(
-                    "line {line} already holds what hook `{id}` adds here, without its marker (was a marker line deleted?): applying would add it twice and revert would leave it behind"
-                );
+                let reason = MarkerReason::Unmarked {
+                    line,
+                    hook: id.to_string(),
+                };
                 return Err(ErrorKind::Marker { reason }.at(current.location(at)).with_hook(id));
             }
         }

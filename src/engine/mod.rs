@@ -18,7 +18,7 @@ mod verify;
 use std::sync::Arc;
 
 use crate::edit::Edit;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, MarkerReason};
 use crate::marker::{self, Frame, FrameKind};
 use crate::outcome::Blocks;
 pub use crate::outcome::{HookOutcome, Reason, Status};
@@ -138,9 +138,9 @@ impl Prepared {
             // Taking this recipe's expansion out would take the other recipe's changes with it.
             let offset = current.lines().line_start(line).unwrap_or(0);
             return Err(ErrorKind::Marker {
-                reason: format!(
-                    "recipe `{other}` has changes inside this recipe's expanded one-line suite: revert `{other}` first"
-                ),
+                reason: MarkerReason::StackedInsideSuite {
+                    other: other.to_string(),
+                },
             }
             .at(current.location(offset)));
         }
@@ -213,15 +213,13 @@ fn check_replaced(recipe: &Recipe, current: &SourceFile, frames: &[Frame]) -> Re
         });
         if !matches {
             let reason = match pattern {
-                Some(pattern) => format!(
-                    "the statements this block of hook `{}` would put back do not match its pattern `{}` (was the marker forged?)",
-                    frame.hook,
-                    pattern.text()
-                ),
-                None => format!(
-                    "hook `{}` is not a `replace` of this recipe, so the statements its block would put back cannot be checked; revert with the recipe that applied it",
-                    frame.hook
-                ),
+                Some(pattern) => MarkerReason::PatternMismatch {
+                    hook: frame.hook.clone(),
+                    pattern: pattern.text().to_string(),
+                },
+                None => MarkerReason::NotAReplace {
+                    hook: frame.hook.clone(),
+                },
             };
             return Err(ErrorKind::Marker { reason }
                 .at(current.location(frame.removal.first().map_or(0, |r| r.start)))

@@ -3,12 +3,13 @@
 use std::ops::Range;
 
 use crate::edit::Edit;
+use crate::error::PlacementReason;
 use crate::error::{Error, ErrorKind};
 use crate::locate::Target;
 use crate::outcome::Reason;
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::pattern::{Depth, Pattern};
-use crate::place::{Placer, Refusal, MAX_ADDED_BYTES};
+use crate::place::{Placer, Refusal, Refused, MAX_ADDED_BYTES};
 use crate::source::file_lines_inside_strings;
 use crate::spec::{Action, Hook, Recipe};
 use crate::syntax::{kind, Node};
@@ -192,25 +193,25 @@ fn plan_target(
                     file,
                     hook,
                     def.range().start,
-                    format!("`{}` is not a class", def.path()),
+                    PlacementReason::NotAClass {
+                        path: def.path().to_string(),
+                    },
                 ));
             }
             if let Some((path, line)) = class_member(file, def, method) {
                 return Ok(Err(format!("already present: `{path}` (line {line})")));
             }
             if !assigns_self_attribute(file.node(def), via) {
-                let reason = format!("`{}` never assigns `self.{via}`", def.path());
+                let reason = PlacementReason::NeverAssigns {
+                    path: def.path().to_string(),
+                    via: via.to_string(),
+                };
                 return Err(refused(file, hook, def.range().start, reason));
             }
             placer.add_forwarder(def, method, via).map_err(placement_error)?
         }
         (Action::WrapReturns { .. } | Action::AddForwarder { .. }, None) => {
-            return Err(refused(
-                file,
-                hook,
-                0,
-                "this placement needs a definition target".into(),
-            ))
+            return Err(refused(file, hook, 0, PlacementReason::NeedsDefinition))
         }
     };
     Ok(Ok(edits))
@@ -219,16 +220,11 @@ fn plan_target(
 /// The error of a placement's refusal: [`ErrorKind::Oversized`] for code too long, else
 /// [`ErrorKind::Placement`].
 fn refusal_error(file: &ParsedFile, hook: &Hook, refusal: Refusal) -> Error {
-    match refusal.oversized {
-        Some(too_long) => oversized_error(
-            file,
-            hook,
-            refusal.offset,
-            &refusal.reason,
-            too_long.bytes,
-            too_long.limit,
-        ),
-        None => refused(file, hook, refusal.offset, refusal.reason),
+    match refusal.cause {
+        Refused::Oversized { what, too_long } => {
+            oversized_error(file, hook, refusal.offset, what, too_long.bytes, too_long.limit)
+        }
+        Refused::Placement(reason) => refused(file, hook, refusal.offset, reason),
     }
 }
 
@@ -251,7 +247,7 @@ fn oversized_error(
 }
 
 /// The placement of `hook` refused at `offset` of `file`, for `reason`.
-fn refused(file: &ParsedFile, hook: &Hook, offset: usize, reason: String) -> Error {
+fn refused(file: &ParsedFile, hook: &Hook, offset: usize, reason: PlacementReason) -> Error {
     ErrorKind::Placement { reason }
         .at(file.source().location(offset))
         .with_hook(&hook.id)
@@ -288,10 +284,10 @@ impl OnTarget<'_> {
                 self.file,
                 self.hook,
                 self.def.map_or(0, |d| d.range().start),
-                format!(
-                    "the template uses `{{param.{n}}}` but the target has {} parameters",
-                    self.params.len()
-                ),
+                PlacementReason::MissingParameter {
+                    index: n,
+                    count: self.params.len(),
+                },
             )),
             None => Ok(()),
         }
@@ -324,13 +320,9 @@ impl OnTarget<'_> {
             .wrap_returns(def, &exclude, &wrap)
             .map_err(|refusal| refusal_error(self.file, self.hook, refusal))?;
         if edits.is_empty() {
-            let reason = if left_alone == 0 {
-                format!("`{}` has no return statement to wrap", def.path())
-            } else {
-                format!(
-                    "`{}` has no return statement to wrap: its {left_alone} return(s) are inside `unless-inside` or are bare returns of a generator, which are left alone",
-                    def.path()
-                )
+            let reason = PlacementReason::NoReturn {
+                path: def.path().to_string(),
+                left_alone,
             };
             return Err(refused(self.file, self.hook, def.range().start, reason));
         }

@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use crate::edit::EditMap;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, VerifyReason};
 use crate::marker::{self, Frame};
 use crate::outline::ParsedFile;
 use crate::source::SourceFile;
@@ -41,13 +41,18 @@ pub(super) fn verify(
             None => err,
         }
     };
-    let fail = |offset: usize, reason: String| refuse(offset, ErrorKind::Verify { reason });
+    let fail = |offset: usize, reason: VerifyReason| refuse(offset, ErrorKind::Verify { reason });
     let (old, new) = (original.source().text(), output.text());
     // Only the top-level statements holding an edit are parsed again (see `parse::reparse`).
     let spans: Vec<(Range<usize>, Range<usize>)> = map.spans.iter().map(|(o, n, _)| (o.clone(), n.clone())).collect();
     let reparsed = crate::parse::reparse::reparse(original.root(), old, output, &spans).map_err(|err| {
         let offset = output.lines().line_start(err.location().line).unwrap_or(0);
-        fail(offset, format!("the patched text does not parse: {err}"))
+        fail(
+            offset,
+            VerifyReason::Unparsable {
+                message: err.to_string(),
+            },
+        )
     })?;
     // What CPython's compiler (not only its parser) would refuse, unless the original has it too.
     let checked = crate::verify::check(&reparsed.root, new);
@@ -56,7 +61,9 @@ pub(super) fn verify(
         if let Some(problem) = crate::verify::new_problems(&before, &checked.problems).first() {
             return Err(fail(
                 problem.offset,
-                format!("CPython would refuse the patched file: {}", problem.message),
+                VerifyReason::CompilerRefuses {
+                    message: problem.message.clone(),
+                },
             ));
         }
     }
@@ -67,20 +74,17 @@ pub(super) fn verify(
     let (mut at_old, mut at_new) = (0, 0);
     for (old_range, new_range, _) in &map.spans {
         if old.get(at_old..old_range.start) != new.get(at_new..new_range.start) {
-            return Err(fail(at_new, "bytes outside the edited ranges changed".into()));
+            return Err(fail(at_new, VerifyReason::OutsideChanged));
         }
         (at_old, at_new) = (old_range.end, new_range.end);
     }
     if old.get(at_old..) != new.get(at_new..) {
-        return Err(fail(at_new, "bytes outside the edited ranges changed".into()));
+        return Err(fail(at_new, VerifyReason::OutsideChanged));
     }
     let frames = marker::scan(output, &recipe.id)?;
     let (stripped, anchors) = marker::strip_with_anchors(new, &frames);
     if stripped != old {
-        return Err(fail(
-            0,
-            "removing the markers does not give back the original text".into(),
-        ));
+        return Err(fail(0, VerifyReason::NotReversible));
     }
     let sorted = |ranges: &[Range<usize>]| {
         let mut ranges = ranges.to_vec();
@@ -103,10 +107,7 @@ pub(super) fn verify(
         let before = kept_in(true, statements(original.root(), old_range), &compare.removed);
         let after = kept_in(true, statements(&reparsed.root, new_range), &compare.inserted);
         if !compare.all_equivalent(before, after) {
-            return Err(fail(
-                0,
-                "without the inserted statements the syntax tree differs from the original".into(),
-            ));
+            return Err(fail(0, VerifyReason::TreeChanged));
         }
     }
     Ok((frames, anchors))

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, MarkerReason};
 use crate::source::SourceFile;
 
 use super::grammar::{begin_fields, end_fields, inline_fields, marker_lines, BeginFields, Found, InlineFields, Seal};
@@ -38,7 +38,9 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
         }
     }
     if let Some(frame) = scan.open.pop() {
-        let reason = format!("the opening marker of hook `{}` has no closing marker", frame.hook);
+        let reason = MarkerReason::Unclosed {
+            hook: frame.hook.clone(),
+        };
         return Err(ErrorKind::Marker { reason }
             .at(file.location(frame.begin_start))
             .with_hook(&frame.hook));
@@ -63,7 +65,7 @@ struct Scan<'s> {
 
 impl Scan<'_> {
     /// A damaged marker line `m` of `hook`.
-    fn damaged(&self, m: &Found<'_>, reason: String, hook: &str) -> Error {
+    fn damaged(&self, m: &Found<'_>, reason: MarkerReason, hook: &str) -> Error {
         ErrorKind::Marker { reason }
             .at(self.file.location(m.start))
             .with_hook(hook)
@@ -90,12 +92,14 @@ impl Scan<'_> {
         {
             return Err(self.damaged(
                 m,
-                format!("the block of hook `{}` is not closed before this marker", open.hook),
+                MarkerReason::OpenBefore {
+                    open: open.hook.clone(),
+                },
                 &open.hook,
             ));
         }
         let BeginFields { seal, displaced } =
-            begin_fields(fields).map_err(|reason| self.damaged(m, reason.into(), hook))?;
+            begin_fields(fields).map_err(|what| self.damaged(m, damaged(what), hook))?;
         let text = self.file.text();
         self.open.push(OpenFrame {
             hook: hook.to_string(),
@@ -112,16 +116,19 @@ impl Scan<'_> {
     fn end(&mut self, m: &Found<'_>) -> Result<(), Error> {
         let MarkerLine { hook, fields, .. } = m.marker;
         let Some(frame) = self.open.pop() else {
-            return Err(self.damaged(m, "closing marker without an opening marker".into(), hook));
+            return Err(self.damaged(m, MarkerReason::CloseWithoutOpen, hook));
         };
         if frame.hook != hook {
             return Err(self.damaged(
                 m,
-                format!("closing marker for `{hook}` inside the block of `{}`", frame.hook),
+                MarkerReason::CloseMismatch {
+                    hook: hook.to_string(),
+                    open: frame.hook.clone(),
+                },
                 hook,
             ));
         }
-        end_fields(fields).map_err(|reason| self.damaged(m, reason.into(), hook))?;
+        end_fields(fields).map_err(|what| self.damaged(m, damaged(what), hook))?;
         let text = self.file.text();
         let range = self.file.line_range(m.line);
         let content = frame.content_start..range.start.max(frame.content_start);
@@ -198,10 +205,8 @@ impl Scan<'_> {
             return Err(self.stacked(frame.begin_start, hook, top));
         }
         let reason = match broken {
-            Broken::Edited => {
-                format!("the block of hook `{hook}` was edited by hand (its seal no longer matches)")
-            }
-            Broken::Unchecked(reason) => reason.to_string(),
+            Broken::Edited => MarkerReason::BlockEdited { hook: hook.to_string() },
+            Broken::Unchecked(what) => damaged(what),
         };
         Err(ErrorKind::Marker { reason }
             .at(self.file.location(frame.begin_start))
@@ -212,7 +217,10 @@ impl Scan<'_> {
     fn inline(&mut self, index: usize, m: &Found<'_>) -> Result<(), Error> {
         let MarkerLine { hook, fields, .. } = m.marker;
         let (text, recipe) = (self.file.text(), self.recipe);
-        let bad = |what: &str| self.damaged(m, format!("this inline marker is damaged ({what})"), hook);
+        let bad = |what: &str| {
+            let reason = MarkerReason::InlineDamaged { what: what.to_string() };
+            self.damaged(m, reason, hook)
+        };
         let InlineFields { seal, column, len, was } = inline_fields(fields).map_err(|what| bad(&what))?;
         let next_line = m.line + 1;
         let next = self
@@ -225,11 +233,7 @@ impl Scan<'_> {
             if after.marker.recipe != recipe {
                 return Err(self.stacked(m.start, hook, after));
             }
-            return Err(self.damaged(
-                m,
-                format!("the inline marker of hook `{hook}` is followed by another marker line of this recipe (a marker line was duplicated or moved)"),
-                hook,
-            ));
+            return Err(self.damaged(m, MarkerReason::InlineFollowed { hook: hook.to_string() }, hook));
         }
         let line_end = self.file.line_range(next_line).end;
         let content = next.saturating_add(column)..next.saturating_add(column).saturating_add(len);
@@ -250,10 +254,8 @@ impl Scan<'_> {
             return Err(self.damaged(
                 m,
                 match broken {
-                    Broken::Edited => {
-                        format!("the line changed by hook `{hook}` was edited by hand (its seal no longer matches)")
-                    }
-                    Broken::Unchecked(reason) => reason.to_string(),
+                    Broken::Edited => MarkerReason::LineEdited { hook: hook.to_string() },
+                    Broken::Unchecked(what) => damaged(what),
                 },
                 hook,
             ));
@@ -296,10 +298,12 @@ fn check_overlaps(file: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
         let inside_previous = previous.is_some_and(|(before, _)| before.end > range.start && outer != Some(before));
         if crosses || inside_previous {
             let other = previous.map_or(frame, |(_, other)| other);
-            let reason = format!(
-                "the frames of hooks `{}` (line {}) and `{}` (line {}) overlap",
-                other.hook, other.line, frame.hook, frame.line
-            );
+            let reason = MarkerReason::Overlap {
+                first: other.hook.clone(),
+                first_line: other.line,
+                second: frame.hook.clone(),
+                second_line: frame.line,
+            };
             return Err(ErrorKind::Marker { reason }
                 .at(file.location(range.start))
                 .with_hook(&frame.hook));
@@ -361,4 +365,9 @@ struct OpenFrame {
     line: usize,
     begin_start: usize,
     content_start: usize,
+}
+
+/// A marker line that cannot be read, for `what` reason.
+fn damaged(what: &str) -> MarkerReason {
+    MarkerReason::Damaged { what: what.to_string() }
 }

@@ -1,5 +1,6 @@
 //! The start and end of a class or function body, and forwarders added at a class's end.
 
+use crate::error::PlacementReason;
 use crate::outline::Definition;
 use crate::spec::Anchor;
 
@@ -20,7 +21,7 @@ impl Placer<'_> {
                 let at = match def.docstring() {
                     Some(doc) if body.children().len() > 1 || self.line_ends_after(doc.end) => {
                         if !self.line_ends_after(doc.end) {
-                            return Err(refuse(doc.end, "the docstring shares its line with other code"));
+                            return Err(refuse(doc.end, PlacementReason::DocstringSharesLine));
                         }
                         self.after_markers(self.next_line_start(doc.end))
                     }
@@ -31,10 +32,7 @@ impl Placer<'_> {
             Anchor::End => {
                 let last = body.children().last().expect("a body has statements");
                 if !self.line_ends_after(last.range().end) {
-                    return Err(refuse(
-                        last.range().end,
-                        "the body's last statement shares its line with other code",
-                    ));
+                    return Err(refuse(last.range().end, PlacementReason::BodyEndSharesLine));
                 }
                 let at = self.after_markers(self.next_line_start(last.range().end));
                 Ok(vec![self.frame(&Insertion::new(at, indent), code)?])
@@ -42,7 +40,7 @@ impl Placer<'_> {
             Anchor::Before(selector) | Anchor::After(selector) => {
                 self.insert_at_statements(body, selector, matches!(anchor, Anchor::After(_)), code)
             }
-            Anchor::AfterImports => Err(refuse(def.range().start, "`after-imports` is for the module")),
+            Anchor::AfterImports => Err(refuse(def.range().start, PlacementReason::AfterImportsInDefinition)),
         }
     }
 

@@ -2,6 +2,7 @@
 //! shadow another binding, and the block of the missing ones.
 
 use crate::edit::Edit;
+use crate::error::PlacementReason;
 use crate::marker;
 use crate::pattern::{visit_statements, Depth};
 use crate::spec::ImportLine;
@@ -50,11 +51,10 @@ impl Placer<'_> {
             if let Some(stmt) = shadowed {
                 return Err(refuse(
                     stmt.range().start,
-                    format!(
-                        "`{}` would shadow `{}`, which the module already binds differently",
-                        import.statement,
-                        import.bound_name()
-                    ),
+                    PlacementReason::Shadows {
+                        import: import.statement.clone(),
+                        name: import.bound_name().to_string(),
+                    },
                 ));
             }
             missing.push(import.statement.clone());

@@ -34,6 +34,7 @@ mod statements;
 use std::ops::Range;
 
 use crate::edit::Edit;
+use crate::error::PlacementReason;
 use crate::outline::ParsedFile;
 use crate::source::{SourceFile, Style};
 use crate::syntax::{kind, Node};
@@ -43,22 +44,33 @@ pub(crate) use imports::binds_name;
 
 /// Why a hook cannot be placed, with the offset it concerns.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// Offset in the file the reason is about.
     pub offset: usize,
-    /// The reason, for people; for a refusal of size, what would be too long.
-    pub reason: String,
-    /// Set when the code placed would be longer than allowed (see [`MAX_ADDED_BYTES`]).
-    pub oversized: Option<TooLong>,
+    /// Why.
+    pub cause: Refused,
+}
+
+/// The cause of a [`Refusal`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The placement itself is impossible.
+    Placement(PlacementReason),
+    /// The code placed would be longer than allowed (see [`MAX_ADDED_BYTES`]): `what`.
+    Oversized {
+        /// What would be too long, for people.
+        what: &'static str,
+        /// How long, and the limit.
+        too_long: TooLong,
+    },
 }
 
 type Placed = Result<Vec<Edit>, Refusal>;
 
-fn refuse(offset: usize, reason: impl Into<String>) -> Refusal {
+fn refuse(offset: usize, reason: PlacementReason) -> Refusal {
     Refusal {
         offset,
-        reason: reason.into(),
-        oversized: None,
+        cause: Refused::Placement(reason),
     }
 }
 
@@ -68,11 +80,13 @@ fn refuse(offset: usize, reason: impl Into<String>) -> Refusal {
 pub(crate) const MAX_ADDED_BYTES: usize = crate::template::MAX_RENDERED_BYTES;
 
 /// A refusal at `offset` because `what` would be `bytes` long, over `limit`.
-pub(crate) fn oversized(offset: usize, what: impl Into<String>, bytes: Option<usize>, limit: usize) -> Refusal {
+pub(crate) fn oversized(offset: usize, what: &'static str, bytes: Option<usize>, limit: usize) -> Refusal {
     Refusal {
         offset,
-        reason: what.into(),
-        oversized: Some(TooLong { bytes, limit }),
+        cause: Refused::Oversized {
+            what,
+            too_long: TooLong { bytes, limit },
+        },
     }
 }
 

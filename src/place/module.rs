@@ -1,6 +1,7 @@
 //! Module-level code: at the top (after the docstring and `__future__` imports), after the
 //! leading imports, at the end.
 
+use crate::error::PlacementReason;
 use crate::spec::Anchor;
 use crate::syntax::{kind, Node};
 
@@ -16,10 +17,7 @@ impl Placer<'_> {
             Anchor::End => {
                 let at = match body.children().last() {
                     Some(last) if !self.line_ends_after(last.range().end) => {
-                        return Err(refuse(
-                            last.range().end,
-                            "the module's last statement shares its line with other code",
-                        ))
+                        return Err(refuse(last.range().end, PlacementReason::ModuleEndSharesLine))
                     }
                     Some(_) | None => self.text().len(),
                 };
@@ -52,10 +50,7 @@ impl Placer<'_> {
         let at = match last {
             Some(stmt) => {
                 if !self.line_ends_after(stmt.range().end) {
-                    return Err(refuse(
-                        stmt.range().end,
-                        "the statement before the insertion point shares its line",
-                    ));
+                    return Err(refuse(stmt.range().end, PlacementReason::PreviousSharesLine));
                 }
                 self.after_markers(self.next_line_start(stmt.range().end))
             }

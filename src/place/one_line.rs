@@ -1,6 +1,7 @@
 //! One-line suites (`def f(x): return x`): expanded into a block for one hook, or for several
 //! hooks of one recipe at once.
 
+use crate::error::PlacementReason;
 use std::ops::Range;
 
 use crate::edit::Edit;
@@ -19,10 +20,7 @@ impl Placer<'_> {
         let last = body.children().last().expect("a body has statements");
         let colon_end = self.text()[..first.range().start].trim_end_matches([' ', '\t']).len();
         if !self.text()[..colon_end].ends_with(':') {
-            return Err(refuse(
-                first.range().start,
-                "cannot find the colon of this one-line suite",
-            ));
+            return Err(refuse(first.range().start, PlacementReason::NoSuiteColon));
         }
         Ok((first, last, colon_end))
     }
@@ -38,10 +36,7 @@ impl Placer<'_> {
         let suite_line = format!("{indent}{suite}{}", self.newline());
         let docstring_only = def.docstring().is_some() && body.children().len() == 1;
         if matches!(anchor, Anchor::Start) && def.docstring().is_some() && !docstring_only {
-            return Err(refuse(
-                first.range().start,
-                "a docstring shares its line with other statements",
-            ));
+            return Err(refuse(first.range().start, PlacementReason::OneLineDocstring));
         }
         let code_first = matches!(anchor, Anchor::Start) && !docstring_only;
         let (lines, inserted) = if code_first {
@@ -66,10 +61,7 @@ impl Placer<'_> {
         let (first, last, colon_end) = self.suite_ends(body)?;
         let text = self.text();
         if def.docstring().is_some() {
-            return Err(refuse(
-                first.range().start,
-                "a docstring shares its line with other statements",
-            ));
+            return Err(refuse(first.range().start, PlacementReason::OneLineDocstring));
         }
         let end = self.source().line_range(self.line_of(last.range().end)).end;
         let suite = text[first.range().start..end].trim_end();
@@ -108,7 +100,10 @@ impl Placer<'_> {
             if let Some((other, _, _)) = wraps.next() {
                 return Err(refuse(
                     ret.range().start,
-                    format!("hooks `{hook}` and `{other}` both wrap this return"),
+                    PlacementReason::BothWrap {
+                        first: hook.to_string(),
+                        second: other.to_string(),
+                    },
                 ));
             }
             let new_stmt = self.wrapped_return(ret, render)?;

@@ -1,6 +1,7 @@
 //! Wrapped returns: each `return value` of a function becomes `return TEMPLATE(value)`, with
 //! an inline marker keeping the original statement.
 
+use crate::error::PlacementReason;
 use std::ops::Range;
 
 use crate::edit::Edit;
@@ -45,10 +46,7 @@ impl Placer<'_> {
             }
             let line = self.line_of(r.start);
             if lines_used.contains(&line) {
-                return Err(refuse(
-                    r.start,
-                    format!("two return statements share line {line}; put them on lines of their own"),
-                ));
+                return Err(refuse(r.start, PlacementReason::ReturnsShareLine { line }));
             }
             lines_used.push(line);
             let new_stmt = self.wrapped_return(ret, render)?;

@@ -1,6 +1,6 @@
 //! Statements chosen by a selector: code before or after them, or in their place.
 
-use crate::pattern::Depth;
+use crate::error::PlacementReason;
 use crate::spec::{Nth, Selector};
 use crate::syntax::Node;
 
@@ -11,13 +11,12 @@ impl Placer<'_> {
     fn select<'n>(&self, block: &'n Node, selector: &Selector) -> Result<Vec<&'n Node>, Refusal> {
         let found = selector.pattern.find_in(block, selector.depth);
         if found.is_empty() {
-            let depth = match selector.depth {
-                Depth::Top => "at the top level of the body",
-                Depth::Nested => "in the body",
-            };
             return Err(refuse(
                 block.range().start,
-                format!("no statement {depth} matches `{}`", selector.pattern.text()),
+                PlacementReason::NoMatch {
+                    depth: selector.depth,
+                    pattern: selector.pattern.text().to_string(),
+                },
             ));
         }
         let chosen = match selector.nth {
@@ -27,10 +26,7 @@ impl Placer<'_> {
         };
         for stmt in &chosen {
             if self.text()[stmt.range().start..].starts_with("elif") {
-                return Err(refuse(
-                    stmt.range().start,
-                    "the anchor is an `elif` branch, which cannot be split from its `if`; anchor on the whole `if` or inside the branch",
-                ));
+                return Err(refuse(stmt.range().start, PlacementReason::ElifAnchor));
             }
         }
         Ok(chosen)
@@ -44,14 +40,11 @@ impl Placer<'_> {
         for stmt in self.select(block, selector)? {
             let start = self.statement_start(stmt);
             let Some(indent) = self.indent_before(start).map(str::to_string) else {
-                return Err(refuse(start, "the anchor statement shares its line with other code"));
+                return Err(refuse(start, PlacementReason::AnchorSharesLine));
             };
             let at = if after {
                 if !self.line_ends_after(stmt.range().end) {
-                    return Err(refuse(
-                        stmt.range().end,
-                        "the anchor statement shares its line with other code",
-                    ));
+                    return Err(refuse(stmt.range().end, PlacementReason::AnchorSharesLine));
                 }
                 self.after_markers(self.next_line_start(stmt.range().end))
             } else {
@@ -71,16 +64,10 @@ impl Placer<'_> {
         for stmt in self.select(block, selector)? {
             let start = self.statement_start(stmt);
             let Some(indent) = self.indent_before(start).map(str::to_string) else {
-                return Err(refuse(
-                    start,
-                    "the statement to replace shares its line with other code",
-                ));
+                return Err(refuse(start, PlacementReason::ReplacedSharesLine));
             };
             if !self.line_ends_after(stmt.range().end) {
-                return Err(refuse(
-                    stmt.range().end,
-                    "the statement to replace shares its line with other code",
-                ));
+                return Err(refuse(stmt.range().end, PlacementReason::ReplacedSharesLine));
             }
             let from = self.line_start(start);
             let to = self.source().line_range(self.line_of(stmt.range().end)).end;

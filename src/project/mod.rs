@@ -6,7 +6,6 @@
 //!
 //! | file | job |
 //! |---|---|
-//! | `conventions.rs` | [`Conventions`]: what a code base says beyond Python (entry-list variable, draft markers); none by default |
 //! | `scan.rs` | [`Project::scan`]: read a folder's `.py` files (nothing parsed), module names, the package name |
 //! | `scope.rs` | the text prefilter of a [`Scope`]: which files a query parses |
 //! | `facts.rs` | the facts kept per module ([`ModuleFacts`], [`ClassFacts`], ...); `facts/module_walk.rs` reads a module's top level (imports, bindings, entry list), `facts/class_walk.rs` a class body (methods, attributes, compositions, uses) |
@@ -46,7 +45,6 @@
 //! # }
 //! ```
 
-mod conventions;
 mod facts;
 mod graph;
 mod query;
@@ -64,7 +62,7 @@ use rayon::prelude::*;
 use crate::error::Error;
 use crate::source::SourceFile;
 
-pub use conventions::Conventions;
+pub use crate::spec::Conventions;
 pub use facts::{
     AttributeFacts, AttributeKind, BaseFacts, ClassFacts, CompositionFacts, Import, MethodFacts, MethodKind,
     ModuleFacts, UseFacts, UseKind,

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use super::facts::{dotted, AttributeKind};
 use super::graph::{ClassGraph, ClassId};
 use super::{Project, Resolved, Scope};
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind, Location, PlacementReason};
 use crate::locate::Target;
 use crate::outline::{DefKind, ParsedFile};
 use crate::source::SourceFile;
@@ -271,7 +271,7 @@ pub fn in_file(recipe: &Recipe, file: &ParsedFile, hook: &str) -> Result<Vec<Str
             why.join("; ")
         };
         return Err(ErrorKind::Placement {
-            reason: format!("the selection finds nothing: {message}"),
+            reason: PlacementReason::SelectsNothing { why: message },
         }
         .at(Location::new(name, 1, 1))
         .with_hook(hook));

@@ -26,6 +26,7 @@
 //! ```
 
 mod build;
+mod conventions;
 mod hook;
 mod raw;
 mod selectors;
@@ -40,11 +41,11 @@ use crate::error::{Error, ErrorKind, Location};
 use crate::locate::Target;
 use crate::marker;
 use crate::pattern::{Depth, Pattern};
-use crate::project::Conventions;
 use crate::source::SourceFile;
 use crate::template::Template;
 
 pub use build::{HookBuilder, RecipeBuilder};
+pub use conventions::Conventions;
 use hook::{compile_hook, marker_offset};
 use raw::RawSpec;
 use selectors::{compile_conventions, compile_selectors};

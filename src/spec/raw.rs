@@ -30,7 +30,7 @@ pub(super) struct RawSpec {
 }
 
 /// What a code base's own conventions say about its classes (see
-/// [`crate::project::Conventions`]).
+/// [`crate::spec::Conventions`]).
 #[derive(Debug, Default, Deserialize)]
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Conventions"))]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]

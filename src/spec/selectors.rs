@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
+use super::Conventions;
 use crate::error::{Error, ErrorKind};
-use crate::project::Conventions;
 use crate::source::SourceFile;
 use crate::syntax::is_identifier;
 

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use super::brackets;
-use super::scopes::{Kind, Problem, Scope, Use};
+use super::scopes::{Kind, Problem, SymbolTable, Use};
 use crate::syntax::Node;
 
 /// CPython's tokenizer refuses brackets nested deeper than this.
@@ -16,7 +16,7 @@ const MAX_INDENT: usize = 100;
 
 /// Everything CPython's compiler would refuse in the module `root` (the tree of `text`) whose
 /// scopes are `scopes`, added to `found` (the walk's own findings), in source order.
-pub(crate) fn problems(root: &Node, text: &str, scopes: &[Scope<'_>], mut found: Vec<Problem>) -> Vec<Problem> {
+pub(crate) fn problems(root: &Node, text: &str, scopes: &[SymbolTable<'_>], mut found: Vec<Problem>) -> Vec<Problem> {
     for scope in scopes {
         if scope.kind
             == (Kind::Function {
@@ -53,7 +53,7 @@ pub(crate) fn problems(root: &Node, text: &str, scopes: &[Scope<'_>], mut found:
 /// Every `nonlocal` name must be bound in an enclosing function (CPython's rule: a function
 /// passes down its own bindings and what it was passed, minus its `global` names; a class
 /// passes down only what it was passed).
-fn nonlocal_bindings(scopes: &[Scope<'_>], found: &mut Vec<Problem>) {
+fn nonlocal_bindings(scopes: &[SymbolTable<'_>], found: &mut Vec<Problem>) {
     if !scopes
         .iter()
         .any(|s| s.events.iter().any(|(_, _, u)| *u == Use::Nonlocal))

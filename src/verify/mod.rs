@@ -16,7 +16,7 @@ pub(crate) use scopes::Problem;
 
 /// A module's scopes and what CPython's compiler would refuse in it.
 pub(crate) struct Checked<'t> {
-    scopes: Vec<scopes::Scope<'t>>,
+    scopes: Vec<scopes::SymbolTable<'t>>,
     /// What CPython's compiler would refuse, in source order.
     pub problems: Vec<Problem>,
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::scopes::{Kind, Scope, Use};
+use super::scopes::{Kind, SymbolTable, Use};
 
 /// A use of `name` at `offset` that runs before the first statement binding it, at `bound_at`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,7 +16,7 @@ pub(crate) struct EarlyUse {
 }
 
 /// The first use, inside `inserted`, of a module-level name before its binding, if any.
-pub(crate) fn early_use(scopes: &[Scope<'_>], inserted: &[Range<usize>]) -> Option<EarlyUse> {
+pub(crate) fn early_use(scopes: &[SymbolTable<'_>], inserted: &[Range<usize>]) -> Option<EarlyUse> {
     if inserted.is_empty() {
         return None;
     }
@@ -71,7 +71,7 @@ pub(crate) fn early_use(scopes: &[Scope<'_>], inserted: &[Range<usize>]) -> Opti
 
 /// Whether `name`, used at `at` in scope `index`, is bound by that scope or an enclosing class
 /// or comprehension before it reaches the module.
-fn bound_locally(scopes: &[Scope<'_>], mut index: usize, name: &str, at: usize) -> bool {
+fn bound_locally(scopes: &[SymbolTable<'_>], mut index: usize, name: &str, at: usize) -> bool {
     loop {
         let scope = &scopes[index];
         match scope.kind {

@@ -34,17 +34,17 @@ pub const MAX_INDENT: usize = 100;
 
 /// Why the pre-scan refused a file: a byte offset and a message in CPython's words.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Refusal {
+pub(crate) struct Rejected {
     pub offset: usize,
     pub message: String,
 }
 
 /// Checks `file` for NUL bytes, too many open brackets, too deep indentation and over-deep
 /// expressions, in one pass over its bytes.
-pub(crate) fn check(file: &SourceFile) -> Result<(), Refusal> {
+pub(crate) fn check(file: &SourceFile) -> Result<(), Rejected> {
     let text = file.text();
     if let Some(offset) = text.bytes().position(|b| b == 0) {
-        return Err(Refusal {
+        return Err(Rejected {
             offset,
             message: "source code cannot contain null bytes".to_string(),
         });
@@ -183,15 +183,15 @@ impl<'a> Scanner<'a> {
         &mut self.levels[last]
     }
 
-    fn refuse(&self, offset: usize, message: impl Into<String>) -> Refusal {
-        Refusal {
+    fn refuse(&self, offset: usize, message: impl Into<String>) -> Rejected {
+        Rejected {
             offset,
             message: message.into(),
         }
     }
 
     /// Fails when the estimated depth at `offset` is over the limit.
-    fn check_depth(&self, offset: usize) -> Result<(), Refusal> {
+    fn check_depth(&self, offset: usize) -> Result<(), Rejected> {
         let depth = self.outer + self.levels[self.levels.len() - 1].depth + self.statements;
         if depth > MAX_NESTING {
             return Err(self.refuse(
@@ -206,7 +206,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// An operator of `class` that chains (each use nests one level deeper).
-    fn chain(&mut self, class: usize, prefix: bool, at: usize) -> Result<(), Refusal> {
+    fn chain(&mut self, class: usize, prefix: bool, at: usize) -> Result<(), Rejected> {
         let level = self.level();
         if !prefix {
             level.close_tighter(class);
@@ -231,7 +231,7 @@ impl<'a> Scanner<'a> {
         self.after_operand = false;
     }
 
-    fn open(&mut self, opener: Opener, at: usize) -> Result<(), Refusal> {
+    fn open(&mut self, opener: Opener, at: usize) -> Result<(), Rejected> {
         if matches!(opener, Opener::Bracket) {
             self.brackets += 1;
             if self.brackets > MAX_BRACKETS {
@@ -263,7 +263,7 @@ impl<'a> Scanner<'a> {
         closed.opener
     }
 
-    fn run(mut self) -> Result<(), Refusal> {
+    fn run(mut self) -> Result<(), Rejected> {
         while self.pos < self.bytes.len() {
             match self.quote {
                 Some(quote) => self.in_string(quote)?,
@@ -289,7 +289,7 @@ impl<'a> Scanner<'a> {
 
     /// Measures the indentation of a logical line's first token, CPython's way (tabs to the next
     /// multiple of 8, a form feed starts again), and updates the block stack.
-    fn indentation(&mut self, first: usize) -> Result<(), Refusal> {
+    fn indentation(&mut self, first: usize) -> Result<(), Rejected> {
         let mut start = first;
         while start > 0 && !matches!(self.bytes[start - 1], b'\n' | b'\r') {
             start -= 1;
@@ -335,7 +335,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Scans one token of code.
-    fn token(&mut self) -> Result<(), Refusal> {
+    fn token(&mut self) -> Result<(), Rejected> {
         let at = self.pos;
         let b = self.bytes[at];
         let newline = self.line_break();
@@ -388,7 +388,7 @@ impl<'a> Scanner<'a> {
         self.operator(at)
     }
 
-    fn name(&mut self) -> Result<(), Refusal> {
+    fn name(&mut self) -> Result<(), Rejected> {
         let at = self.pos;
         let word = self.word_at(at);
         self.pos += word.len();
@@ -464,7 +464,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn operator(&mut self, at: usize) -> Result<(), Refusal> {
+    fn operator(&mut self, at: usize) -> Result<(), Rejected> {
         let rest = &self.bytes[at..];
         let three = rest.get(..3).unwrap_or(rest);
         let two = rest.get(..2).unwrap_or(rest);

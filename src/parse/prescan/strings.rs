@@ -1,7 +1,7 @@
 //! String literals: the scan skips their content, and in an f-string enters its replacement
 //! fields, whose expressions nest like brackets.
 
-use super::{Opener, Quote, Refusal, Scanner};
+use super::{Opener, Quote, Rejected, Scanner};
 
 impl Scanner<'_> {
     pub(super) fn start_string(&mut self, raw: bool, format: bool) {
@@ -18,7 +18,7 @@ impl Scanner<'_> {
     }
 
     /// Scans string content up to its end or, in an f-string, up to a replacement field.
-    pub(super) fn in_string(&mut self, quote: Quote) -> Result<(), Refusal> {
+    pub(super) fn in_string(&mut self, quote: Quote) -> Result<(), Rejected> {
         let bytes = self.bytes;
         while self.pos < bytes.len() {
             let at = self.pos;

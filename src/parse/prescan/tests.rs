@@ -1,6 +1,6 @@
 use super::*;
 
-fn scan(text: &str) -> Result<(), Refusal> {
+fn scan(text: &str) -> Result<(), Rejected> {
     check(&SourceFile::new("t.py", text))
 }
 
@@ -72,7 +72,7 @@ fn nul_bytes_are_refused_where_they_are() {
     let err = scan("x = 'a\0b'\n").unwrap_err();
     assert_eq!(
         err,
-        Refusal {
+        Rejected {
             offset: 6,
             message: "source code cannot contain null bytes".into()
         }

@@ -3,7 +3,7 @@
 
 use crate::syntax::{kind, Node, LIST};
 
-use super::{Kind, Use, Walker};
+use super::{AsyncUse, Kind, Use, Walker};
 
 impl<'t> Walker<'t> {
     pub(super) fn arguments(&mut self, args: &'t Node, outer: usize, inner: usize) {
@@ -91,11 +91,7 @@ impl<'t> Walker<'t> {
             // The first iterable is evaluated in the enclosing scope.
             self.expr(generator.iter, if i == 0 { scope } else { inner });
             if generator.is_async {
-                self.needs_async(
-                    inner,
-                    generator.at,
-                    "asynchronous comprehension outside of an asynchronous function",
-                );
+                self.needs_async(inner, generator.at, AsyncUse::Comprehension);
             }
             self.target(generator.target, inner);
             self.exprs(generator.ifs, inner);
@@ -169,7 +165,7 @@ impl<'t> Walker<'t> {
                 self.target(target, owner);
             }
             kind::AWAIT => {
-                self.needs_async(scope, at, "'await' outside async function");
+                self.needs_async(scope, at, AsyncUse::Await);
                 if let Some(value) = node.operand() {
                     self.expr(value, scope);
                 }

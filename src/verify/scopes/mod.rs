@@ -44,7 +44,7 @@ pub(crate) enum Use {
 
 /// One scope: its kind, its parent, and its name events in source order.
 #[derive(Debug)]
-pub(crate) struct Scope<'t> {
+pub(crate) struct SymbolTable<'t> {
     pub kind: Kind,
     pub parent: Option<usize>,
     pub events: Vec<(usize, &'t str, Use)>,
@@ -72,9 +72,9 @@ struct Ctx {
 const MAX_BLOCKS: usize = 20;
 
 /// The scopes of a module node (`Module` with its `body` list), with the problems found.
-pub(crate) fn analyze(root: &Node) -> (Vec<Scope<'_>>, Vec<Problem>) {
+pub(crate) fn analyze(root: &Node) -> (Vec<SymbolTable<'_>>, Vec<Problem>) {
     let mut walker = Walker {
-        scopes: vec![Scope::new(Kind::Module, None)],
+        scopes: vec![SymbolTable::new(Kind::Module, None)],
         problems: Vec::new(),
         lazy_annotations: false,
     };
@@ -85,9 +85,9 @@ pub(crate) fn analyze(root: &Node) -> (Vec<Scope<'_>>, Vec<Problem>) {
     (walker.scopes, walker.problems)
 }
 
-impl Scope<'_> {
-    fn new<'t>(kind: Kind, parent: Option<usize>) -> Scope<'t> {
-        Scope {
+impl SymbolTable<'_> {
+    fn new<'t>(kind: Kind, parent: Option<usize>) -> SymbolTable<'t> {
+        SymbolTable {
             kind,
             parent,
             events: Vec::new(),
@@ -98,7 +98,7 @@ impl Scope<'_> {
 }
 
 struct Walker<'t> {
-    scopes: Vec<Scope<'t>>,
+    scopes: Vec<SymbolTable<'t>>,
     problems: Vec<Problem>,
     /// `from __future__ import annotations`: annotations are never evaluated.
     lazy_annotations: bool,
@@ -120,7 +120,7 @@ impl<'t> Walker<'t> {
     }
 
     fn new_scope(&mut self, kind: Kind, parent: usize) -> usize {
-        self.scopes.push(Scope::new(kind, Some(parent)));
+        self.scopes.push(SymbolTable::new(kind, Some(parent)));
         self.scopes.len() - 1
     }
 
@@ -265,7 +265,7 @@ impl<'t> Walker<'t> {
             self.expr(value, scope);
         } else if let Some(f) = stmt.as_for() {
             if stmt.is(kind::ASYNC_FOR) {
-                self.needs_async(scope, at, "'async for' outside async function");
+                self.needs_async(scope, at, AsyncUse::For);
             }
             self.expr(f.iter, scope);
             self.target(f.target, scope);
@@ -282,7 +282,7 @@ impl<'t> Walker<'t> {
             }
         } else if let Some(with) = stmt.as_with() {
             if stmt.is(kind::ASYNC_WITH) {
-                self.needs_async(scope, at, "'async with' outside async function");
+                self.needs_async(scope, at, AsyncUse::With);
             }
             for item in with.items.iter().filter_map(Node::as_with_item) {
                 self.expr(item.context, scope);
@@ -414,7 +414,7 @@ impl<'t> Walker<'t> {
     }
 
     /// `await`, `async for`, `async with` and async comprehensions need an `async def`.
-    fn needs_async(&mut self, scope: usize, at: usize, message: &str) {
+    fn needs_async(&mut self, scope: usize, at: usize, what: AsyncUse) {
         let mut current = scope;
         let mut through_comprehension = false;
         loop {
@@ -434,15 +434,40 @@ impl<'t> Walker<'t> {
                 kind => {
                     let message = if through_comprehension {
                         "asynchronous comprehension outside of an asynchronous function"
-                    } else if message.starts_with("'await'") && matches!(kind, Kind::Module | Kind::Class) {
+                    } else if what == AsyncUse::Await && matches!(kind, Kind::Module | Kind::Class) {
                         "'await' outside function"
                     } else {
-                        message
+                        what.outside_async()
                     };
                     self.problem(at, message);
                     return;
                 }
             }
+        }
+    }
+}
+
+/// What needs an `async def` around it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AsyncUse {
+    /// `await`.
+    Await,
+    /// `async for`.
+    For,
+    /// `async with`.
+    With,
+    /// An asynchronous comprehension.
+    Comprehension,
+}
+
+impl AsyncUse {
+    /// CPython's message when it is outside an `async def`.
+    fn outside_async(self) -> &'static str {
+        match self {
+            AsyncUse::Await => "'await' outside async function",
+            AsyncUse::For => "'async for' outside async function",
+            AsyncUse::With => "'async with' outside async function",
+            AsyncUse::Comprehension => "asynchronous comprehension outside of an asynchronous function",
         }
     }
 }

@@ -1,7 +1,9 @@
 //! What a code base's own conventions say about its classes, beyond what Python says: which
 //! module-level variable lists its entry classes, and which name parts mark auxiliary (draft)
-//! classes. The project layer knows no such convention itself; a caller passes them in
-//! [`ScanOptions`](super::ScanOptions) (SGLang's are [`crate::recipes::sglang_models::conventions`]).
+//! classes. Neither the spec nor the project layer knows such a convention itself: a recipe's
+//! `[conventions]` table names them, or a caller passes them in
+//! [`ScanOptions`](crate::project::ScanOptions). They live with the spec, the lower layer, so
+//! that the project layer depends on the spec and never the other way.
 
 /// Conventions of a scanned code base (see the module documentation). The default has none: no
 /// entry classes, no draft classes.
