@@ -1,10 +1,10 @@
 //! Every class and def pysplice finds in the real SGLang corpus agrees with CPython's `ast`.
 
-mod common;
-
 use std::process::Command;
 
 use pysplice::{ParsedFile, SourceFile};
+
+use crate::support as common;
 
 /// (path, kind, line, end line, decorator line, async)
 type Row<'a> = (String, &'a str, usize, usize, Option<usize>, bool);
@@ -18,7 +18,7 @@ fn outline_agrees_with_cpython_on_every_pinned_release() {
         let files = common::python_files(&common::models_dir(&version));
         assert!(!files.is_empty(), "no model files for {version}");
         let output = Command::new("python3")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py_outline.py"))
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/python/py_outline.py"))
             .args(&files)
             .output()
             .expect("python3 runs");

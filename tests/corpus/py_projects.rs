@@ -10,8 +10,6 @@
 //! documents. Hooks at fault are found by bisection; the rest are applied and checked.
 //! `--nocapture` shows the numbers.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -486,7 +484,7 @@ fn other_projects_are_exact_or_refused_for_documented_reasons() {
             root.display()
         );
         let only = std::env::var("PYSPLICE_PY_CORPUS_ONLY").unwrap_or_default();
-        let files: Vec<PathBuf> = common::python_files(&root)
+        let files: Vec<PathBuf> = crate::support::python_files(&root)
             .into_iter()
             .filter(|p| p.to_string_lossy().contains(&only))
             .collect();
