@@ -225,7 +225,9 @@ const NAMED_SNAPSHOTS: &[&str] = &[
 /// Every snapshot name this module takes: one per fixture and the named ones.
 pub(crate) fn snapshot_names() -> Vec<String> {
     let fixtures = FIXTURES.iter().map(|name| format!("engine_{name}"));
-    fixtures.chain(NAMED_SNAPSHOTS.iter().map(|name| name.to_string())).collect()
+    fixtures
+        .chain(NAMED_SNAPSHOTS.iter().map(|name| name.to_string()))
+        .collect()
 }
 
 #[track_caller]

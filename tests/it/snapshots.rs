@@ -19,7 +19,13 @@ fn library_snapshots() -> Vec<String> {
 fn stale(dir: &Path, known: &[String]) -> Vec<String> {
     let mut out: Vec<String> = std::fs::read_dir(dir)
         .expect("the snapshot folder is readable")
-        .map(|entry| entry.expect("a directory entry").file_name().to_string_lossy().into_owned())
+        .map(|entry| {
+            entry
+                .expect("a directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|file| {
             let ours = file
                 .strip_suffix(".snap")
@@ -36,9 +42,17 @@ fn stale(dir: &Path, known: &[String]) -> Vec<String> {
 fn no_snapshot_file_is_stale() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots");
     let known = library_snapshots();
-    assert_eq!(stale(&dir, &known), Vec::<String>::new(), "files in {} no test takes", dir.display());
+    assert_eq!(
+        stale(&dir, &known),
+        Vec::<String>::new(),
+        "files in {} no test takes",
+        dir.display()
+    );
     for name in &known {
-        assert!(dir.join(format!("{name}.snap")).is_file(), "no snapshot file for {name}");
+        assert!(
+            dir.join(format!("{name}.snap")).is_file(),
+            "no snapshot file for {name}"
+        );
     }
 }
 
