@@ -2,13 +2,12 @@
 //! known gaps (docs/spec.md "Limitations"): PEP 701 f-strings (3.12: a quote of the f-string's own
 //! kind inside a field), PEP 696 type-parameter defaults (3.13) and PEP 758 unparenthesised
 //! `except` lists (3.14) are refused as invalid Python: a typed error with line and column,
-//! exit 2 from the CLI, never a panic. Should the parser learn them, this test says so.
+//! exit 2 from the CLI, never a panic (the library's side: `tests/it/parse.rs`). Should the
+//! parser learn them, this test says so.
 
 mod common;
 
 use std::process::Command;
-
-use pysplice::{ErrorKind, ParsedFile, SourceFile};
 
 /// (name, source, line, column, the unexpected token) of each known gap.
 const GAPS: [(&str, &str, usize, usize, &str); 4] = [
@@ -23,26 +22,6 @@ const GAPS: [(&str, &str, usize, usize, &str); 4] = [
         "','",
     ),
 ];
-
-#[test]
-fn known_gaps_are_clean_syntax_errors() {
-    for (name, source, line, column, _) in GAPS {
-        let err = ParsedFile::parse(SourceFile::new(format!("{name}.py"), source)).unwrap_err();
-        assert!(matches!(err.kind(), ErrorKind::Syntax { .. }), "{name}: {err:?}");
-        assert_eq!((err.location().line, err.location().column), (line, column), "{name}");
-    }
-}
-
-#[test]
-fn what_is_supported_of_3_12_parses() {
-    for source in [
-        "def f[T](x: T) -> T:\n    return x\ntype X = int\nclass C[T]:\n    pass\n",
-        "y = f\"{x!r:>{w}}\"\nz = f\"{'a'}\"\nw = f\"\"\"{\n1}\"\"\"\n",
-        "match p:\n    case [1, *rest]:\n        pass\n",
-    ] {
-        ParsedFile::parse(SourceFile::new("ok.py", source)).unwrap();
-    }
-}
 
 #[test]
 fn the_cli_shows_the_message_users_see() {

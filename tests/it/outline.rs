@@ -1,5 +1,5 @@
 //! One hand-written fixture per edge case of the outline (`tests/fixtures/outline/*.py`), each with
-//! exact expectations, and every fixture compared with CPython's `ast` through `tests/py_outline.py`.
+//! exact expectations, and every fixture compared with CPython's `ast` through `tests/it/python/py_outline.py`.
 //!
 //! An outline row reads `[async ]kind path Lline-end_line[ @decorator_line] indent=".."[ one-line][ doc=".."]`.
 
@@ -586,10 +586,10 @@ type Outline = Vec<(String, String, usize, usize, Option<usize>, bool)>;
 
 fn cpython_outlines(files: &[PathBuf]) -> serde_json::Value {
     let output = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py_outline.py"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/python/py_outline.py"))
         .args(files)
         .output()
-        .expect("python3 runs tests/py_outline.py");
+        .expect("python3 runs tests/it/python/py_outline.py");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).expect("the helper prints JSON")
 }

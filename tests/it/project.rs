@@ -14,13 +14,19 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/project/src")
 }
 
-/// The fixtures follow SGLang's conventions (`EntryClass`, draft models by name).
-fn sglang() -> ScanOptions {
-    ScanOptions::default().with_conventions(pysplice::recipes::sglang_models::conventions())
+/// The fixtures follow a model zoo's conventions: the classes a file serves are listed in
+/// `EntryClass`, speculative-decoding draft models are known by name (the conventions SGLang's
+/// model recipe declares, written here with the library's builder).
+fn model_zoo() -> ScanOptions {
+    ScanOptions::default().with_conventions(
+        Conventions::default()
+            .with_entry_list("EntryClass")
+            .with_draft_markers(["eagle", "nextn", "mtp", "medusa", "dflash", "draft"]),
+    )
 }
 
 fn project() -> Project {
-    Project::scan_with(&src(), &sglang()).expect("fixture directory is readable")
+    Project::scan_with(&src(), &model_zoo()).expect("fixture directory is readable")
 }
 
 fn id(graph: &ClassGraph<'_>, name: &str) -> ClassId {

@@ -4,8 +4,6 @@
 //! `SourceFile::from_bytes` → `ParsedFile::parse` → `definitions()` → `locate()` of every path.
 //! A panic fails the test; cheap invariants of the outline are checked on the way.
 
-mod common;
-
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -106,8 +104,18 @@ fn samples() -> &'static [Vec<u8>] {
             .map(|entry| entry.unwrap().path())
             .collect();
         files.sort();
-        files.push(root.join("examples/data/demo_model.py"));
         files.retain(|path| path.is_file());
+        // The demo model: a real model file in small (where it lives before and after the
+        // SGLang data moved into its own crate).
+        let demo = [
+            "examples/data/demo_model.py",
+            "crates/pysplice-sglang/data/demo_model.py",
+        ]
+        .iter()
+        .map(|path| root.join(path))
+        .find(|path| path.is_file())
+        .expect("the demo model is readable");
+        files.push(demo);
         let mut samples: Vec<Vec<u8>> = files.iter().map(|path| std::fs::read(path).unwrap()).collect();
         assert!(samples.len() >= 20, "only {} samples", samples.len());
         if let Some(corpus) = corpus_file() {
@@ -119,7 +127,7 @@ fn samples() -> &'static [Vec<u8>] {
 
 /// SGLang 0.5.23's `deepseek_v2.py`, if `scripts/fetch-corpus.sh` has run.
 fn corpus_file() -> Option<std::path::PathBuf> {
-    let path = common::corpus_root().join("0.5.23/sglang/srt/models/deepseek_v2.py");
+    let path = crate::support::sglang_corpus_root().join("0.5.23/sglang/srt/models/deepseek_v2.py");
     if path.is_file() {
         Some(path)
     } else {

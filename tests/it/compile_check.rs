@@ -1,4 +1,4 @@
-//! The compile checks against CPython itself: random small programs (`tests/py_compile_cases.py`,
+//! The compile checks against CPython itself: random small programs (`tests/it/python/py_compile_cases.py`,
 //! fixed seeds) that nest functions, async functions, classes, loops, `with` and `try` around
 //! the statements CPython's compiler judges by context. CPython compiles or refuses each; the
 //! checks must agree on every one: never refuse what CPython compiles (a patch would be refused
@@ -13,7 +13,7 @@ use pysplice::{ParsedFile, SourceFile};
 
 #[test]
 fn compile_checks_agree_with_cpython_on_random_programs() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py_compile_cases.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/python/py_compile_cases.py");
     let mut disagreements = Vec::new();
     let mut counts = [0usize; 2];
     for seed in ["7", "11"] {

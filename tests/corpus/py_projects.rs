@@ -10,12 +10,11 @@
 //! documents. Hooks at fault are found by bisection; the rest are applied and checked.
 //! `--nocapture` shows the numbers.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Instant;
 
 use pysplice::pattern::visit_statements;
@@ -417,17 +416,18 @@ fn check_file(report: &mut Report, label: &str, text: &str, out_path: &Path) -> 
     true
 }
 
-/// Compiles every (original, output) pair in one CPython process: the outputs it rejects
-/// although it accepts their original.
-fn cpython_rejects(pairs: &[(PathBuf, PathBuf)], manifest: &Path) -> Vec<String> {
-    let mut list = String::new();
-    for (original, output) in pairs {
-        let _ = writeln!(list, "{}\t{}", original.display(), output.display());
-    }
-    std::fs::write(manifest, list).expect("manifest");
-    let script = "import sys\n\
+/// Compiles each (original, output) pair it is sent: the outputs CPython rejects although it
+/// accepts their original. One process per engine worker, fed as the worker goes, so CPython
+/// compiles while the engine works instead of after it.
+struct CPython {
+    child: Child,
+    pairs: Option<ChildStdin>,
+}
+
+impl CPython {
+    const SCRIPT: &'static str = "import sys\n\
         bad = []\n\
-        for line in open(sys.argv[1], encoding='utf-8'):\n\
+        for line in sys.stdin:\n\
         \x20   orig, out = line.rstrip('\\n').split('\\t')\n\
         \x20   try:\n\
         \x20       compile(open(orig, 'rb').read(), orig, 'exec', dont_inherit=True)\n\
@@ -438,21 +438,41 @@ fn cpython_rejects(pairs: &[(PathBuf, PathBuf)], manifest: &Path) -> Vec<String>
         \x20   except (SyntaxError, ValueError, RecursionError) as e:\n\
         \x20       bad.append(f'{out}: {e!r}')\n\
         print('\\n'.join(bad))\n";
-    let output = Command::new("python3")
-        .args(["-c", script])
-        .arg(manifest)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        output.status.success(),
-        "python3 failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect()
+
+    fn start() -> CPython {
+        let mut child = Command::new("python3")
+            .args(["-c", CPython::SCRIPT])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let pairs = child.stdin.take();
+        CPython { child, pairs }
+    }
+
+    /// Queues one pair; a write error (CPython gone) shows in [`CPython::rejects`]'s status.
+    fn send(&mut self, original: &Path, output: &Path) {
+        if let Some(pairs) = &mut self.pairs {
+            let _ = writeln!(pairs, "{}\t{}", original.display(), output.display());
+        }
+    }
+
+    /// Ends the input and returns what CPython rejected.
+    fn rejects(mut self) -> Vec<String> {
+        drop(self.pairs.take());
+        let output = self.child.wait_with_output().expect("python3 ends");
+        assert!(
+            output.status.success(),
+            "python3 failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
 }
 
 fn list(out: &mut String, title: &str, items: &[String], limit: usize) {
@@ -486,7 +506,7 @@ fn other_projects_are_exact_or_refused_for_documented_reasons() {
             root.display()
         );
         let only = std::env::var("PYSPLICE_PY_CORPUS_ONLY").unwrap_or_default();
-        let files: Vec<PathBuf> = common::python_files(&root)
+        let files: Vec<PathBuf> = crate::support::python_files(&root)
             .into_iter()
             .filter(|p| p.to_string_lossy().contains(&only))
             .collect();
@@ -502,10 +522,12 @@ fn other_projects_are_exact_or_refused_for_documented_reasons() {
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(16);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut report = Report::default();
+    let mut rejected = Vec::new();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
+                    let mut cpython = CPython::start();
                     let mut mine = Report::default();
                     while let Some((label, path, out_path)) =
                         jobs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
@@ -516,21 +538,24 @@ fn other_projects_are_exact_or_refused_for_documented_reasons() {
                             continue;
                         };
                         if check_file(&mut mine, label, &text, out_path) {
+                            cpython.send(path, out_path);
                             mine.compile.push((path.clone(), out_path.clone()));
                         }
                     }
-                    mine
+                    (mine, cpython.rejects())
                 })
             })
             .collect();
         for handle in handles {
-            report.merge(handle.join().expect("worker"));
+            let (mine, rejects) = handle.join().expect("worker");
+            report.merge(mine);
+            rejected.extend(rejects);
         }
     });
+    rejected.sort();
     report.compile.sort();
     report.failures.sort();
-    let engine_time = started.elapsed();
-    let rejected = cpython_rejects(&report.compile, &temp.join("manifest.tsv"));
+    let elapsed = started.elapsed();
     if std::env::var_os("PYSPLICE_PY_CORPUS_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&temp);
     } else {
@@ -541,12 +566,11 @@ fn other_projects_are_exact_or_refused_for_documented_reasons() {
     let refused: usize = report.refused.values().map(Vec::len).sum();
     let _ = writeln!(
         out,
-        "other projects: {} files, {} hooks, {} applied, {refused} refused; engine {:.1}s on {workers} threads, total {:.1}s",
+        "other projects: {} files, {} hooks, {} applied, {refused} refused; {:.1}s on {workers} threads",
         report.files,
         report.hooks,
         report.applied,
-        engine_time.as_secs_f64(),
-        started.elapsed().as_secs_f64()
+        elapsed.as_secs_f64()
     );
     let _ = writeln!(out, "CPython compiled {} outputs", report.compile.len());
     for (reason, hooks) in &report.refused {

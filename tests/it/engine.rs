@@ -215,9 +215,32 @@ fn render(name: &str, patched: &Patched) -> String {
     )
 }
 
+/// The snapshots taken besides one per fixture (`engine_NAME`), for the stale-snapshot check.
+const NAMED_SNAPSHOTS: &[&str] = &[
+    "engine_imports_shadowed",
+    "engine_updated",
+    "engine_hand_edited",
+    "engine_missing_anchor",
+    "engine_missing_target",
+    "engine_conflict",
+];
+
+/// Every snapshot name this module takes: one per fixture and the named ones.
+pub(crate) fn snapshot_names() -> Vec<String> {
+    let fixtures = FIXTURES.iter().map(|name| format!("engine_{name}"));
+    fixtures
+        .chain(NAMED_SNAPSHOTS.iter().map(|name| name.to_string()))
+        .collect()
+}
+
 #[track_caller]
 fn snapshot(name: &str, value: &str) {
-    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+    // A name missing from the list would leave its file unaccounted for in the stale check.
+    assert!(
+        snapshot_names().iter().any(|known| known == name),
+        "snapshot `{name}` is neither a fixture's nor in NAMED_SNAPSHOTS"
+    );
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!(name, value);
     });
 }

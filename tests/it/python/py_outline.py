@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CPython reference outline: python3 tests/py_outline.py FILE...
+"""CPython reference outline: python3 tests/it/python/py_outline.py FILE...
 
 Prints one JSON object mapping each FILE (as given) to the list of its
 class/def definitions at any depth, in source pre-order:
