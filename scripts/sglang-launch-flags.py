@@ -381,7 +381,7 @@ def main():
     args = ap.parse_args()
 
     if args.table:
-        cmd = ["cargo", "run", "-q", "--example", "sglang_hs_dump", "--", "--flag-table"]
+        cmd = ["cargo", "run", "-q", "--bin", "sglang-hs-dump", "--", "--flag-table"]
         sys.exit(subprocess.run(cmd, cwd=REPO).returncode)
 
     reuse = Path(os.environ["PYSPLICE_WHEELS"]) if os.environ.get("PYSPLICE_WHEELS") else None

@@ -58,13 +58,10 @@
 //! | [`batch`] | one recipe over several files: all planned, then all written or none |
 //! | [`outcome`] | the one rule for hook statuses and "up to date" |
 //! | [`report`], [`files`] | text, diff and JSON reports; safe file reads and writes |
-//! | `contract` | the versioned JSON output of the programs and its schema (feature `serde`) |
 //! | [`document`] | an editor-facing document with LSP positions |
 #![deny(missing_docs)]
 
 pub mod batch;
-#[cfg(feature = "serde")]
-pub mod contract;
 mod diff;
 pub mod document;
 pub mod edit;

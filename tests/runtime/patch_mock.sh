@@ -24,7 +24,7 @@ cp tests/runtime/mock_deepseek_v2.py tests/runtime/run_hs_dump_test.py tests/run
 cp tests/runtime/mock_deepseek_v2.py "$dest/mock_deepseek_v2_patched.py"
 sed -n "/<<'WAIT_IDLE'\$/,/^WAIT_IDLE\$/p" README.md | sed '1d;$d' >"$dest/wait_idle.py"
 [ -s "$dest/wait_idle.py" ] || { echo "no WAIT_IDLE block in README.md" >&2; exit 1; }
-cargo run --quiet --example pysplice -- apply --spec recipes/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
+cargo run --quiet --bin pysplice -- apply --spec recipes/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
 # the same static check as tests/sglang_recipe.rs, before spending time on a device
 python3 tests/py_check_hs_dump.py "$dest/mock_deepseek_v2_patched.py::$dest/mock_deepseek_v2.py" >"$dest/py_check.json" ||
   { cat "$dest/py_check.json"; exit 1; }

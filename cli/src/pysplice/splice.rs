@@ -1,13 +1,13 @@
 //! `apply`, `check` and `revert`: one recipe over several files, all planned before any is
-//! written (`pysplice::batch`). With `--json`, one object of `pysplice::contract` per file, on one
+//! written (`pysplice::batch`). With `--json`, one object of `pysplice_cli::contract` per file, on one
 //! line each.
 
 use std::path::{Path, PathBuf};
 
 use pysplice::batch::{self, Batch, FileRun, Op};
-use pysplice::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
 use pysplice::report::printable;
 use pysplice::{report, Error, ErrorKind, HookOutcome, Patched, Recipe};
+use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
 
 /// Arguments shared by `check` and `revert`.
 #[derive(clap::Args)]

@@ -1,10 +1,10 @@
 //! The JSON Schemas under `schemas/` are generated from the Rust types: this test fails when a
-//! checked-in schema is stale. `PYSPLICE_UPDATE_SCHEMAS=1 cargo test --test schemas` rewrites them.
+//! checked-in schema is stale. `PYSPLICE_UPDATE_SCHEMAS=1 cargo test -p pysplice-cli --test schemas` rewrites them.
 
 use std::path::PathBuf;
 
 fn check(name: &str, schema: &schemars::schema::RootSchema) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas").join(name);
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas")).join(name);
     let fresh = format!(
         "{}\n",
         serde_json::to_string_pretty(schema).expect("a schema serializes")
@@ -16,14 +16,14 @@ fn check(name: &str, schema: &schemars::schema::RootSchema) {
     let stored = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         stored == fresh,
-        "{} is stale: run `PYSPLICE_UPDATE_SCHEMAS=1 cargo test --test schemas` and commit it",
+        "{} is stale: run `PYSPLICE_UPDATE_SCHEMAS=1 cargo test -p pysplice-cli --test schemas` and commit it",
         path.display()
     );
 }
 
 #[test]
 fn output_schema_is_current() {
-    check("output.schema.json", &pysplice::contract::output_schema());
+    check("output.schema.json", &pysplice_cli::contract::output_schema());
 }
 
 #[test]
@@ -33,8 +33,8 @@ fn hook_spec_schema_is_current() {
 
 #[test]
 fn output_schema_names_the_version_and_every_command() {
-    let text = serde_json::to_string(&pysplice::contract::output_schema()).expect("serializes");
-    assert_eq!(pysplice::contract::SCHEMA_VERSION, 1);
+    let text = serde_json::to_string(&pysplice_cli::contract::output_schema()).expect("serializes");
+    assert_eq!(pysplice_cli::contract::SCHEMA_VERSION, 1);
     for command in [
         "apply",
         "check",

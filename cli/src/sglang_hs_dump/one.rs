@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use pysplice::contract::{Body, ErrorInfo, HookResult, Output, Splice};
 use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
 use pysplice::report::printable;
 use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe};
+use pysplice_cli::contract::{Body, ErrorInfo, HookResult, Output, Splice};
 
 use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
 

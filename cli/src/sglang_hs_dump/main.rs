@@ -20,28 +20,25 @@
 //! (closed pipe, full disk).
 
 #[macro_use]
-#[path = "shared/output.rs"]
+#[path = "../shared/output.rs"]
 mod output;
-#[path = "shared/alloc.rs"]
+#[path = "../shared/alloc.rs"]
 mod alloc;
 
-#[path = "sglang_hs_dump/demo.rs"]
 mod demo;
-#[path = "sglang_hs_dump/models.rs"]
 mod models;
-#[path = "sglang_hs_dump/one.rs"]
 mod one;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use pysplice::contract::{self, Body, Dump, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
 use pysplice::recipes::sglang::{self, Launch};
 use pysplice::recipes::sglang_install::Release;
 use pysplice::{report, Error, Patched};
+use pysplice_cli::contract::{self, Body, Dump, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
 
-/// The program's name: `sglang-hs-dump` when installed, `sglang_hs_dump` as an example binary.
+/// The program's name, `sglang-hs-dump`.
 const PROGRAM: &str = env!("CARGO_BIN_NAME");
 
 /// Patch SGLang's DeepSeek-V2/V3 model file (also used by Kimi-K2.5) to dump per-request hidden

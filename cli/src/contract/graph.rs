@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::project::{BaseTarget, Chain, ClassGraph, ClassId, Diagnostic};
+use pysplice::project::{BaseTarget, Chain, ClassGraph, ClassId, Diagnostic};
 
 /// `graph`: classes from entry classes, or chains to a target class.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -23,7 +23,7 @@ impl Graph {
     /// package `package`; without `starts`, from every entry class, with the graph's diagnostics.
     ///
     /// ```
-    /// use pysplice::contract::Graph;
+    /// use pysplice_cli::contract::Graph;
     /// use pysplice::project::Scope;
     ///
     /// let dir = tempfile::tempdir().unwrap();

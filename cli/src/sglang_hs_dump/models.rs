@@ -2,12 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use pysplice::contract::{Body, ErrorInfo, FileStatus, Output, Splice};
 use pysplice::project::select::RootChoice;
 use pysplice::recipes::sglang::Launch;
 use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
 use pysplice::recipes::sglang_models::{self, FilePatch};
 use pysplice::report::{self, printable};
+use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, Output, Splice};
 
 use crate::{body, exit_code, fail, Args, Mode};
 

@@ -1,14 +1,14 @@
 //! `graph`, `reach` and `forwards`: class-graph queries over a package directory.
 //!
 //! Exit codes: 0 success, 1 class / method / chain not found (with close candidates),
-//! 2 bad usage or an unreadable directory. With `--json`, one object of `pysplice::contract` per
+//! 2 bad usage or an unreadable directory. With `--json`, one object of `pysplice_cli::contract` per
 //! query, on one line, also on failure. Entry classes and draft models follow SGLang's conventions
 //! (`EntryClass`, Eagle / NextN / MTP ... in a name).
 
 use std::path::PathBuf;
 
-use pysplice::contract::{Body, ErrorInfo, Forwards, Graph, Output, ReachBody};
 use pysplice::project::{Project, QueryError, ScanOptions, Scope};
+use pysplice_cli::contract::{Body, ErrorInfo, Forwards, Graph, Output, ReachBody};
 
 /// Arguments of `graph`.
 #[derive(clap::Args)]

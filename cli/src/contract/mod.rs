@@ -13,11 +13,11 @@ mod graph;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::engine::{HookOutcome, Status};
-use crate::error::Error;
-use crate::outline::Definition;
-use crate::project::{Forwarding, Reach};
-use crate::spec::Recipe;
+use pysplice::engine::{HookOutcome, Status};
+use pysplice::error::Error;
+use pysplice::outline::Definition;
+use pysplice::project::{Forwarding, Reach};
+use pysplice::spec::Recipe;
 
 pub use graph::{Graph, GraphBase, GraphBaseTarget, GraphClass, GraphComposition};
 
@@ -219,6 +219,9 @@ impl HookResult {
             (Status::NotPresent, _) => (HookStatus::NotPresent, None),
             (Status::Skipped { reason }, _) => (HookStatus::Skipped, Some(reason.to_string())),
             (Status::Failed { reason }, _) => (HookStatus::Failed, Some(reason.to_string())),
+            // `Status` is non-exhaustive: a status this contract has no word for yet is reported
+            // as a failure naming it, never as success.
+            (other, _) => (HookStatus::Failed, Some(format!("{other:?}"))),
         };
         HookResult {
             hook: outcome.hook.clone(),
@@ -315,12 +318,12 @@ pub struct Launch {
 
 impl Launch {
     /// How to start the server for the dump: `env` (the recipe's variable, see
-    /// [`crate::recipes::sglang_install::env_var`]) set to
-    /// [`crate::recipes::sglang_install::DUMP_DIR`], and `launch`'s flags and notes.
+    /// [`pysplice::recipes::sglang_install::env_var`]) set to
+    /// [`pysplice::recipes::sglang_install::DUMP_DIR`], and `launch`'s flags and notes.
     #[must_use]
-    pub fn dump(env: &str, launch: &crate::recipes::sglang::Launch) -> Launch {
+    pub fn dump(env: &str, launch: &pysplice::recipes::sglang::Launch) -> Launch {
         Launch {
-            env: [(env.to_string(), crate::recipes::sglang_install::DUMP_DIR.to_string())].into(),
+            env: [(env.to_string(), pysplice::recipes::sglang_install::DUMP_DIR.to_string())].into(),
             flags: launch.flags.iter().map(|f| f.to_string()).collect(),
             notes: launch.notes.clone(),
         }

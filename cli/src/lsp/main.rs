@@ -1,9 +1,9 @@
 //! A Language Server for pysplice recipes, over stdio.
 //!
 //! ```text
-//! cargo build --release --example pysplice_lsp
+//! cargo build --release --bin pysplice-lsp
 //! ```
-//! Point an editor's LSP client at `target/release/examples/pysplice_lsp` for Python files.
+//! Point an editor's LSP client at `target/release/pysplice-lsp` for Python files.
 //! Recipes come from `initializationOptions` (`{"recipes": ["path/to/recipe.toml", ...]}`), or
 //! else from a `pysplice.toml` at the workspace root (`recipes = ["...", ...]`). Relative paths
 //! are taken from the workspace root; `builtin:sglang-hs-dump` names the bundled recipe.
@@ -56,23 +56,15 @@ macro_rules! outln {
     }};
 }
 
-#[path = "lsp/actions.rs"]
 mod actions;
-#[path = "shared/alloc.rs"]
+#[path = "../shared/alloc.rs"]
 mod alloc;
-#[path = "lsp/convert.rs"]
 mod convert;
-#[path = "lsp/framing.rs"]
 mod framing;
-#[path = "lsp/handlers.rs"]
 mod handlers;
-#[path = "lsp/lifecycle.rs"]
 mod lifecycle;
-#[path = "lsp/open.rs"]
 mod open;
-#[path = "lsp/server.rs"]
 mod server;
-#[path = "lsp/transport.rs"]
 mod transport;
 
 use std::process::ExitCode;
@@ -86,7 +78,7 @@ use lsp_types::{
 
 use server::{Server, APPLY_ACTION, APPLY_TO_WORKSPACE};
 
-/// The program's name: `pysplice-lsp` when installed, `pysplice_lsp` as an example binary.
+/// The program's name, `pysplice-lsp`.
 const PROGRAM: &str = env!("CARGO_BIN_NAME");
 
 fn main() -> ExitCode {
