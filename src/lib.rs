@@ -51,7 +51,7 @@
 //! | [`outline`], [`locate`] | every class and def; finding them by path |
 //! | `suggest` | "did you mean": the one scorer of names close to one not found |
 //! | [`pattern`], [`template`] | statement patterns with metavariables; code templates |
-//! | [`spec`], [`recipes`] | TOML hook specs; the recipes that ship, by name, and a workspace's recipes |
+//! | [`spec`], [`recipes`] | TOML hook specs; recipes by name (a caller's catalogue of bundled ones, or a path), and a workspace's recipes |
 //! | [`project`] | many files: class graph, delegation chains, hook reach, targets by meaning ([`project::select`]) |
 //! | [`edit`], [`marker`] | text edits; the marker comments that frame inserted code |
 //! | [`engine`] | plan, apply, verify, revert |
@@ -98,3 +98,8 @@ pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
 pub use spec::{Action, Anchor, ClassSelector, Hook, ImportLine, Nth, Recipe, Selector};
 pub use syntax::Node;
 pub use template::Template;
+
+/// Not public API: how the library shows a name from its input in a message (escaped, at most
+/// 80 characters), for the programs' messages to show names the same way.
+#[doc(hidden)]
+pub use suggest::shown;

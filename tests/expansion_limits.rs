@@ -1,12 +1,7 @@
 //! Bounded expansion: a recipe whose code grows when its placeholders are filled in (a large
 //! variable used many times, a long parameter name or return value, code repeated at every
 //! match, a long indentation times many lines) is refused with a typed error before the text is
-//! built, in the library and through the CLI; the file is left untouched.
-
-mod common;
-
-use std::path::Path;
-use std::process::Command;
+//! built, in the library (the program: `cli/tests/it/expansion_limits.rs`); the file is left untouched.
 
 use pysplice::spec::MAX_RECIPE_CODE_BYTES;
 use pysplice::template::MAX_RENDERED_BYTES;
@@ -156,40 +151,4 @@ fn repeated_and_indented_code_is_bounded_by_the_file_limit() {
     let (bytes, limit) = oversized(&err).unwrap_or_else(|| panic!("{err:?}"));
     assert!(bytes.is_some_and(|b| b > limit && b <= limit + MIB + 7), "{bytes:?}");
     assert_eq!(err.hook(), Some("deep"));
-}
-
-/// Through the CLI: exit 2, the message names the recipe's line and the hook, the file keeps
-/// its bytes.
-#[test]
-fn the_cli_refuses_the_recipe_and_leaves_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = recipe(MIB, &hook("big", &format!("x = '{}'", "{big}".repeat(1000))));
-    assert!(text.len() < 2 * MIB);
-    let spec = dir.path().join("r.toml");
-    std::fs::write(&spec, &text).unwrap();
-    let file = dir.path().join("m.py");
-    std::fs::write(&file, b"x = 1\n").unwrap();
-    for command in ["apply", "check"] {
-        let output = Command::new(common::example_binary("pysplice"))
-            .args([command, "--spec"])
-            .args([&spec, &file])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{stderr}");
-        let expected = format!(
-            "{}:{}:1: bad spec: the code, with its placeholders filled in, would be {} bytes, more than the limit of {MAX_RENDERED_BYTES} bytes [hook big]",
-            spec.display(),
-            line_of(&text, "code = "),
-            1000 * MIB + 6
-        );
-        assert!(stderr.contains(&expected), "{expected}\n{stderr}");
-        assert!(
-            stderr.len() < 1000,
-            "the message does not echo the code: {} bytes",
-            stderr.len()
-        );
-        assert_eq!(std::fs::read(&file).unwrap(), b"x = 1\n");
-    }
-    assert!(Path::new(&file).exists());
 }

@@ -106,7 +106,7 @@ fn samples() -> &'static [Vec<u8>] {
             .map(|entry| entry.unwrap().path())
             .collect();
         files.sort();
-        files.push(root.join("examples/data/demo_model.py"));
+        files.push(root.join("crates/pysplice-sglang/data/demo_model.py"));
         files.retain(|path| path.is_file());
         let mut samples: Vec<Vec<u8>> = files.iter().map(|path| std::fs::read(path).unwrap()).collect();
         assert!(samples.len() >= 20, "only {} samples", samples.len());

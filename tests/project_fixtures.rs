@@ -14,9 +14,14 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/project/src")
 }
 
-/// The fixtures follow SGLang's conventions (`EntryClass`, draft models by name).
+/// The fixtures follow SGLang's conventions (`EntryClass`, draft models by name), as the
+/// `[conventions]` of its bundled models recipe declares them.
 fn sglang() -> ScanOptions {
-    ScanOptions::default().with_conventions(pysplice::recipes::sglang_models::conventions())
+    ScanOptions::default().with_conventions(
+        pysplice::project::Conventions::default()
+            .with_entry_list("EntryClass")
+            .with_draft_markers(["eagle", "nextn", "mtp", "medusa", "dflash", "draft"]),
+    )
 }
 
 fn project() -> Project {

@@ -2,11 +2,7 @@
 //! known gaps (README "Limitations"): PEP 701 f-strings (3.12: a quote of the f-string's own
 //! kind inside a field), PEP 696 type-parameter defaults (3.13) and PEP 758 unparenthesised
 //! `except` lists (3.14) are refused as invalid Python: a typed error with line and column,
-//! exit 2 from the CLI, never a panic. Should the parser learn them, this test says so.
-
-mod common;
-
-use std::process::Command;
+//! never a panic (the program's exit 2: `cli/tests/it/syntax_level.rs`). Should the parser learn them, this test says so.
 
 use pysplice::{ErrorKind, ParsedFile, SourceFile};
 
@@ -41,27 +37,5 @@ fn what_is_supported_of_3_12_parses() {
         "match p:\n    case [1, *rest]:\n        pass\n",
     ] {
         ParsedFile::parse(SourceFile::new("ok.py", source)).unwrap();
-    }
-}
-
-#[test]
-fn the_cli_shows_the_message_users_see() {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, source, line, column, token) in GAPS {
-        let file = dir.path().join(format!("{name}.py"));
-        std::fs::write(&file, source).unwrap();
-        let output = Command::new(common::example_binary("pysplice"))
-            .arg("locate")
-            .arg(&file)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
-        let expected = format!(
-            "{}:{line}:{column}: invalid Python: invalid syntax. Got unexpected token {token}",
-            file.display()
-        );
-        assert!(stderr.contains(&expected), "{expected}\n{stderr}");
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), source);
     }
 }

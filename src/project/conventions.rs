@@ -1,7 +1,7 @@
 //! What a code base's own conventions say about its classes, beyond what Python says: which
 //! module-level variable lists its entry classes, and which name parts mark auxiliary (draft)
 //! classes. The project layer knows no such convention itself; a caller passes them in
-//! [`ScanOptions`](super::ScanOptions) (SGLang's are [`crate::recipes::sglang_models::conventions`]).
+//! [`ScanOptions`](super::ScanOptions), or a recipe declares them (`[conventions]`).
 
 /// Conventions of a scanned code base (see the module documentation). The default has none: no
 /// entry classes, no draft classes.

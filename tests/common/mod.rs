@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests: where the SGLang corpus lives and what it holds.
 #![allow(dead_code)]
 
-pub mod lsp;
-
 use std::path::{Path, PathBuf};
 
 /// The corpus root: `$PYSPLICE_CORPUS` or `target/sglang-corpus`.
@@ -51,27 +49,4 @@ pub fn python_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
-}
-
-/// The program `name` of the `pysplice-cli` package, `target/<profile>/<bin>`, next to the
-/// running test's `deps/` folder (built here: a no-op when up to date).
-pub fn example_binary(name: &str) -> PathBuf {
-    let bin = name.replace('_', "-");
-    let exe = std::env::current_exe().expect("the test knows its path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("tests run from target/<profile>/deps");
-    let binary = profile_dir.join(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
-    let mut build = std::process::Command::new(option_env!("CARGO").unwrap_or("cargo"));
-    build
-        .args(["build", "--quiet", "-p", "pysplice-cli", "--bin", &bin])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile_dir.file_name().is_some_and(|dir| dir == "release") {
-        build.arg("--release");
-    }
-    let status = build.status().expect("cargo runs");
-    assert!(status.success(), "cargo build --bin {bin} failed");
-    assert!(binary.is_file(), "no program at {}", binary.display());
-    binary
 }

@@ -28,7 +28,7 @@ impl Graph {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// std::fs::write(dir.path().join("m.py"), "class A:\n    pass\n\nclass B(A):\n    pass\n\nEntryClass = B\n").unwrap();
-    /// let conventions = pysplice::recipes::sglang_models::conventions();
+    /// let conventions = pysplice_sglang::models::conventions();
     /// let options = pysplice::project::ScanOptions::default().with_conventions(conventions);
     /// let project = pysplice::Project::scan_with(dir.path(), &options)?;
     /// let graph = project.graph(&Scope::Classes);

@@ -318,12 +318,12 @@ pub struct Launch {
 
 impl Launch {
     /// How to start the server for the dump: `env` (the recipe's variable, see
-    /// [`pysplice::recipes::sglang_install::env_var`]) set to
-    /// [`pysplice::recipes::sglang_install::DUMP_DIR`], and `launch`'s flags and notes.
+    /// [`pysplice_sglang::install::env_var`]) set to
+    /// [`pysplice_sglang::install::DUMP_DIR`], and `launch`'s flags and notes.
     #[must_use]
-    pub fn dump(env: &str, launch: &pysplice::recipes::sglang::Launch) -> Launch {
+    pub fn dump(env: &str, launch: &pysplice_sglang::launch::Launch) -> Launch {
         Launch {
-            env: [(env.to_string(), pysplice::recipes::sglang_install::DUMP_DIR.to_string())].into(),
+            env: [(env.to_string(), pysplice_sglang::install::DUMP_DIR.to_string())].into(),
             flags: launch.flags.iter().map(|f| f.to_string()).collect(),
             notes: launch.notes.clone(),
         }

@@ -298,7 +298,7 @@ fn load_config(root: Option<&Path>, options: Option<&serde_json::Value>) -> Reci
         bad_list = names.is_none();
         names.unwrap_or_default()
     });
-    let mut config = RecipeConfig::load(root, names);
+    let mut config = RecipeConfig::load(root, names, pysplice_sglang::recipes::CATALOGUE);
     if bad_list {
         let problem = "initializationOptions.recipes must be a list of paths".to_string();
         config.problems.insert(0, problem);

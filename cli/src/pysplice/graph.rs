@@ -65,7 +65,7 @@ fn text(text: &str) {
 
 /// The project of `dir`, read with SGLang's conventions.
 fn scan_dir(dir: &std::path::Path) -> Result<Project, pysplice::Error> {
-    let options = ScanOptions::default().with_conventions(pysplice::recipes::sglang_models::conventions());
+    let options = ScanOptions::default().with_conventions(pysplice_sglang::models::conventions());
     Project::scan_with(dir, &options)
 }
 

@@ -38,7 +38,7 @@ pub struct ApplyArgs {
 /// exit code 2.
 pub fn load_recipe(path: &Path) -> Result<Recipe, u8> {
     let name = path.display().to_string();
-    pysplice::recipes::load(&name).map_err(|err| {
+    pysplice_sglang::recipes::load(&name).map_err(|err| {
         match err.kind() {
             ErrorKind::Io { source, .. } => errln!("{name}: cannot read the spec: {source}"),
             _ => errln!("{err}"),

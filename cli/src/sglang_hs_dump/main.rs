@@ -4,7 +4,7 @@
 //! ```text
 //! sglang_hs_dump [PATH] [--revert | --check] [--dry-run] [--json] [--sglang-version X]
 //! sglang_hs_dump --installed [--python python3] [--probe-timeout 20] ...
-//! sglang_hs_dump                      # demo: patch a copy of examples/data/demo_model.py
+//! sglang_hs_dump                      # demo: patch a copy of the bundled demo model
 //! sglang_hs_dump --flag-table         # the server flags of every known SGLang release
 //! sglang_hs_dump PATH --arch Qwen3MoeForCausalLM [--arch ...]   # any architecture with aux capture
 //! sglang_hs_dump PATH --model-path DIR  # the architectures DIR/config.json names
@@ -33,10 +33,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use pysplice::recipes::sglang::{self, Launch};
-use pysplice::recipes::sglang_install::Release;
 use pysplice::{report, Error, Patched};
 use pysplice_cli::contract::{self, Body, Dump, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
+use pysplice_sglang::install::Release;
+use pysplice_sglang::launch::{self as sglang, Launch};
 
 /// The program's name, `sglang-hs-dump`.
 const PROGRAM: &str = env!("CARGO_BIN_NAME");

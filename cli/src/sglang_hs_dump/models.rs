@@ -3,11 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::project::select::RootChoice;
-use pysplice::recipes::sglang::Launch;
-use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
-use pysplice::recipes::sglang_models::{self, FilePatch};
 use pysplice::report::{self, printable};
 use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, Output, Splice};
+use pysplice_sglang::install::{self as sglang_install, Release, DUMP_DIR};
+use pysplice_sglang::launch::Launch;
+use pysplice_sglang::models::{self as sglang_models, FilePatch};
 
 use crate::{body, exit_code, fail, Args, Mode};
 

@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use pysplice::recipes::sglang_install::{self, Release, DUMP_DIR};
 use pysplice::report::printable;
 use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe};
 use pysplice_cli::contract::{Body, ErrorInfo, HookResult, Output, Splice};
+use pysplice_sglang::install::{self as sglang_install, Release, DUMP_DIR};
 
 use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
 
@@ -73,7 +73,7 @@ fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<R
 
 /// Patches, checks or reverts one file and reports it.
 pub fn run(args: &Args, mode: Mode) -> u8 {
-    let recipe = pysplice::recipes::builtin("sglang-hs-dump")
+    let recipe = pysplice_sglang::recipes::builtin("sglang-hs-dump")
         .expect("a bundled recipe")
         .expect("the bundled recipe is valid");
     let demo = args.path.is_none() && !args.installed;
@@ -152,7 +152,7 @@ impl Finished<'_> {
     }
 
     /// The launch flags and notes for the release and the hooks that were placed.
-    fn launch(&self) -> pysplice::recipes::sglang::Launch {
+    fn launch(&self) -> pysplice_sglang::launch::Launch {
         let outcomes = if self.mode == Mode::Revert {
             &[][..]
         } else {
@@ -184,7 +184,7 @@ impl Finished<'_> {
         let (patched, code) = (&self.patched, self.code());
         if self.demo {
             outln!(
-                "No PATH given: patching a copy of the bundled demo model (examples/data/demo_model.py, written for \
+                "No PATH given: patching a copy of the bundled demo model (crates/pysplice-sglang/data/demo_model.py, written for \
                  pysplice in the shape of SGLang's deepseek_v2.py; not SGLang code)."
             );
             outln!("For a real SGLang: {PROGRAM} --installed, or {PROGRAM} path/to/deepseek_v2.py\n");
