@@ -1,5 +1,5 @@
 //! The JSON Schemas under `schemas/` are generated from the Rust types: this test fails when a
-//! checked-in schema is stale. `PYSPLICE_UPDATE_SCHEMAS=1 cargo test -p pysplice-cli --test schemas` rewrites them.
+//! checked-in schema is stale. `PYSPLICE_UPDATE_SCHEMAS=1 cargo test -p pysplice-cli --test it schemas` rewrites them.
 
 use std::path::PathBuf;
 
@@ -16,7 +16,7 @@ fn check(name: &str, schema: &schemars::schema::RootSchema) {
     let stored = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         stored == fresh,
-        "{} is stale: run `PYSPLICE_UPDATE_SCHEMAS=1 cargo test -p pysplice-cli --test schemas` and commit it",
+        "{} is stale: run `PYSPLICE_UPDATE_SCHEMAS=1 cargo test -p pysplice-cli --test it schemas` and commit it",
         path.display()
     );
 }
