@@ -26,7 +26,11 @@ fn main() {
         );
         return;
     };
-    let recipe = Recipe::from_toml("sglang_hs_dump.toml", pysplice::recipes::SGLANG_HS_DUMP).expect("bundled recipe");
+    let recipe = Recipe::from_toml(
+        "sglang_hs_dump.toml",
+        include_str!("../crates/pysplice-sglang/recipes/sglang_hs_dump.toml"),
+    )
+    .expect("bundled recipe");
     let patched = pysplice::apply(&recipe, SourceFile::new(FILE, text.as_str())).expect("the recipe applies");
 
     let mut criterion = Criterion::default()

@@ -11,7 +11,7 @@
 # BASELINE=PATH adds another `sglang_hs_dump` binary (an earlier build) to every round, so that a
 # change is measured against what it changes in the same rounds.
 # Needs hyperfine (`apt-get install hyperfine` or `cargo install hyperfine`) and a release build
-# (`cargo build --release --examples`, done here unless NO_BUILD=1).
+# (`cargo build --release -p pysplice-cli --bins`, done here unless NO_BUILD=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +22,7 @@ command -v hyperfine >/dev/null || { echo "needs hyperfine" >&2; exit 2; }
 python="${PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}"
 rounds="${ROUNDS:-5}" runs="${RUNS:-10}" warmup="${WARMUP:-3}"
 
-[ "${NO_BUILD:-0}" = 1 ] || cargo build --release --examples --quiet
+[ "${NO_BUILD:-0}" = 1 ] || cargo build --release -p pysplice-cli --bins --quiet
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # The dry run writes nothing, but it works on a copy all the same.
@@ -34,8 +34,8 @@ baseline=()
 for round in $(seq "$rounds"); do
     hyperfine -N --style none --warmup "$warmup" --runs "$runs" --export-json "$work/round$round.json" \
         "${baseline[@]}" \
-        -n dry-run "target/release/examples/sglang_hs_dump --dry-run $copy" \
-        -n locate "target/release/examples/pysplice locate $copy" \
+        -n dry-run "target/release/sglang-hs-dump --dry-run $copy" \
+        -n locate "target/release/pysplice locate $copy" \
         -n python "$python -c 'import ast,sys; ast.parse(open(sys.argv[1],\"rb\").read())' $copy" \
         >/dev/null
 done

@@ -8,7 +8,7 @@ cd "$repo"
 corpus=${PYSPLICE_CORPUS:-$repo/target/sglang-corpus}
 newest=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' tests/sglang-versions.txt | grep -v '^$' | sort -V | tail -n1)
 package=$corpus/$newest-full/sglang
-cargo build --quiet --release --example pysplice
+cargo build --quiet --release -p pysplice-cli --bin pysplice
 best() {  # LABEL COMMAND...: best wall time and the peak RSS of that run
   local label=$1 best_wall=999999 best_rss=0
   shift
@@ -33,7 +33,7 @@ print("class C0:\n    def f(self):\n        pass")
 for i in range(1, n):
     print(f"class C{i}(C{i-1}):\n    pass")
 ' "$n" >"$chains/$n/chain.py"
-  best "chain-$n" target/release/examples/pysplice reach "$chains/$n" C0.f
+  best "chain-$n" target/release/pysplice reach "$chains/$n" C0.f
 done
 
 [ -d "$package" ] || { echo "missing $package: run bash scripts/fetch-corpus.sh" >&2; exit 1; }
@@ -42,7 +42,7 @@ mb=$(find "$package" -name '*.py' -print0 | du -cb --files0-from=- | tail -n1 | 
 echo "package: $package ($files .py files, $mb MB)"
 
 
-best reach target/release/examples/pysplice reach "$package" DeepseekV2Model.forward
+best reach target/release/pysplice reach "$package" DeepseekV2Model.forward
 best cpython-ast-parse python3 -c '
 import ast, pathlib, sys
 for p in pathlib.Path(sys.argv[1]).rglob("*.py"):

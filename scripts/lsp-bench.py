@@ -11,7 +11,7 @@ on the file as released and with the recipe applied, for a client that resolves 
 `workspace/applyEdit`), and one that can do neither (the edit is computed in the code action).
 
 Usage: python3 scripts/lsp-bench.py SERVER [FILE] [--rounds N]
-  SERVER  e.g. target/release/examples/pysplice_lsp
+  SERVER  e.g. target/release/pysplice-lsp
   FILE    default target/sglang-corpus/0.5.23/sglang/srt/models/deepseek_v2.py (150 KB)
 Needs only the standard library; the recipe is the bundled sglang-hs-dump.
 """

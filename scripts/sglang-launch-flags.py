@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Read the server arguments of every SGLang release on PyPI and write recipes/sglang_launch.json.
+"""Read the server arguments of every SGLang release on PyPI and write crates/pysplice-sglang/recipes/sglang_launch.json.
 
 For each release the script opens the published archive (wheel, else sdist) without unpacking it,
 parses `sglang/srt/server_args.py` (plus `sglang/srt/arg_groups/**.py`, where later releases
@@ -12,7 +12,7 @@ for the prefill graph default) with Python's `ast`, and records facts only:
   turns them off too;
 - whether the release ships `sglang/srt/models/deepseek_v2.py`.
 
-`pysplice::recipes::sglang` reads the JSON (include_str!) and derives the launch flags, the notes
+`pysplice_sglang::launch` reads the JSON (include_str!) and derives the launch flags, the notes
 and docs/sglang.md's flag table from it. When a new SGLang release appears, run
 
     python3 scripts/sglang-launch-flags.py            # downloads what is missing, rewrites the JSON
@@ -41,7 +41,7 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "recipes" / "sglang_launch.json"
+DATA = REPO / "crates" / "pysplice-sglang" / "recipes" / "sglang_launch.json"
 
 # The flags whose presence the dump's launch advice depends on.
 WATCHED = [
@@ -381,7 +381,7 @@ def main():
     args = ap.parse_args()
 
     if args.table:
-        cmd = ["cargo", "run", "-q", "--example", "sglang_hs_dump", "--", "--flag-table"]
+        cmd = ["cargo", "run", "-q", "--bin", "sglang-hs-dump", "--", "--flag-table"]
         sys.exit(subprocess.run(cmd, cwd=REPO).returncode)
 
     reuse = Path(os.environ["PYSPLICE_WHEELS"]) if os.environ.get("PYSPLICE_WHEELS") else None

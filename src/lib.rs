@@ -59,10 +59,6 @@
 // Not public API: the programs' multi-file runs.
 #[doc(hidden)]
 pub mod batch;
-// Not public API: the programs' JSON output.
-#[doc(hidden)]
-#[cfg(feature = "serde")]
-pub mod contract;
 mod diff;
 // Not public API: the editor-facing document's module (its names are at the root).
 #[doc(hidden)]
@@ -137,11 +133,7 @@ pub use spec::{
 pub use syntax::Node;
 pub use template::Template;
 
-// Not public API: the programs' and tests' paths of before, kept until they move to the
-// documented ones.
+/// Not public API: how the library shows a name from its input in a message (escaped, at most
+/// 80 characters), for the programs' messages to show names the same way.
 #[doc(hidden)]
-pub use document::KeptPlan;
-#[doc(hidden)]
-pub use engine::{apply_plan, Prepared};
-#[doc(hidden)]
-pub use project::{ClassGraph, Project};
+pub use suggest::shown;

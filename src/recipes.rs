@@ -1,92 +1,85 @@
-//! Recipes that ship with pysplice, found by name ([`builtin`], [`load`]), and what running them
-//! needs ([`sglang`]: the server flags per SGLang release for [`SGLANG_HS_DUMP`];
-//! [`sglang_install`]: an SGLang install's model file and release; [`sglang_models`]: the dump
-//! for every architecture; [`config`]: the recipes a workspace names).
+//! Recipes found by name the way programs and editors name them: `builtin:NAME` from a
+//! caller-supplied catalogue of recipes shipped inside a program ([`BundledRecipe`],
+//! [`builtin`]), or the path of a TOML hook spec ([`load`]); [`config`]: the recipes a workspace
+//! names.
+//!
+//! The library ships no recipe itself: a program passes its own catalogue (an empty one where
+//! it ships none).
 
 pub mod config;
-mod probe;
-pub mod sglang;
-pub mod sglang_install;
-pub mod sglang_models;
 
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Location};
 use crate::spec::Recipe;
 
-/// Dumps EAGLE-3 / SpecForge training hidden states from SGLang's `DeepseekV2Model`
-/// (`sglang/srt/models/deepseek_v2.py`, SGLang 0.2.6 to 0.5.23; Kimi-K2.5 included) during
-/// prefill passes, gated by `SGLANG_HS_DUMP_DIR`.
-///
-/// ```
-/// let recipe = pysplice::Recipe::from_toml("sglang_hs_dump.toml", pysplice::recipes::SGLANG_HS_DUMP)?;
-/// assert_eq!(recipe.id, "sglang-hs-dump");
-/// # Ok::<(), pysplice::Error>(())
-/// ```
-pub const SGLANG_HS_DUMP: &str = include_str!("../recipes/sglang_hs_dump.toml");
-
-/// The file of an SGLang tree that [`SGLANG_HS_DUMP`] patches.
-pub const SGLANG_HS_DUMP_FILE: &str = "sglang/srt/models/deepseek_v2.py";
-
-/// The targets of the hidden-state dump for every SGLang architecture with EAGLE-3 aux capture,
-/// chosen by meaning (`[select.*]` tables); [`sglang_models::recipe`] adds the helpers of
-/// [`SGLANG_HS_DUMP`].
-pub const SGLANG_HS_DUMP_MODELS: &str = include_str!("../recipes/sglang_hs_dump_models.toml");
-
 /// What names a bundled recipe where a recipe file's path is expected: `builtin:NAME`.
 pub const BUILTIN_PREFIX: &str = "builtin:";
 
-/// The names of the bundled recipes, for [`builtin`]: [`SGLANG_HS_DUMP`] and the dump for every
-/// architecture ([`sglang_models::recipe`]).
-pub const BUILTIN_NAMES: [&str; 2] = ["sglang-hs-dump", "sglang-hs-dump-models"];
-
-/// The bundled recipe called `name` (with or without [`BUILTIN_PREFIX`]), or `None` when no
-/// recipe ships under that name.
+/// A recipe shipped inside a program, named `builtin:NAME`: its name and how it is built (the
+/// bundled text compiled, or several composed).
 ///
 /// ```
-/// let recipe = pysplice::recipes::builtin("builtin:sglang-hs-dump").unwrap()?;
-/// assert_eq!(recipe.id, "sglang-hs-dump");
-/// assert!(pysplice::recipes::builtin("no-such-recipe").is_none());
+/// use pysplice::recipes::{load, BundledRecipe};
+/// use pysplice::Recipe;
+///
+/// fn trace() -> Result<Recipe, pysplice::Error> {
+///     Recipe::from_toml("builtin:trace", "[recipe]\nid = \"trace\"\nsummary = \"S\"\n[[hook]]\nid = \"i\"\nsummary = \"S\"\nensure-imports = [\"logging\"]\n")
+/// }
+/// const CATALOGUE: &[BundledRecipe] = &[BundledRecipe::new("trace", trace)];
+/// assert_eq!(load("builtin:trace", CATALOGUE)?.id, "trace");
 /// # Ok::<(), pysplice::Error>(())
 /// ```
-///
-/// # Errors
-/// [`ErrorKind::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
-#[must_use]
-pub fn builtin(name: &str) -> Option<Result<Recipe, Error>> {
-    match name.strip_prefix(BUILTIN_PREFIX).unwrap_or(name) {
-        "sglang-hs-dump" => Some(Recipe::from_bundled_toml(
-            &format!("{BUILTIN_PREFIX}sglang-hs-dump"),
-            SGLANG_HS_DUMP,
-        )),
-        "sglang-hs-dump-models" => Some(sglang_models::recipe()),
-        _ => None,
+#[derive(Clone, Copy, Debug)]
+pub struct BundledRecipe {
+    /// The name after [`BUILTIN_PREFIX`].
+    pub name: &'static str,
+    /// Builds the recipe.
+    pub build: fn() -> Result<Recipe, Error>,
+}
+
+impl BundledRecipe {
+    /// The recipe `name`, built by `build`.
+    #[must_use]
+    pub const fn new(name: &'static str, build: fn() -> Result<Recipe, Error>) -> BundledRecipe {
+        BundledRecipe { name, build }
     }
 }
 
-/// A recipe named the way the programs and editors name one: `builtin:NAME` (see [`builtin`]),
-/// or the path of a TOML hook spec, read as a regular file within the size limit (a FIFO is
-/// refused, not waited on).
-///
-/// ```
-/// let recipe = pysplice::recipes::load("builtin:sglang-hs-dump")?;
-/// assert_eq!(recipe.id, "sglang-hs-dump");
-/// let unknown = pysplice::recipes::load("builtin:nothing").unwrap_err();
-/// assert!(unknown.to_string().contains("sglang-hs-dump"));
-/// # Ok::<(), pysplice::Error>(())
-/// ```
+/// The recipe of `catalogue` called `name` (with or without [`BUILTIN_PREFIX`]), or `None` when
+/// none is called so.
 ///
 /// # Errors
-/// [`ErrorKind::Spec`] for an unknown builtin name or a spec that does not compile; the read errors
-/// of [`crate::files::read_text`] ([`ErrorKind::Io`], [`ErrorKind::NotRegular`], ...).
-pub fn load(spec: &str) -> Result<Recipe, Error> {
+/// What the recipe's `build` returns ([`ErrorKind::Spec`] for a bundled text that does not
+/// compile).
+#[must_use]
+pub fn builtin(catalogue: &[BundledRecipe], name: &str) -> Option<Result<Recipe, Error>> {
+    let name = name.strip_prefix(BUILTIN_PREFIX).unwrap_or(name);
+    catalogue.iter().find(|r| r.name == name).map(|r| (r.build)())
+}
+
+/// A recipe named the way the programs and editors name one: `builtin:NAME` of `catalogue` (see
+/// [`builtin`]), or the path of a TOML hook spec, read as a regular file within the size limit
+/// (a FIFO is refused, not waited on).
+///
+/// # Errors
+/// [`ErrorKind::Spec`] for a builtin name not in `catalogue` (the message names those that
+/// are) or a spec that does not compile; the read errors of [`crate::files::read_text`]
+/// ([`ErrorKind::Io`], [`ErrorKind::NotRegular`], ...).
+pub fn load(spec: &str, catalogue: &[BundledRecipe]) -> Result<Recipe, Error> {
     if let Some(name) = spec.strip_prefix(BUILTIN_PREFIX) {
-        return builtin(name).unwrap_or_else(|| {
+        return builtin(catalogue, name).unwrap_or_else(|| {
+            let known = if catalogue.is_empty() {
+                "there are no builtin recipes".to_string()
+            } else {
+                let names: Vec<String> = catalogue
+                    .iter()
+                    .map(|r| format!("{BUILTIN_PREFIX}{}", r.name))
+                    .collect();
+                format!("the builtin recipes are {}", names.join(", "))
+            };
             Err(ErrorKind::Spec {
-                message: format!(
-                    "no builtin recipe `{name}`; the builtin recipes are {}",
-                    BUILTIN_NAMES.map(|n| format!("{BUILTIN_PREFIX}{n}")).join(", ")
-                ),
+                message: format!("no builtin recipe `{name}`; {known}"),
                 cause: None,
             }
             .at(Location::new(spec, 1, 1)))
@@ -100,22 +93,31 @@ pub fn load(spec: &str) -> Result<Recipe, Error> {
 mod tests {
     use super::*;
 
+    fn trace() -> Result<Recipe, Error> {
+        Recipe::from_toml(
+            "builtin:trace",
+            "[recipe]\nid = \"trace\"\nsummary = \"s\"\n[[hook]]\nid = \"i\"\nsummary = \"s\"\nensure-imports = [\"os\"]\n",
+        )
+    }
+
+    const CATALOGUE: &[BundledRecipe] = &[BundledRecipe::new("trace", trace)];
+
     #[test]
-    fn every_builtin_name_compiles_with_and_without_prefix() {
-        for name in BUILTIN_NAMES {
-            let bare = builtin(name).expect("known").expect("compiles");
-            let prefixed = load(&format!("{BUILTIN_PREFIX}{name}")).expect("compiles");
-            assert_eq!(bare.id, prefixed.id);
-            assert!(!bare.hooks.is_empty());
-        }
+    fn a_builtin_is_found_with_and_without_prefix() {
+        let bare = builtin(CATALOGUE, "trace").expect("known").expect("compiles");
+        let prefixed = load("builtin:trace", CATALOGUE).expect("compiles");
+        assert_eq!(bare.id, prefixed.id);
+        assert!(builtin(&[], "trace").is_none());
     }
 
     #[test]
     fn an_unknown_builtin_is_a_spec_error_naming_the_known_ones() {
-        let err = load("builtin:nope").unwrap_err();
+        let err = load("builtin:nope", CATALOGUE).unwrap_err();
         assert!(matches!(err.kind(), ErrorKind::Spec { .. }), "{err:?}");
-        assert!(err.to_string().contains("builtin:sglang-hs-dump-models"), "{err}");
-        assert!(builtin("nope").is_none());
+        assert!(err.to_string().contains("builtin:trace"), "{err}");
+        assert!(builtin(CATALOGUE, "nope").is_none());
+        let none = load("builtin:trace", &[]).unwrap_err();
+        assert!(matches!(none.kind(), ErrorKind::Spec { .. }), "{none:?}");
     }
 
     #[test]
@@ -127,12 +129,9 @@ mod tests {
             "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"i\"\nsummary = \"s\"\nensure-imports = [\"os\"]\n",
         )
         .unwrap();
-        let recipe = load(path.to_str().unwrap()).unwrap();
+        let recipe = load(path.to_str().unwrap(), &[]).unwrap();
         assert_eq!(recipe.id, "r");
-        let missing = load(dir.path().join("missing.toml").to_str().unwrap()).unwrap_err();
+        let missing = load(dir.path().join("missing.toml").to_str().unwrap(), &[]).unwrap_err();
         assert!(matches!(missing.kind(), ErrorKind::Io { .. }), "{missing:?}");
     }
 }
-
-#[cfg(test)]
-mod bundled_tests;

@@ -22,7 +22,7 @@ const SHOWN_CHARS: usize = 80;
 /// with `...` and the full length in bytes, so an untrusted name can neither fill the screen nor
 /// rewrite the terminal.
 #[must_use]
-pub(crate) fn shown(name: &str) -> String {
+pub fn shown(name: &str) -> String {
     let mut chars = name.chars();
     let head: String = chars.by_ref().take(SHOWN_CHARS).collect();
     let mut out: String = head.escape_debug().collect();

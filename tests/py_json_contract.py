@@ -113,7 +113,7 @@ def main(pysplice, dump):
         assert v["status"] == "failed" and {h["status"] for h in v["hooks"]} == {"not-run"}
 
         # matrix: one object per tree, also for a tree without the file.
-        model = ROOT / "examples" / "data" / "demo_model.py"
+        model = ROOT / "crates" / "pysplice-sglang" / "data" / "demo_model.py"
         tree = tmp / "tree" / "sglang" / "srt" / "models"
         tree.mkdir(parents=True)
         shutil.copy(model, tree / "deepseek_v2.py")

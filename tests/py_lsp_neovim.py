@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEMO = ROOT / "examples" / "data" / "demo_model.py"
+DEMO = ROOT / "crates" / "pysplice-sglang" / "data" / "demo_model.py"
 RECIPE = "sglang-hs-dump"
 
 

@@ -12,8 +12,8 @@
 //! Costs, for a text of `n` bytes: an incremental change of `m` bytes is O(m + log n); every
 //! position conversion is O(log n); [`Document::text`] copies the rope into a `String` (O(n));
 //! [`Document::plan`] and [`Document::revert_edits`] copy it and parse it once,
-//! [`Document::apply_edits`] twice (the result is verified). Parsing dominates: re-planning SGLang's 150 KB
-//! `deepseek_v2.py` after a one-character change takes about 12 ms in a release build
+//! [`Document::apply_edits`] twice (the result is verified). Parsing dominates: re-planning a 150 KB
+//! model file after a one-character change takes about 12 ms in a release build
 //! (`benches/replan.rs`).
 //!
 //! ```

@@ -91,8 +91,8 @@ pub struct ClassNode {
     /// Direct subclasses within the graph.
     pub subclasses: Vec<ClassId>,
     /// The class or its file contains one of the project's draft markers
-    /// ([`Conventions::draft_markers`](super::Conventions)), such as a speculative-decoding draft
-    /// model in SGLang.
+    /// ([`Conventions::draft_markers`](super::Conventions)), such as the draft model of
+    /// speculative decoding.
     pub draft: bool,
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) key: ClassKey,

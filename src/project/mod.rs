@@ -130,7 +130,7 @@ impl ProjectFile {
         &self.rel
     }
 
-    /// The dotted module name (`sglang.srt.models.kimi_k25`; a package's `__init__.py` is named
+    /// The dotted module name (`app.models.llama`; a package's `__init__.py` is named
     /// after the package).
     #[must_use]
     pub fn module(&self) -> &str {
@@ -158,7 +158,8 @@ impl ProjectFile {
     }
 
     /// The text read, when the file could be read.
-    pub(crate) fn text_read(&self) -> Option<&str> {
+    #[must_use]
+    pub fn text_read(&self) -> Option<&str> {
         self.text.as_deref().ok()
     }
 

@@ -183,7 +183,7 @@ pub struct ReachEntry {
     pub module: String,
     /// The entry class or a class on its chain is a draft class (a draft marker of the conventions in its name or file).
     pub draft: bool,
-    /// The entry-list line naming it (`EntryClass = ...` in SGLang).
+    /// The entry-list line naming it (e.g. `EntryClass = ...`).
     pub listed: Evidence,
     /// A shortest chain from the entry class to a runner and up to the method's class.
     pub chain: Chain,

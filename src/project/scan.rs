@@ -17,11 +17,11 @@ impl Project {
     /// reads them in parallel; nothing is parsed yet.
     ///
     /// Module names are dotted paths relative to the directory's parent, so scanning
-    /// `.../sglang` names `sglang/srt/models/kimi_k25.py` `sglang.srt.models.kimi_k25`. The
+    /// `.../app` names `app/models/llama.py` `app.models.llama`. The
     /// package name of the directory is its folder name, extended upwards through parents with an
     /// `__init__.py`, and further when the files' own absolute imports show a longer dotted name
-    /// ending in it (scanning `.../sglang/srt/models`, whose files say
-    /// `from sglang.srt.models.deepseek_v2 import ...`, gives `sglang.srt.models`). A directory
+    /// ending in it (scanning `.../app/models`, whose files say
+    /// `from app.models.llama import ...`, gives `app.models`). A directory
     /// with no `.py` file of its own is a source root: module names start below it.
     ///
     /// # Errors

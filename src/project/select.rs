@@ -3,16 +3,16 @@
 //!
 //! A recipe declares class selectors (`[select.NAME]`, see [`ClassSelector`]). A root selector
 //! picks classes by what they are: listed in an entry list (the recipe's `[conventions]
-//! entry-list`, [`Conventions::entry_list`](super::Conventions::entry_list): `EntryClass` in
-//! SGLang), defining or inheriting a method; draft classes are never roots.
+//! entry-list`, [`Conventions::entry_list`](super::Conventions::entry_list): e.g. a module-level
+//! `EntryClass`), defining or inheriting a method; draft classes are never roots.
 //! A derived selector follows what such a class holds: `self.model = Qwen2Model(...)`,
 //! `self.language_model = DeepseekV3ForCausalLM(...)`, `self.model = self._init_model(...)`
 //! (the class the method returns), `self.model = self.body_cls(...)` (a class attribute),
 //! `self.model = language_model_cls(...)` (an `__init__` parameter, bound by its default or by
 //! the `super().__init__(...)` call of a subclass), or a local variable bound to a class. A hook
 //! names a selector and optionally a method: for each selected class, the method that runs for
-//! it, its own or inherited (through bases, across files). Each root class (an architecture,
-//! for SGLang) thus gets a list of (file, definition) targets; a root for which some required
+//! it, its own or inherited (through bases, across files). Each root class (e.g. a model
+//! architecture) thus gets a list of (file, definition) targets; a root for which some required
 //! hook finds nothing is skipped, with the reason.
 //!
 //! [`select`] works on a [`Project`]; [`in_file`] on one parsed file (selection inside it);
@@ -59,7 +59,7 @@ pub struct Selected {
 pub struct RootChoice {
     /// The root selector.
     pub selector: String,
-    /// The class name (for SGLang: the architecture, as `EntryClass` and `config.json` name it).
+    /// The class name (as the entry list names it).
     pub class: String,
     /// The dotted module defining the class.
     pub module: String,

@@ -1,6 +1,7 @@
 //! The recipes a workspace names: a list of recipe names (from an editor's settings), or else the
 //! `recipes = [...]` list of a `pysplice.toml` at the workspace root. Each name is
-//! `builtin:NAME` ([`super::builtin`]) or a path, relative to the root when relative.
+//! `builtin:NAME` of the caller's catalogue ([`super::builtin`]) or a path, relative to the root
+//! when relative.
 //!
 //! Loading never stops at the first problem: an editor shows every problem at once, a spec that
 //! does not compile in the recipe file itself, the others as messages. A list is bounded: a name
@@ -10,14 +11,21 @@
 //!
 //! ```
 //! use pysplice::recipes::config::RecipeConfig;
+//! use pysplice::recipes::BundledRecipe;
+//! use pysplice::Recipe;
 //!
-//! let config = RecipeConfig::load(None, Some(vec!["builtin:sglang-hs-dump".into()]));
-//! assert_eq!(config.recipes[0].id, "sglang-hs-dump");
+//! fn trace() -> Result<Recipe, pysplice::Error> {
+//!     Recipe::from_toml("builtin:trace", "[recipe]\nid = \"trace\"\nsummary = \"S\"\n[[hook]]\nid = \"i\"\nsummary = \"S\"\nensure-imports = [\"logging\"]\n")
+//! }
+//! let catalogue = [BundledRecipe::new("trace", trace)];
+//! let config = RecipeConfig::load(None, Some(vec!["builtin:trace".into()]), &catalogue);
+//! assert_eq!(config.recipes[0].id, "trace");
 //! assert!(config.problems.is_empty() && !config.unconfigured);
 //! ```
 
 use std::path::{Path, PathBuf};
 
+use super::BundledRecipe;
 use crate::error::{Error, ErrorKind};
 use crate::spec::Recipe;
 
@@ -45,9 +53,9 @@ pub struct RecipeConfig {
 
 impl RecipeConfig {
     /// Loads the recipes of `names` (an editor's settings), or, when `names` is `None`, of the
-    /// `pysplice.toml` at `root`.
+    /// `pysplice.toml` at `root`; `builtin:NAME` names a recipe of `catalogue`.
     #[must_use]
-    pub fn load(root: Option<&Path>, names: Option<Vec<String>>) -> RecipeConfig {
+    pub fn load(root: Option<&Path>, names: Option<Vec<String>>, catalogue: &[BundledRecipe]) -> RecipeConfig {
         let mut config = RecipeConfig::default();
         let configured = names.is_some();
         let mut found_file = false;
@@ -70,7 +78,7 @@ impl RecipeConfig {
         let left_out = distinct.get(MAX_RECIPES).cloned();
         distinct.truncate(MAX_RECIPES);
         for name in &distinct {
-            config.add(root, name);
+            config.add(root, name, catalogue);
         }
         for name in &distinct {
             match counts.get(name) {
@@ -121,9 +129,9 @@ impl RecipeConfig {
     }
 
     /// Loads one named recipe.
-    fn add(&mut self, root: Option<&Path>, name: &str) {
+    fn add(&mut self, root: Option<&Path>, name: &str, catalogue: &[BundledRecipe]) {
         let loaded = if name.starts_with(super::BUILTIN_PREFIX) {
-            super::load(name)
+            super::load(name, catalogue)
         } else {
             let path = match root {
                 Some(root) if Path::new(name).is_relative() => root.join(name),
@@ -176,7 +184,7 @@ mod tests {
     #[test]
     fn without_a_list_or_a_file_nothing_is_configured() {
         let dir = tempfile::tempdir().unwrap();
-        let config = RecipeConfig::load(Some(dir.path()), None);
+        let config = RecipeConfig::load(Some(dir.path()), None, &[]);
         assert!(config.unconfigured && config.recipes.is_empty() && config.problems.is_empty());
     }
 
@@ -190,7 +198,7 @@ mod tests {
             "recipes = [\"r.toml\", \"bad.toml\", \"missing.toml\", \"./r.toml\", \"r.toml\"]\n",
         )
         .unwrap();
-        let config = RecipeConfig::load(Some(dir.path()), None);
+        let config = RecipeConfig::load(Some(dir.path()), None, &[]);
         assert!(!config.unconfigured);
         assert_eq!(config.recipes.len(), 1);
         assert_eq!(config.spec_files.len(), 4);
@@ -211,7 +219,7 @@ mod tests {
         let mut names = vec!["r.toml".to_string(); 20_000];
         names.extend((0..20_000).map(|i| format!("missing-{i}.toml")));
         let start = std::time::Instant::now();
-        let config = RecipeConfig::load(Some(dir.path()), Some(names));
+        let config = RecipeConfig::load(Some(dir.path()), Some(names), &[]);
         assert!(
             start.elapsed() < std::time::Duration::from_secs(5),
             "{:?}",
@@ -236,7 +244,7 @@ mod tests {
     fn a_malformed_file_is_a_problem() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(CONFIG_FILE), "recipes = 3\n").unwrap();
-        let config = RecipeConfig::load(Some(dir.path()), None);
+        let config = RecipeConfig::load(Some(dir.path()), None, &[]);
         assert!(!config.unconfigured);
         assert!(config.problems[0].contains("must be a list"), "{:?}", config.problems);
     }
@@ -245,12 +253,17 @@ mod tests {
     fn a_given_list_wins_over_the_file_and_builtins_need_no_root() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(CONFIG_FILE), "recipes = [\"x.toml\"]\n").unwrap();
-        let config = RecipeConfig::load(Some(dir.path()), Some(vec!["builtin:nope".into()]));
+        let builtin = || Recipe::from_toml("builtin:r", RECIPE);
+        let catalogue = [BundledRecipe::new("r", builtin)];
+        let config = RecipeConfig::load(Some(dir.path()), Some(vec!["builtin:nope".into()]), &catalogue);
         assert!(config.recipes.is_empty() && config.spec_files.is_empty());
         assert!(
             config.problems[0].contains("no builtin recipe"),
             "{:?}",
             config.problems
         );
+        let config = RecipeConfig::load(None, Some(vec!["builtin:r".into()]), &catalogue);
+        assert_eq!(config.recipes[0].id, "r");
+        assert!(config.problems.is_empty() && config.spec_files.is_empty());
     }
 }

@@ -280,9 +280,13 @@ impl Recipe {
         Recipe::read(name, text, true)
     }
 
-    /// [`Recipe::from_toml`] for a spec bundled with the crate: its code is not parsed again
-    /// on every load, because a test compiles every bundled spec with [`Recipe::from_toml`].
-    pub(crate) fn from_bundled_toml(name: &str, text: &str) -> Result<Recipe, Error> {
+    /// [`Recipe::from_toml`] for a spec bundled with a program: its code is not parsed again on
+    /// every load, so the program's tests must compile every bundled spec with
+    /// [`Recipe::from_toml`] (every other check still runs here).
+    ///
+    /// # Errors
+    /// As [`Recipe::from_toml`], except for code that does not parse.
+    pub fn from_bundled_toml(name: &str, text: &str) -> Result<Recipe, Error> {
         Recipe::read(name, text, false)
     }
 

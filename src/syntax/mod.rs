@@ -167,7 +167,7 @@ impl Node {
 /// `_`. Letters and digits are Unicode's alphabetic and alphanumeric characters, close to
 /// Python's `XID_Start`/`XID_Continue`; keywords count as names.
 #[must_use]
-pub(crate) fn is_identifier(name: &str) -> bool {
+pub fn is_identifier(name: &str) -> bool {
     name.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
         && name.chars().all(|c| c == '_' || c.is_alphanumeric())
 }

@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests: where the SGLang corpus lives and what it holds.
 #![allow(dead_code)]
 
-pub mod lsp;
-
 use std::path::{Path, PathBuf};
 
 /// The corpus root: `$PYSPLICE_CORPUS` or `target/sglang-corpus`.
@@ -51,29 +49,4 @@ pub fn python_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
-}
-
-/// The example binary `name`, `target/<profile>/examples/<name>`, next to the running test's
-/// `deps/` folder. `cargo test` builds examples before integration tests, but `cargo test --test
-/// X` does not, so it is built here (a no-op when up to date).
-pub fn example_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("tests run from target/<profile>/deps");
-    let binary = profile_dir
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    let mut build = std::process::Command::new(option_env!("CARGO").unwrap_or("cargo"));
-    build
-        .args(["build", "--quiet", "--example", name])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile_dir.file_name().is_some_and(|dir| dir == "release") {
-        build.arg("--release");
-    }
-    let status = build.status().expect("cargo runs");
-    assert!(status.success(), "cargo build --example {name} failed");
-    assert!(binary.is_file(), "no example binary at {}", binary.display());
-    binary
 }

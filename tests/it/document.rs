@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use pysplice::document::{Document, DocumentPlan, MarkerRef, TextEdit, Utf16Position, Utf16Range};
-use pysplice::{Error, ErrorKind, ParsedFile, Patched, Plan, Prepared, Recipe, SourceFile, Status};
+use pysplice::{Error, ErrorKind, ParsedFile, Patched, Plan, Recipe, SourceFile, Status};
 
 fn assert_send_sync<T: Send + Sync>() {}
 
@@ -14,15 +14,14 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<ParsedFile>();
     assert_send_sync::<Recipe>();
     assert_send_sync::<Plan>();
-    assert_send_sync::<Prepared>();
     assert_send_sync::<Patched>();
     assert_send_sync::<Error>();
     assert_send_sync::<Document>();
     assert_send_sync::<DocumentPlan>();
-    assert_send_sync::<pysplice::KeptPlan>();
+    assert_send_sync::<pysplice::document::KeptPlan>();
     assert_send_sync::<TextEdit>();
-    assert_send_sync::<pysplice::Project>();
-    assert_send_sync::<pysplice::ClassGraph>();
+    assert_send_sync::<pysplice::project::Project>();
+    assert_send_sync::<pysplice::project::ClassGraph>();
 }
 
 const RECIPE: &str = r#"

@@ -18,7 +18,7 @@ mkdir -p "$dest/pristine" "$dest/patched"
 cp -r tests/runtime/families/sglang "$dest/pristine/"
 cp -r tests/runtime/families/sglang "$dest/patched/"
 cp tests/runtime/run_families_test.py tests/runtime/run_families_on_device.sh tests/runtime/dump_writers.py "$dest"/
-cargo run --quiet --example sglang_hs_dump -- "$dest/patched" --arch all >/dev/null
+cargo run --quiet --bin sglang-hs-dump -- "$dest/patched" --arch all >/dev/null
 # the same static check as tests/sglang_models_cli.rs, before spending time on a device
 python3 tests/py_check_hs_models.py "$dest/patched/sglang/srt/models" "$dest/pristine/sglang/srt/models" \
   LlamaForCausalLM Qwen3MoeForCausalLM GptOssForCausalLM VlmForConditionalGeneration >"$dest/py_check.json" ||

@@ -3,7 +3,7 @@
 # test needs in one folder (default: .device/hs, git-ignored through .git/info/exclude):
 #
 #   DIR/mock_deepseek_v2.py           the pristine mock (the test's reference)
-#   DIR/mock_deepseek_v2_patched.py   the same file after `pysplice apply --spec recipes/sglang_hs_dump.toml`
+#   DIR/mock_deepseek_v2_patched.py   the same file after `pysplice apply --spec crates/pysplice-sglang/recipes/sglang_hs_dump.toml`
 #   DIR/run_hs_dump_test.py           the runtime test
 #   DIR/run_on_device.sh              runs the test (patched and --unpatched) and prints the verdicts
 #   DIR/bench_hs_dump.py              the writer's benchmark (GPU): python3 DIR/bench_hs_dump.py DIR/mock_deepseek_v2_patched.py
@@ -24,7 +24,7 @@ cp tests/runtime/mock_deepseek_v2.py tests/runtime/run_hs_dump_test.py tests/run
 cp tests/runtime/mock_deepseek_v2.py "$dest/mock_deepseek_v2_patched.py"
 sed -n "/<<'WAIT_IDLE'\$/,/^WAIT_IDLE\$/p" docs/sglang.md | sed '1d;$d' >"$dest/wait_idle.py"
 [ -s "$dest/wait_idle.py" ] || { echo "no WAIT_IDLE block in docs/sglang.md" >&2; exit 1; }
-cargo run --quiet --example pysplice -- apply --spec recipes/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
+cargo run --quiet --bin pysplice -- apply --spec crates/pysplice-sglang/recipes/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
 # the same static check as tests/sglang_recipe.rs, before spending time on a device
 python3 tests/py_check_hs_dump.py "$dest/mock_deepseek_v2_patched.py::$dest/mock_deepseek_v2.py" >"$dest/py_check.json" ||
   { cat "$dest/py_check.json"; exit 1; }

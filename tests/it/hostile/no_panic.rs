@@ -105,16 +105,9 @@ fn samples() -> &'static [Vec<u8>] {
             .collect();
         files.sort();
         files.retain(|path| path.is_file());
-        // The demo model: a real model file in small (where it lives before and after the
-        // SGLang data moved into its own crate).
-        let demo = [
-            "examples/data/demo_model.py",
-            "crates/pysplice-sglang/data/demo_model.py",
-        ]
-        .iter()
-        .map(|path| root.join(path))
-        .find(|path| path.is_file())
-        .expect("the demo model is readable");
+        // The demo model of the SGLang crate: a real model file in small.
+        let demo = root.join("crates/pysplice-sglang/data/demo_model.py");
+        assert!(demo.is_file(), "the demo model is readable at {}", demo.display());
         files.push(demo);
         let mut samples: Vec<Vec<u8>> = files.iter().map(|path| std::fs::read(path).unwrap()).collect();
         assert!(samples.len() >= 20, "only {} samples", samples.len());

@@ -1,0 +1,261 @@
+//! `apply`, `check` and `revert`: one recipe over several files, all planned before any is
+//! written (`pysplice::batch`). With `--json`, one object of `pysplice_cli::contract` per file, on one
+//! line each.
+
+use std::path::{Path, PathBuf};
+
+use pysplice::batch::{self, Batch, FileRun, Op};
+use pysplice::report::printable;
+use pysplice::{report, Error, ErrorKind, HookOutcome, Patched, Recipe};
+use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
+
+/// Arguments shared by `check` and `revert`.
+#[derive(clap::Args)]
+pub struct FilesArgs {
+    /// The recipe: a TOML hook spec, or `builtin:NAME` (`builtin:sglang-hs-dump`,
+    /// `builtin:sglang-hs-dump-models`).
+    #[arg(long)]
+    pub spec: PathBuf,
+    /// Python files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `apply`.
+#[derive(clap::Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub files: FilesArgs,
+    /// Print a unified diff and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Reads the recipe (a TOML hook spec, or `builtin:NAME`); on failure prints the error and gives
+/// exit code 2.
+pub fn load_recipe(path: &Path) -> Result<Recipe, u8> {
+    let name = path.display().to_string();
+    pysplice_sglang::recipes::load(&name).map_err(|err| {
+        match err.kind() {
+            ErrorKind::Io { source, .. } => errln!("{name}: cannot read the spec: {source}"),
+            _ => errln!("{err}"),
+        }
+        2
+    })
+}
+
+/// Exit code for an error: 1 when a hook could not be placed, 2 for unusable input.
+pub fn exit_code(err: &Error) -> u8 {
+    if err.is_input_error() {
+        2
+    } else {
+        1
+    }
+}
+
+/// Runs `op` on every file; all files are processed before anything is written. Gives the
+/// recipe and every file's result, or the exit code of bad usage.
+fn run_all(args: &FilesArgs, op: Op) -> Result<(Recipe, Batch), u8> {
+    let recipe = load_recipe(&args.spec)?;
+    if let Some(path) = batch::duplicate(&args.files) {
+        errln!("{}: given more than once", path.display());
+        return Err(2);
+    }
+    let batch = Batch::run(&recipe, &args.files, op);
+    Ok((recipe, batch))
+}
+
+/// The per-hook results of `done` in `words`; every hook as not run when none are known.
+pub fn hook_results(recipe: &Recipe, outcomes: &[HookOutcome], words: Words) -> Vec<HookResult> {
+    if outcomes.is_empty() {
+        HookResult::not_run(recipe)
+    } else {
+        outcomes.iter().map(|o| HookResult::new(o, words)).collect()
+    }
+}
+
+/// The JSON object of a file that failed, or was not written because another did.
+fn failure(recipe: &Recipe, done: &FileRun, words: Words, body: fn(Splice) -> Body, error: ErrorInfo) -> Output {
+    let splice = Splice {
+        status: FileStatus::Failed,
+        changed: false,
+        written: false,
+        hooks: hook_results(recipe, &done.outcomes, words),
+        diff: None,
+    };
+    Output::failed(done.path.display().to_string(), body(splice), error)
+}
+
+/// Reports files that failed and gives the exit code, or nothing when all succeeded. With
+/// `--json` every file gets its object: those that succeeded say that nothing was written.
+fn report_failures(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body: fn(Splice) -> Body) -> Option<u8> {
+    let worst = batch
+        .files
+        .iter()
+        .filter_map(|d| d.result.as_ref().err().map(exit_code))
+        .max()?;
+    for d in &batch.files {
+        match (&d.result, json) {
+            (Err(err), true) => outln!("{}", failure(recipe, d, words, body, ErrorInfo::from(err)).to_line()),
+            (Err(err), false) => errln!("{err}"),
+            (Ok(_), true) => {
+                let error = ErrorInfo::message("nothing was written: another file failed");
+                outln!("{}", failure(recipe, d, words, body, error).to_line());
+            }
+            (Ok(_), false) => {}
+        }
+    }
+    if !json {
+        errln!("nothing was written");
+    }
+    Some(worst)
+}
+
+/// Writes every changed file, all or none, before anything is reported about them; on failure
+/// prints what happened and gives the exit code.
+fn write_changed(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body: fn(Splice) -> Body) -> Result<(), u8> {
+    match batch.write() {
+        // Called after `report_failures` found none.
+        None => Ok(()),
+        Some(Ok(written)) => {
+            for file in written.into_iter().filter(|f| f.hard_links() > 1) {
+                errln!(
+                    "note: {} had {} hard links; it is now a file of its own, the other names keep the old content",
+                    file.path().display(),
+                    file.hard_links()
+                );
+            }
+            Ok(())
+        }
+        Some(Err(err)) => {
+            if json {
+                for d in &batch.files {
+                    outln!("{}", failure(recipe, d, words, body, ErrorInfo::from(&err)).to_line());
+                }
+            } else {
+                errln!("{err}");
+                if !matches!(err.kind(), ErrorKind::PartialWrite { .. }) {
+                    errln!("nothing was written");
+                }
+            }
+            Err(exit_code(&err))
+        }
+    }
+}
+
+/// Whether `apply` did something ("Successfully patched" rather than "Already up to date").
+pub fn placed(patched: &Patched) -> bool {
+    !patched.is_up_to_date()
+}
+
+/// Runs `apply`.
+pub fn apply(args: &ApplyArgs) -> u8 {
+    let json = args.files.json;
+    let (recipe, batch) = match run_all(&args.files, Op::Apply) {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    if let Some(code) = report_failures(&recipe, &batch, json, Words::Apply, Body::Apply) {
+        return code;
+    }
+    if !args.dry_run {
+        if let Err(code) = write_changed(&recipe, &batch, json, Words::Apply, Body::Apply) {
+            return code;
+        }
+    }
+    for (_, patched) in batch.successes() {
+        // Computed only where it is printed.
+        let diff = || report::patch_diff(patched.name(), patched);
+        if json {
+            let status = match (placed(patched), args.dry_run) {
+                (true, true) => FileStatus::WouldPatch,
+                (true, false) => FileStatus::Patched,
+                (false, _) => FileStatus::UpToDate,
+            };
+            let mut splice = Splice::new(status, patched.outcomes(), Words::Apply);
+            splice.changed = patched.changed();
+            splice.written = !args.dry_run && patched.changed();
+            splice.diff = args.dry_run.then(diff);
+            outln!("{}", Output::new(patched.name(), Body::Apply(splice)).to_line());
+        } else if args.dry_run {
+            out!("{}", diff());
+        } else {
+            out!("{}", report::applied_text(patched));
+        }
+    }
+    0
+}
+
+/// Runs `check`: exit 0 when every required hook is applied and up to date.
+pub fn check(args: &FilesArgs) -> u8 {
+    let (recipe, batch) = match run_all(args, Op::Apply) {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    if let Some(code) = report_failures(&recipe, &batch, args.json, Words::Check, Body::Check) {
+        return code;
+    }
+    let mut code = 0;
+    for (_, patched) in batch.successes() {
+        let pending = !patched.is_up_to_date();
+        if pending {
+            code = 1;
+        }
+        if args.json {
+            let status = if pending {
+                FileStatus::NeedsApply
+            } else {
+                FileStatus::UpToDate
+            };
+            let mut splice = Splice::new(status, patched.outcomes(), Words::Check);
+            splice.changed = patched.changed();
+            outln!("{}", Output::new(patched.name(), Body::Check(splice)).to_line());
+        } else {
+            let verdict = if pending { "needs apply" } else { "up to date" };
+            outln!("{}: {verdict}", printable(patched.name()));
+            for outcome in patched.outcomes() {
+                let status = report::check_status(outcome);
+                outln!("  - {}: {status}", outcome.hook);
+            }
+        }
+    }
+    code
+}
+
+/// Runs `revert`.
+pub fn revert(args: &FilesArgs) -> u8 {
+    let (recipe, batch) = match run_all(args, Op::Revert) {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    if let Some(code) = report_failures(&recipe, &batch, args.json, Words::Revert, Body::Revert) {
+        return code;
+    }
+    if let Err(code) = write_changed(&recipe, &batch, args.json, Words::Revert, Body::Revert) {
+        return code;
+    }
+    for (_, patched) in batch.successes() {
+        if args.json {
+            let status = if patched.changed() {
+                FileStatus::Reverted
+            } else {
+                FileStatus::NothingToRevert
+            };
+            let mut splice = Splice::new(status, patched.outcomes(), Words::Revert);
+            splice.changed = patched.changed();
+            splice.written = patched.changed();
+            outln!("{}", Output::new(patched.name(), Body::Revert(splice)).to_line());
+        } else if patched.changed() {
+            outln!("Reverted {}", printable(patched.name()));
+            for outcome in patched.outcomes() {
+                outln!("  - {}", report::outcome_line(outcome));
+            }
+        } else {
+            outln!("Nothing to revert in {}", printable(patched.name()));
+        }
+    }
+    0
+}

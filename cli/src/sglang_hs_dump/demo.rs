@@ -1,0 +1,31 @@
+//! The bundled demo model, copied where the run may patch it.
+
+use std::path::PathBuf;
+
+/// The demo model: a stand-in written for pysplice in the shape of SGLang's `deepseek_v2.py`.
+const DEMO_MODEL: &str = include_str!("../../../crates/pysplice-sglang/data/demo_model.py");
+
+/// Writes the demo model into a fresh private temporary folder (created exclusively, mode 0700),
+/// which is left for inspection.
+pub fn demo_copy() -> Result<PathBuf, String> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("sglang_hs_dump-demo-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // tempfile creates folders with 0777 less the umask unless told otherwise.
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    let dir = builder
+        .tempdir()
+        .map_err(|err| format!("cannot create a temporary folder for the demo copy: {err}"))?
+        .keep();
+    let file = dir.join("deepseek_v2.py");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&file)
+        .and_then(|mut out| std::io::Write::write_all(&mut out, DEMO_MODEL.as_bytes()))
+        .map_err(|err| format!("{}: cannot write the demo copy: {err}", file.display()))?;
+    Ok(file)
+}

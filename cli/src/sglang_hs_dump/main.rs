@@ -1,0 +1,247 @@
+//! `sglang_hs_dump`: patch SGLang's `deepseek_v2.py` so that the server dumps EAGLE-3 / SpecForge
+//! training hidden states during prefill, using pysplice's bundled `sglang-hs-dump` recipe.
+//!
+//! ```text
+//! sglang_hs_dump [PATH] [--revert | --check] [--dry-run] [--json] [--sglang-version X]
+//! sglang_hs_dump --installed [--python python3] [--probe-timeout 20] ...
+//! sglang_hs_dump                      # demo: patch a copy of the bundled demo model
+//! sglang_hs_dump --flag-table         # the server flags of every known SGLang release
+//! sglang_hs_dump PATH --arch Qwen3MoeForCausalLM [--arch ...]   # any architecture with aux capture
+//! sglang_hs_dump PATH --model-path DIR  # the architectures DIR/config.json names
+//! sglang_hs_dump PATH --arch all        # every architecture with aux capture
+//! ```
+//!
+//! With `--arch` or `--model-path`, PATH (or `--installed`) stands for the `sglang/srt/models`
+//! folder, and every file the architectures need is patched (checked, reverted), all or none.
+//!
+//! Exit codes: 0 success (for `--check`: up to date); 1 a hook could not be placed, the markers
+//! were edited by hand, or `--check` found work; 2 bad usage or input that cannot be read or
+//! parsed; 3 the command succeeded but its report could not be written to standard output
+//! (closed pipe, full disk).
+
+#[macro_use]
+#[path = "../shared/output.rs"]
+mod output;
+#[path = "../shared/alloc.rs"]
+mod alloc;
+
+mod demo;
+mod models;
+mod one;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+use pysplice::{report, Error, Patched};
+use pysplice_cli::contract::{self, Body, Dump, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
+use pysplice_sglang::install::Release;
+use pysplice_sglang::launch::{self as sglang, Launch};
+
+/// The program's name, `sglang-hs-dump`.
+const PROGRAM: &str = env!("CARGO_BIN_NAME");
+
+/// Patch SGLang's DeepSeek-V2/V3 model file (also used by Kimi-K2.5) to dump per-request hidden
+/// states for EAGLE-3 drafter training while the server runs prefill passes.
+///
+/// Without PATH (and without --installed), a bundled demo model file is copied to a temporary
+/// folder, patched there, and the diff is shown.
+#[derive(Parser)]
+#[command(name = PROGRAM, version, about, long_about)]
+struct Args {
+    /// `deepseek_v2.py`, or a folder holding it (an SGLang checkout, site-packages, the `sglang`
+    /// package, a corpus tree).
+    #[arg(conflicts_with = "installed")]
+    path: Option<PathBuf>,
+    /// Patch the `deepseek_v2.py` of the SGLang that `--python` imports.
+    #[arg(long)]
+    installed: bool,
+    /// The interpreter asked by `--installed`.
+    #[arg(long, value_name = "EXE", default_value = "python3", requires = "installed")]
+    python: String,
+    /// How long `--python` may take to say where SGLang is (seconds, up to 3600); past it, it and
+    /// whatever it started are killed.
+    #[arg(long, value_name = "SECONDS", default_value = "20", value_parser = probe_timeout, requires = "installed")]
+    probe_timeout: std::time::Duration,
+    /// Remove the patch, giving back the original bytes.
+    #[arg(long, conflicts_with = "check")]
+    revert: bool,
+    /// Exit 0 when the patch is applied and up to date, 1 otherwise; writes nothing.
+    #[arg(long, conflicts_with = "dry_run")]
+    check: bool,
+    /// Print a unified diff of what would change and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// The SGLang release the file belongs to (for the launch flags), when it cannot be read from
+    /// `sglang/version.py`, `sglang/_version.py` or a `sglang-*.dist-info` beside the package.
+    #[arg(long, value_name = "X")]
+    sglang_version: Option<String>,
+    /// Print the server flags for every SGLang release that has `deepseek_v2.py`, as a markdown
+    /// table (docs/sglang.md's), and exit.
+    #[arg(long, exclusive = true)]
+    flag_table: bool,
+    /// An architecture to patch for (an `EntryClass` / `config.json` `architectures` name such as
+    /// `Qwen3MoeForCausalLM`; repeat or separate by commas), or `all`: every architecture of the
+    /// install that has EAGLE-3 aux capture. PATH then stands for the models folder.
+    #[arg(long, value_name = "CLASS", value_delimiter = ',')]
+    arch: Vec<String>,
+    /// A Hugging Face model folder (or its `config.json`): patch for the architectures it lists.
+    #[arg(long, value_name = "DIR", conflicts_with = "arch")]
+    model_path: Option<PathBuf>,
+}
+
+/// `--probe-timeout`: a number of seconds, more than 0 and at most 3600.
+fn probe_timeout(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(std::time::Duration::from_secs_f64(secs)),
+        _ => Err("a number of seconds, more than 0 and at most 3600".into()),
+    }
+}
+
+/// What to do with the file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Apply,
+    Check,
+    Revert,
+}
+
+impl Mode {
+    fn of(args: &Args) -> Mode {
+        if args.revert {
+            Mode::Revert
+        } else if args.check {
+            Mode::Check
+        } else {
+            Mode::Apply
+        }
+    }
+
+    fn name(self, dry_run: bool) -> &'static str {
+        match (self, dry_run) {
+            (Mode::Apply, false) => "apply",
+            (Mode::Apply, true) => "apply --dry-run",
+            (Mode::Revert, false) => "revert",
+            (Mode::Revert, true) => "revert --dry-run",
+            (Mode::Check, _) => "check",
+        }
+    }
+
+    /// The words hook statuses are given in for this mode.
+    fn words(self) -> Words {
+        match self {
+            Mode::Apply => Words::Apply,
+            Mode::Check => Words::Check,
+            Mode::Revert => Words::Revert,
+        }
+    }
+}
+
+/// Exit code for an error: 1 when a hook could not be placed or the markers are damaged, 2 for
+/// input that cannot be used.
+fn exit_code(err: &Error) -> u8 {
+    if err.is_input_error() {
+        2
+    } else {
+        1
+    }
+}
+
+/// The JSON body of one file: `splice` with the run's mode, release and launch.
+fn body(args: &Args, splice: Splice, release: Option<&Release>, launch: Option<(&str, &Launch)>) -> Dump {
+    Dump {
+        splice,
+        mode: Mode::of(args).name(args.dry_run).to_string(),
+        demo: args.path.is_none() && !args.installed && args.arch.is_empty() && args.model_path.is_none(),
+        release: release.map(|r| contract::Release {
+            version: r.text.clone(),
+            source: r.source.clone(),
+        }),
+        launch: launch.map(|(env, launch)| contract::Launch::dump(env, launch)),
+        architectures: Vec::new(),
+        skipped: None,
+    }
+}
+
+/// Prints a failure as text, or as the JSON object of a file with `error` set and what became of
+/// every hook, and gives `code`.
+fn fail(args: &Args, file: &Path, error: ErrorInfo, hooks: Vec<HookResult>, code: u8) -> u8 {
+    if args.json {
+        let splice = Splice {
+            status: FileStatus::Failed,
+            changed: false,
+            written: false,
+            hooks,
+            diff: None,
+        };
+        let body = Body::SglangHsDump(body(args, splice, None, None));
+        outln!("{}", Output::failed(file.display().to_string(), body, error).to_line());
+    } else {
+        errln!("{}", error.message);
+    }
+    code
+}
+
+/// Whether applying has work left (the library's one up-to-date rule).
+fn pending(patched: &Patched) -> bool {
+    !patched.is_up_to_date()
+}
+
+/// A file's status: `check` finds work when `pending`; `apply` is up to date unless `pending`;
+/// `revert` had something to do when `changed`.
+fn file_status(mode: Mode, dry_run: bool, pending: bool, changed: bool) -> FileStatus {
+    match (mode, dry_run) {
+        (Mode::Check, _) if pending => FileStatus::NeedsApply,
+        (Mode::Check, _) => FileStatus::UpToDate,
+        (Mode::Apply, _) if !pending => FileStatus::UpToDate,
+        (Mode::Apply, true) => FileStatus::WouldPatch,
+        (Mode::Apply, false) => FileStatus::Patched,
+        (Mode::Revert, _) if !changed => FileStatus::NothingToRevert,
+        (Mode::Revert, true) => FileStatus::WouldRevert,
+        (Mode::Revert, false) => FileStatus::Reverted,
+    }
+}
+
+/// The note for each file written that had other hard links (which keep the old content).
+fn hard_link_notes(written: &[&pysplice::DiskFile]) {
+    for file in written.iter().filter(|f| f.hard_links() > 1) {
+        errln!(
+            "note: {} had {} hard links; it is now a file of its own, the other names keep the old content",
+            file.path().display(),
+            file.hard_links()
+        );
+    }
+}
+
+/// `check`'s line per hook.
+fn print_check_lines(patched: &Patched) {
+    for outcome in patched.outcomes() {
+        outln!("  - {}: {}", outcome.hook, report::check_status(outcome));
+    }
+}
+
+fn run(args: &Args) -> u8 {
+    if args.flag_table {
+        print!("{}", sglang::flag_table());
+        return 0;
+    }
+    if !args.arch.is_empty() || args.model_path.is_some() {
+        return models::run(args, Mode::of(args));
+    }
+    one::run(args, Mode::of(args))
+}
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    output::finish(run(&args))
+}

@@ -1,0 +1,196 @@
+//! `--arch` / `--model-path`: every file the architectures need, all or none.
+
+use std::path::{Path, PathBuf};
+
+use pysplice::project::select::RootChoice;
+use pysplice::report::{self, printable};
+use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, Output, Splice};
+use pysplice_sglang::install::{self as sglang_install, Release, DUMP_DIR};
+use pysplice_sglang::launch::Launch;
+use pysplice_sglang::models::{self as sglang_models, FilePatch};
+
+use crate::{body, exit_code, fail, Args, Mode};
+
+/// A failure before any file is patched: a JSON error object in the contract's layout, or text.
+fn failed(args: &Args, file: &Path, message: &str, code: u8) -> u8 {
+    fail(args, file, ErrorInfo::message(message), Vec::new(), code)
+}
+
+/// The models folder, from PATH or `--installed`.
+fn models_dir(args: &Args) -> Result<PathBuf, String> {
+    let base = if args.installed {
+        sglang_install::installed_model_file_within(&args.python, args.probe_timeout)
+            .map(|f| f.parent().map(Path::to_path_buf).unwrap_or(f))
+            .map_err(|err| err.message)
+    } else if let Some(path) = &args.path {
+        Ok(path.clone())
+    } else {
+        Err(
+            "--arch and --model-path need PATH (a models folder, the sglang package, site-packages, a checkout, \
+             a model file) or --installed"
+                .to_string(),
+        )
+    };
+    base.and_then(|b| {
+        sglang_models::models_dir(&b).ok_or_else(|| format!("{}: no sglang/srt/models folder here", b.display()))
+    })
+}
+
+/// Whether a file has work left (the library's one up-to-date rule).
+fn pending(p: &FilePatch) -> bool {
+    crate::pending(&p.patched)
+}
+
+/// Patches, checks or reverts every file the architectures need, and reports them.
+pub fn run(args: &Args, mode: Mode) -> u8 {
+    let given = args.path.clone().unwrap_or_default();
+    let dir = match models_dir(args) {
+        Ok(dir) => dir,
+        Err(message) => return failed(args, &given, &message, 2),
+    };
+    let wanted: Option<Vec<String>> = match &args.model_path {
+        Some(model) => match sglang_models::architectures(model) {
+            Ok(names) => Some(names),
+            Err(err) => return fail(args, model, ErrorInfo::from(&err), Vec::new(), 2),
+        },
+        None if args.arch.iter().any(|a| a == "all") => None,
+        None => Some(args.arch.clone()),
+    };
+    let recipe = sglang_models::recipe().expect("the bundled recipes are valid");
+    let lib_mode = if mode == Mode::Revert {
+        sglang_models::Mode::Revert
+    } else {
+        sglang_models::Mode::Apply
+    };
+    let (selection, patches) = match sglang_models::patch(&recipe, &dir, wanted.as_deref(), lib_mode) {
+        Ok(found) => found,
+        Err(err) => return fail(args, &dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err)),
+    };
+    let written = mode != Mode::Check && !args.dry_run;
+    if written {
+        match sglang_models::write_all(&patches) {
+            Ok(files) => crate::hard_link_notes(&files),
+            Err(err) => return fail(args, &dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err)),
+        }
+    }
+    let roots: Vec<_> = selection
+        .roots
+        .iter()
+        .filter(|r| wanted.as_ref().is_none_or(|w| w.contains(&r.class)))
+        .collect();
+    // An unreadable --sglang-version falls back to what the install says.
+    let release = args
+        .sglang_version
+        .as_deref()
+        .and_then(Release::given)
+        .or_else(|| Release::detect(&dir.join("__init__.py")));
+    let run = Finished {
+        args,
+        mode,
+        dir: &dir,
+        env: sglang_install::env_var(&recipe),
+        launch: sglang_install::launch_for(release.as_ref(), &[]),
+        release,
+        roots,
+        patches: &patches,
+        written,
+    };
+    if args.json {
+        run.print_json();
+    } else {
+        run.print_text();
+    }
+    u8::from(mode == Mode::Check && patches.iter().any(pending))
+}
+
+/// Every file patched, checked or reverted, ready to be reported.
+struct Finished<'a> {
+    args: &'a Args,
+    mode: Mode,
+    /// The models folder.
+    dir: &'a Path,
+    /// The environment variable that turns the dump on.
+    env: &'a str,
+    launch: Launch,
+    release: Option<Release>,
+    /// The architectures asked for, each with the files it needs or why it is skipped.
+    roots: Vec<&'a RootChoice>,
+    patches: &'a [FilePatch],
+    /// Whether the files were written (neither `--check` nor `--dry-run`).
+    written: bool,
+}
+
+impl Finished<'_> {
+    fn diff(p: &FilePatch) -> String {
+        report::patch_diff(&p.relative, &p.patched)
+    }
+
+    /// The contract's layout: one object per file, then one per architecture skipped.
+    fn print_json(&self) {
+        let (args, mode) = (self.args, self.mode);
+        let dump = |splice, architectures, skipped| {
+            let mut dump = body(args, splice, self.release.as_ref(), Some((self.env, &self.launch)));
+            dump.architectures = architectures;
+            dump.skipped = skipped;
+            Body::SglangHsDump(dump)
+        };
+        for p in self.patches {
+            let status = crate::file_status(mode, args.dry_run, pending(p), p.patched.changed());
+            let mut splice = Splice::new(status, p.patched.outcomes(), mode.words());
+            splice.changed = p.patched.changed();
+            splice.written = self.written && p.patched.changed();
+            splice.diff = args.dry_run.then(|| Self::diff(p));
+            let mut served: Vec<String> = self
+                .roots
+                .iter()
+                .filter(|r| r.skipped.is_none() && r.files().contains(&p.relative.as_str()))
+                .map(|r| r.class.clone())
+                .collect();
+            served.sort();
+            served.dedup();
+            let path = p.file.path().display().to_string();
+            outln!("{}", Output::new(path, dump(splice, served, None)).to_line());
+        }
+        for root in self.roots.iter().filter(|r| r.skipped.is_some()) {
+            let splice = Splice::new(FileStatus::Skipped, &[], mode.words());
+            let path = self.dir.join(&root.file).display().to_string();
+            let body = dump(splice, vec![root.class.clone()], root.skipped.clone());
+            outln!("{}", Output::new(path, body).to_line());
+        }
+    }
+
+    fn print_text(&self) {
+        for root in &self.roots {
+            // Names from the scanned folder are printed escaped: a file may be named anything.
+            let line = match &root.skipped {
+                Some(why) => format!("{} ({}): skipped: {why}", root.class, root.file),
+                None => format!("{} ({}): {}", root.class, root.file, root.files().join(", ")),
+            };
+            outln!("{}", printable(&line));
+        }
+        for p in self.patches {
+            let name = p.file.path().display().to_string();
+            let name = printable(&name);
+            match (self.mode, self.args.dry_run, p.patched.changed()) {
+                (Mode::Check, _, _) => {
+                    outln!("{name}: {}", if pending(p) { "needs apply" } else { "up to date" });
+                    crate::print_check_lines(&p.patched);
+                }
+                (_, true, _) => out!("{}", Self::diff(p)),
+                (Mode::Revert, false, true) => outln!("Reverted {name}"),
+                (Mode::Revert, false, false) => outln!("Nothing to revert in {name}"),
+                (Mode::Apply, false, _) => out!("{}", report::applied_text(&p.patched)),
+            }
+        }
+        if self.args.dry_run {
+            errln!("dry run: nothing was written");
+        } else if self.mode == Mode::Apply {
+            let env = self.env;
+            outln!("\nTo use: set {env}={DUMP_DIR} before starting server");
+            outln!("Server flags: {}", self.launch.flags.join(" "));
+            for note in &self.launch.notes {
+                outln!("Note: {note}");
+            }
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! One `deepseek_v2.py`: the demo copy, a path, or the installed SGLang's.
+
+use std::path::{Path, PathBuf};
+
+use pysplice::report::printable;
+use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe};
+use pysplice_cli::contract::{Body, ErrorInfo, HookResult, Output, Splice};
+use pysplice_sglang::install::{self as sglang_install, Release, DUMP_DIR};
+
+use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
+
+/// A failure with what became of every hook (every hook as not run when none are known).
+fn failed(args: &Args, recipe: &Recipe, file: &Path, error: ErrorInfo, outcomes: &[HookOutcome], code: u8) -> u8 {
+    let words = Mode::of(args).words();
+    let hooks = if outcomes.is_empty() {
+        HookResult::not_run(recipe)
+    } else {
+        outcomes.iter().map(|o| HookResult::new(o, words)).collect()
+    };
+    fail(args, file, error, hooks, code)
+}
+
+/// Applies the recipe, reporting every hook when one cannot be placed.
+fn apply(args: &Args, recipe: &Recipe, file: &DiskFile) -> Result<Patched, u8> {
+    let attempt = pysplice::engine::apply_reporting(recipe, file.source().clone());
+    let (planned, outcomes) = (attempt.planned, attempt.outcomes);
+    attempt.result.map_err(|err| {
+        if !args.json && !outcomes.is_empty() && !planned {
+            errln!("Cannot patch {}", file.path().display());
+            for outcome in &outcomes {
+                errln!("  - {}", report::outcome_line(outcome));
+            }
+            errln!("nothing was written");
+            return 1;
+        }
+        failed(
+            args,
+            recipe,
+            file.path(),
+            ErrorInfo::from(&err),
+            &outcomes,
+            exit_code(&err),
+        )
+    })
+}
+
+/// The file to patch and its release, or the exit code of a failure already reported.
+fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<Release>), u8> {
+    let path = if args.installed {
+        sglang_install::installed_model_file_within(&args.python, args.probe_timeout).map_err(|e| e.message)
+    } else if let Some(path) = &args.path {
+        sglang_install::model_file(path).map_err(|e| e.message)
+    } else {
+        crate::demo::demo_copy()
+    };
+    let path = path.map_err(|message| {
+        let file = args.path.as_deref().unwrap_or(Path::new(""));
+        failed(args, recipe, file, ErrorInfo::message(message), &[], 2)
+    })?;
+    let release = match &args.sglang_version {
+        Some(text) => match Release::given(text) {
+            Some(release) => Some(release),
+            None => {
+                let message = format!("--sglang-version {text}: not a release number such as 0.5.9");
+                return Err(failed(args, recipe, &path, ErrorInfo::message(message), &[], 2));
+            }
+        },
+        None if demo => None,
+        None => Release::detect(&path),
+    };
+    Ok((path, release))
+}
+
+/// Patches, checks or reverts one file and reports it.
+pub fn run(args: &Args, mode: Mode) -> u8 {
+    let recipe = pysplice_sglang::recipes::builtin("sglang-hs-dump")
+        .expect("a bundled recipe")
+        .expect("the bundled recipe is valid");
+    let demo = args.path.is_none() && !args.installed;
+    let (path, release) = match locate(args, &recipe, demo) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    let (patched, written) = match transform(args, mode, &recipe, &path) {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    let run = Finished {
+        args,
+        mode,
+        demo,
+        env: sglang_install::env_var(&recipe),
+        release,
+        patched,
+        written,
+    };
+    if args.json {
+        run.print_json()
+    } else {
+        run.print_text()
+    }
+}
+
+/// Reads the file, patches or reverts it and writes it when the mode asks for a write: the
+/// result and whether it was written, or the exit code of a failure already reported.
+fn transform(args: &Args, mode: Mode, recipe: &Recipe, path: &Path) -> Result<(Patched, bool), u8> {
+    let file =
+        DiskFile::read(path).map_err(|err| failed(args, recipe, path, ErrorInfo::from(&err), &[], exit_code(&err)))?;
+    let patched = if mode == Mode::Revert {
+        pysplice::revert(recipe, file.source().clone())
+            .map_err(|err: Error| failed(args, recipe, path, ErrorInfo::from(&err), &[], exit_code(&err)))?
+    } else {
+        apply(args, recipe, &file)?
+    };
+    // Written before anything is printed about it: a report that cannot be printed never leaves
+    // the file half done, and "Successfully patched" follows a write that succeeded.
+    let write = mode != Mode::Check && !args.dry_run && patched.changed();
+    if write {
+        if let Err(err) = file.write(patched.output()) {
+            let code = exit_code(&err);
+            return Err(failed(
+                args,
+                recipe,
+                path,
+                ErrorInfo::from(&err),
+                patched.outcomes(),
+                code,
+            ));
+        }
+        crate::hard_link_notes(&[&file]);
+    }
+    Ok((patched, write))
+}
+
+/// A file patched, checked or reverted, ready to be reported.
+struct Finished<'a> {
+    args: &'a Args,
+    mode: Mode,
+    /// Whether the file is the bundled demo's copy.
+    demo: bool,
+    /// The environment variable that turns the dump on.
+    env: &'a str,
+    release: Option<Release>,
+    patched: Patched,
+    written: bool,
+}
+
+impl Finished<'_> {
+    /// The exit code: 1 when `--check` finds the file not up to date.
+    fn code(&self) -> u8 {
+        u8::from(self.mode == Mode::Check && crate::pending(&self.patched))
+    }
+
+    /// The launch flags and notes for the release and the hooks that were placed.
+    fn launch(&self) -> pysplice_sglang::launch::Launch {
+        let outcomes = if self.mode == Mode::Revert {
+            &[][..]
+        } else {
+            self.patched.outcomes()
+        };
+        sglang_install::launch_for(self.release.as_ref(), outcomes)
+    }
+
+    /// The unified diff, headers `a/<path>`, `b/<path>` with the path as given (relative to /
+    /// when absolute).
+    fn diff(&self) -> String {
+        report::patch_diff(self.patched.name().trim_start_matches('/'), &self.patched)
+    }
+
+    fn print_json(&self) -> u8 {
+        let (args, patched) = (self.args, &self.patched);
+        let status = crate::file_status(self.mode, args.dry_run, crate::pending(patched), patched.changed());
+        let mut splice = Splice::new(status, patched.outcomes(), self.mode.words());
+        splice.changed = patched.changed();
+        splice.written = self.written;
+        splice.diff = (args.dry_run || self.demo).then(|| self.diff());
+        let launch = self.launch();
+        let body = Body::SglangHsDump(body(args, splice, self.release.as_ref(), Some((self.env, &launch))));
+        outln!("{}", Output::new(patched.name(), body).to_line());
+        self.code()
+    }
+
+    fn print_text(&self) -> u8 {
+        let (patched, code) = (&self.patched, self.code());
+        if self.demo {
+            outln!(
+                "No PATH given: patching a copy of the bundled demo model (crates/pysplice-sglang/data/demo_model.py, written for \
+                 pysplice in the shape of SGLang's deepseek_v2.py; not SGLang code)."
+            );
+            outln!("For a real SGLang: {PROGRAM} --installed, or {PROGRAM} path/to/deepseek_v2.py\n");
+        }
+        match (self.mode, self.args.dry_run) {
+            (Mode::Check, _) => {
+                outln!(
+                    "{}: {}",
+                    printable(patched.name()),
+                    if code == 0 { "up to date" } else { "needs apply" }
+                );
+                crate::print_check_lines(patched);
+            }
+            (_, true) => {
+                out!("{}", self.diff());
+                errln!("dry run: nothing was written to {}", patched.name());
+            }
+            (Mode::Revert, false) if patched.changed() => {
+                outln!("Reverted {}", printable(patched.name()));
+                for outcome in patched.outcomes() {
+                    outln!("  - {}", report::outcome_line(outcome));
+                }
+            }
+            (Mode::Revert, false) => outln!("Nothing to revert in {}", printable(patched.name())),
+            (Mode::Apply, false) => self.print_applied(),
+        }
+        code
+    }
+
+    fn print_applied(&self) {
+        let (patched, env) = (&self.patched, self.env);
+        if self.demo {
+            out!("{}", self.diff());
+            outln!();
+        }
+        out!("{}", report::applied_text(patched));
+        outln!();
+        outln!("To use: set {env}={DUMP_DIR} before starting server");
+        match &self.release {
+            Some(r) => outln!(
+                "Server flags for SGLang {} (from {}):",
+                printable(&r.text),
+                printable(&r.source)
+            ),
+            None if self.demo => outln!("Server flags (for a real SGLang they depend on its release):"),
+            None => outln!("Server flags:"),
+        }
+        let launch = self.launch();
+        outln!("  {}", launch.flags.join(" "));
+        for note in &launch.notes {
+            outln!("Note: {note}");
+        }
+        outln!(
+            "e.g. {env}={DUMP_DIR} python3 -m sglang.launch_server --model-path MODEL {}",
+            launch.flags.join(" ")
+        );
+        outln!("Undo with: {PROGRAM} --revert {}", printable(patched.name()));
+    }
+}

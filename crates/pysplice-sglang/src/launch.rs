@@ -1,0 +1,550 @@
+//! How to start an SGLang server for the [`SGLANG_HS_DUMP`](crate::recipes::SGLANG_HS_DUMP) recipe: the
+//! server flags and notes for each SGLang release.
+//!
+//! Everything here derives from `recipes/sglang_launch.json`, which
+//! `scripts/sglang-launch-flags.py` writes from the server arguments of every `sglang` release on
+//! PyPI (which flags exist, which are deprecated aliases, what is on by default). A new SGLang
+//! release needs only a re-run of that script.
+//!
+//! ```
+//! use pysplice_sglang::launch::{launch, ReleaseVersion};
+//!
+//! let release = ReleaseVersion::parse("0.2.14.post1").unwrap();
+//! let launch = launch(Some(&release));
+//! // Chunked prefill is on by default there, so the dump turns it off.
+//! assert!(launch.flags.windows(2).any(|w| w == ["--chunked-prefill-size", "-1"]));
+//! ```
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+/// The per-release facts, as written by `scripts/sglang-launch-flags.py`.
+pub const SGLANG_LAUNCH_DATA: &str = include_str!("../recipes/sglang_launch.json");
+
+/// The flag that turns off (decode) CUDA graphs; a replayed graph skips the dump's Python code.
+pub const DISABLE_CUDA_GRAPH: &str = "--disable-cuda-graph";
+/// The flag that turns off prefill ("piecewise") CUDA graphs where they are a separate switch.
+pub const DISABLE_PIECEWISE_CUDA_GRAPH: &str = "--disable-piecewise-cuda-graph";
+/// The flag that turns off prefix reuse, so that every pass sees the whole prompt.
+pub const DISABLE_RADIX_CACHE: &str = "--disable-radix-cache";
+/// The flag whose value `-1` turns off chunked prefill, so that a prompt arrives in one pass.
+pub const CHUNKED_PREFILL_SIZE: &str = "--chunked-prefill-size";
+/// The flag that skips the warmup request, which would otherwise be dumped too.
+pub const SKIP_SERVER_WARMUP: &str = "--skip-server-warmup";
+/// The flag that keeps the order of passes simple (optional for the dump).
+pub const DISABLE_OVERLAP_SCHEDULE: &str = "--disable-overlap-schedule";
+
+/// A PyPI release number of `sglang`: `X.Y[.Z][rcN | .devN][.postN]`, ordered as PyPI orders
+/// them (`0.5.14rc0 < 0.5.14 < 0.5.14.post1`). A leading `v` and a local suffix (`+cu12`) are
+/// ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReleaseVersion {
+    /// `X`.
+    pub major: u32,
+    /// `Y`.
+    pub minor: u32,
+    /// `Z` (0 when absent).
+    pub patch: u32,
+    /// `.devN` or `rcN`, if any.
+    pub pre: Option<PreRelease>,
+    /// `N` of `.postN` (0 when absent).
+    pub post: u32,
+}
+
+/// A pre-release suffix; `.dev` comes before `rc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PreRelease {
+    /// `.devN`.
+    Dev(u32),
+    /// `rcN`.
+    Rc(u32),
+}
+
+impl ReleaseVersion {
+    /// Parses a release number; `None` for text that is not one, and for `0.0.x` (the fallback
+    /// version of an SGLang that is not installed).
+    pub fn parse(text: &str) -> Option<ReleaseVersion> {
+        let text = text.trim();
+        let text = text.strip_prefix('v').unwrap_or(text);
+        let text = text.split('+').next().unwrap_or(text);
+        let mut rest = text;
+        let mut numbers = Vec::new();
+        while numbers.len() < 3 {
+            let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            if digits == 0 {
+                break;
+            }
+            numbers.push(rest[..digits].parse::<u32>().ok()?);
+            rest = &rest[digits..];
+            match rest.strip_prefix('.') {
+                Some(after) if after.starts_with(|c: char| c.is_ascii_digit()) => rest = after,
+                _ => break,
+            }
+        }
+        let (major, minor, patch) = match numbers[..] {
+            [0, 0, ..] => return None,
+            [a, b] => (a, b, 0),
+            [a, b, c] => (a, b, c),
+            _ => return None,
+        };
+        let mut pre = None;
+        if let Some(n) = suffix_number(&mut rest, &["rc", ".rc"]) {
+            pre = Some(PreRelease::Rc(n));
+        } else if let Some(n) = suffix_number(&mut rest, &[".dev", "dev"]) {
+            pre = Some(PreRelease::Dev(n));
+        }
+        let post = suffix_number(&mut rest, &[".post", "post"]).unwrap_or(0);
+        Some(ReleaseVersion {
+            major,
+            minor,
+            patch,
+            pre,
+            post,
+        })
+    }
+
+    /// The sort key: a final release sorts after its pre-releases.
+    fn key(&self) -> (u32, u32, u32, (u8, Option<PreRelease>), u32) {
+        let stage = (u8::from(self.pre.is_none()), self.pre);
+        (self.major, self.minor, self.patch, stage, self.post)
+    }
+}
+
+/// Takes `<prefix><digits>` off the front of `rest` (digits optional, 0 when absent).
+fn suffix_number(rest: &mut &str, prefixes: &[&str]) -> Option<u32> {
+    let after = prefixes.iter().find_map(|p| rest.strip_prefix(p))?;
+    let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let n = after[..digits].parse().unwrap_or(0);
+    *rest = &after[digits..];
+    Some(n)
+}
+
+impl PartialOrd for ReleaseVersion {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ReleaseVersion {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl fmt::Display for ReleaseVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        match self.pre {
+            Some(PreRelease::Rc(n)) => write!(f, "rc{n}")?,
+            Some(PreRelease::Dev(n)) => write!(f, ".dev{n}")?,
+            None => {}
+        }
+        if self.post > 0 {
+            write!(f, ".post{}", self.post)?;
+        }
+        Ok(())
+    }
+}
+
+/// What one release's server arguments say, as `scripts/sglang-launch-flags.py` read them.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct ReleaseFacts {
+    /// The PyPI version, as published.
+    pub version: String,
+    /// Whether the release ships `sglang/srt/models/deepseek_v2.py` (the file the recipe patches).
+    pub deepseek_v2: bool,
+    /// Which of the flags the dump cares about the release accepts.
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// Which of those are deprecated aliases.
+    #[serde(default)]
+    pub deprecated: Vec<String>,
+    /// The declared default of `chunked_prefill_size` (None: unset, or chosen at startup).
+    #[serde(default)]
+    pub chunked_prefill_default: Option<i64>,
+    /// Whether chunked prefill is on by default.
+    #[serde(default)]
+    pub chunked_prefill_on: bool,
+    /// Whether prefill ("piecewise") CUDA graphs are on by default.
+    #[serde(default)]
+    pub piecewise_cuda_graph_on: bool,
+    /// Whether `--disable-cuda-graph` turns off prefill graphs too (the deprecated alias does).
+    #[serde(default)]
+    pub disable_cuda_graph_covers_piecewise: bool,
+    /// What a deprecated `--disable-cuda-graph` stands for, as its help names it.
+    #[serde(default)]
+    pub disable_cuda_graph_replacement: String,
+}
+
+impl ReleaseFacts {
+    /// Whether the release accepts `flag`.
+    pub fn has(&self, flag: &str) -> bool {
+        self.flags.iter().any(|f| f == flag)
+    }
+
+    /// Whether `flag` is a deprecated alias in this release.
+    pub fn is_deprecated(&self, flag: &str) -> bool {
+        self.deprecated.iter().any(|f| f == flag)
+    }
+
+    /// The parsed [`version`](Self::version).
+    pub fn release(&self) -> Option<ReleaseVersion> {
+        ReleaseVersion::parse(&self.version)
+    }
+
+    /// Whether the dump needs `--disable-piecewise-cuda-graph`: prefill graphs are on by default
+    /// and `--disable-cuda-graph` does not turn them off.
+    pub fn needs_piecewise_flag(&self) -> bool {
+        self.piecewise_cuda_graph_on && !self.disable_cuda_graph_covers_piecewise
+    }
+
+    /// The server flags the dump needs on this release, in the order they are printed.
+    pub fn flags_for_dump(&self) -> Vec<&'static str> {
+        let mut flags = Vec::new();
+        if self.has(DISABLE_CUDA_GRAPH) {
+            flags.push(DISABLE_CUDA_GRAPH);
+        }
+        if self.needs_piecewise_flag() && self.has(DISABLE_PIECEWISE_CUDA_GRAPH) {
+            flags.push(DISABLE_PIECEWISE_CUDA_GRAPH);
+        }
+        if self.has(DISABLE_RADIX_CACHE) {
+            flags.push(DISABLE_RADIX_CACHE);
+        }
+        if self.chunked_prefill_on && self.has(CHUNKED_PREFILL_SIZE) {
+            flags.extend([CHUNKED_PREFILL_SIZE, "-1"]);
+        }
+        if self.has(SKIP_SERVER_WARMUP) {
+            flags.push(SKIP_SERVER_WARMUP);
+        }
+        if self.has(DISABLE_OVERLAP_SCHEDULE) {
+            flags.push(DISABLE_OVERLAP_SCHEDULE);
+        }
+        flags
+    }
+}
+
+/// The data file's shape.
+#[derive(Deserialize)]
+struct LaunchData {
+    releases: Vec<ReleaseFacts>,
+}
+
+/// Parses [`SGLANG_LAUNCH_DATA`], ordered by release.
+fn parse_data(text: &str) -> Result<Vec<ReleaseFacts>, serde_json::Error> {
+    let data: LaunchData = serde_json::from_str(text)?;
+    let mut releases: Vec<_> = data
+        .releases
+        .into_iter()
+        .filter(|facts| facts.release().is_some())
+        .collect();
+    releases.sort_by_key(|facts| facts.release());
+    Ok(releases)
+}
+
+/// Every release in the data, oldest first (empty only if the bundled data could not be read,
+/// which the crate's tests rule out).
+pub fn releases() -> &'static [ReleaseFacts] {
+    static RELEASES: OnceLock<Vec<ReleaseFacts>> = OnceLock::new();
+    RELEASES.get_or_init(|| parse_data(SGLANG_LAUNCH_DATA).unwrap_or_default())
+}
+
+/// The releases that ship `deepseek_v2.py`, oldest first.
+pub fn dump_releases() -> impl Iterator<Item = &'static ReleaseFacts> {
+    releases().iter().filter(|facts| facts.deepseek_v2)
+}
+
+/// The facts of exactly `release`, if the data has it.
+pub fn facts(release: &ReleaseVersion) -> Option<&'static ReleaseFacts> {
+    releases()
+        .iter()
+        .find(|facts| facts.release().as_ref() == Some(release))
+}
+
+/// How to start the server for one release.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Launch {
+    /// The server flags, each value its own item (`--chunked-prefill-size`, `-1`).
+    pub flags: Vec<&'static str>,
+    /// What to know beyond the flags.
+    pub notes: Vec<String>,
+    /// The release whose facts gave the flags (None: the generic list).
+    pub basis: Option<&'static str>,
+}
+
+/// The flags printed when the release is unknown.
+const GENERIC_FLAGS: [&str; 5] = [
+    DISABLE_CUDA_GRAPH,
+    DISABLE_RADIX_CACHE,
+    CHUNKED_PREFILL_SIZE,
+    "-1",
+    SKIP_SERVER_WARMUP,
+];
+
+/// The server flags and notes the dump needs on `release`. A release in the data gets its own
+/// flags; one newer than the newest known release gets the newest known flags, and an unlisted
+/// one in between (a pre-release, a local build) those of the nearest earlier release, each with
+/// a note saying so. Without a release, or for one older than the first `deepseek_v2.py`, the
+/// generic list comes with a note on what to change per release (see [`launch_unknown`]).
+pub fn launch(release: Option<&ReleaseVersion>) -> Launch {
+    let Some(release) = release else {
+        return launch_unknown("");
+    };
+    let (Some(first), Some(newest)) = (dump_releases().next(), dump_releases().last()) else {
+        return launch_unknown("");
+    };
+    if first.release().is_some_and(|first| *release < first) {
+        return Launch {
+            flags: GENERIC_FLAGS.to_vec(),
+            notes: vec![format!(
+                "SGLang {release} is older than {}, the first release with deepseek_v2.py: {}",
+                first.version,
+                generic_advice()
+            )],
+            basis: None,
+        };
+    }
+    if let Some(facts) = facts(release).filter(|facts| facts.deepseek_v2) {
+        return launch_for(facts, None);
+    }
+    if newest.release().is_some_and(|newest| *release > newest) {
+        let note = format!(
+            "SGLang {release} is newer than the newest release pysplice knows ({}): these are the flags of {}; \
+             check them against `python3 -m sglang.launch_server --help` (scripts/sglang-launch-flags.py \
+             updates the data)",
+            newest.version, newest.version
+        );
+        return launch_for(newest, Some(note));
+    }
+    let nearest = dump_releases()
+        .filter(|facts| facts.release().is_some_and(|known| known < *release))
+        .last()
+        .unwrap_or(first);
+    let note = format!(
+        "SGLang {release} is not a release pysplice knows: these are the flags of {}, the nearest earlier release",
+        nearest.version
+    );
+    launch_for(nearest, Some(note))
+}
+
+/// The generic flag list for an unknown release, with a note that starts with `SGLang release
+/// unknown (<why>)` (just `SGLang release unknown` when `why` is empty) and says which flags
+/// differ on which releases.
+pub fn launch_unknown(why: &str) -> Launch {
+    let head = if why.is_empty() {
+        "SGLang release unknown".to_string()
+    } else {
+        format!("SGLang release unknown ({why})")
+    };
+    Launch {
+        flags: GENERIC_FLAGS.to_vec(),
+        notes: vec![format!("{head}: {}", generic_advice())],
+        basis: None,
+    }
+}
+
+/// Which flags of the generic list to change on which releases, from the data.
+fn generic_advice() -> String {
+    let piecewise = ranges(|f| f.needs_piecewise_flag(), "-");
+    let no_warmup = ranges(|f| !f.has(SKIP_SERVER_WARMUP), "-");
+    let no_chunking = ranges(|f| !f.chunked_prefill_on, "-");
+    let mut parts = Vec::new();
+    if !piecewise.is_empty() {
+        parts.push(format!(
+            "add {DISABLE_PIECEWISE_CUDA_GRAPH} on {}",
+            piecewise.join(", ")
+        ));
+    }
+    let mut leave_out = Vec::new();
+    if !no_warmup.is_empty() {
+        leave_out.push(format!("{SKIP_SERVER_WARMUP} on {}", no_warmup.join(", ")));
+    }
+    if !no_chunking.is_empty() {
+        leave_out.push(format!("{CHUNKED_PREFILL_SIZE} -1 on {}", no_chunking.join(", ")));
+    }
+    if !leave_out.is_empty() {
+        parts.push(format!("leave out {}", leave_out.join(" and ")));
+    }
+    parts.join(", ")
+}
+
+/// The flags and notes of a release in the data, with `lead` as the first note.
+fn launch_for(facts: &'static ReleaseFacts, lead: Option<String>) -> Launch {
+    let mut notes: Vec<String> = lead.into_iter().collect();
+    if facts.is_deprecated(DISABLE_CUDA_GRAPH) && facts.disable_cuda_graph_covers_piecewise {
+        let since = dump_releases()
+            .find(|f| f.is_deprecated(DISABLE_CUDA_GRAPH))
+            .map_or(facts.version.as_str(), |f| f.version.as_str());
+        let default = if facts.piecewise_cuda_graph_on {
+            "prefill graphs are on by default there; "
+        } else {
+            ""
+        };
+        let same = if facts.disable_cuda_graph_replacement.is_empty() {
+            String::new()
+        } else {
+            format!("same as {}", facts.disable_cuda_graph_replacement)
+        };
+        notes.push(format!(
+            "{DISABLE_CUDA_GRAPH} is deprecated from {since} but still turns off both decode and prefill graphs \
+             ({default}{same})"
+        ));
+    }
+    if !facts.has(SKIP_SERVER_WARMUP) {
+        notes.push(
+            "this release has no --skip-server-warmup: the warmup request sent at startup is dumped too; delete the \
+             files written before your first request"
+                .into(),
+        );
+    }
+    Launch {
+        flags: facts.flags_for_dump(),
+        notes,
+        basis: Some(facts.version.as_str()),
+    }
+}
+
+/// The runs of consecutive `deepseek_v2.py` releases for which `holds` is true, each as `A` or
+/// `A<dash>B`.
+fn ranges(holds: impl Fn(&ReleaseFacts) -> bool, dash: &str) -> Vec<String> {
+    let mut runs: Vec<(&str, &str)> = Vec::new();
+    let mut open = false;
+    for facts in dump_releases() {
+        if !holds(facts) {
+            open = false;
+            continue;
+        }
+        match runs.last_mut() {
+            Some(run) if open => run.1 = &facts.version,
+            _ => runs.push((&facts.version, &facts.version)),
+        }
+        open = true;
+    }
+    runs.into_iter()
+        .map(|(a, b)| if a == b { a.to_string() } else { format!("{a}{dash}{b}") })
+        .collect()
+}
+
+/// The flag table of docs/sglang.md: one row per run of consecutive `deepseek_v2.py` releases that take the
+/// same flags, as markdown.
+pub fn flag_table() -> String {
+    let mut rows: Vec<(&str, &str, Vec<&'static str>)> = Vec::new();
+    for facts in dump_releases() {
+        let flags = facts.flags_for_dump();
+        match rows.last_mut() {
+            Some(row) if row.2 == flags => row.1 = &facts.version,
+            _ => rows.push((&facts.version, &facts.version, flags)),
+        }
+    }
+    let mut table = String::from("| SGLang | flags |\n|---|---|\n");
+    for (first, last, flags) in rows {
+        let span = if first == last {
+            first.to_string()
+        } else {
+            format!("{first} – {last}")
+        };
+        table.push_str(&format!("| {span} | `{}` |\n", flags.join(" ")));
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(text: &str) -> ReleaseVersion {
+        ReleaseVersion::parse(text).unwrap_or_else(|| panic!("{text} parses"))
+    }
+
+    #[test]
+    fn parses_release_numbers() {
+        assert_eq!(v("0.5.8.post1").to_string(), "0.5.8.post1");
+        assert_eq!(v("0.5.14rc0").to_string(), "0.5.14rc0");
+        assert_eq!(v("v0.4").to_string(), "0.4.0");
+        assert_eq!(v("0.5.24.dev3+g1234").to_string(), "0.5.24.dev3");
+        assert_eq!(ReleaseVersion::parse("0.0.0.dev0"), None);
+        assert_eq!(ReleaseVersion::parse("latest"), None);
+        assert_eq!(ReleaseVersion::parse("0"), None);
+    }
+
+    #[test]
+    fn orders_like_pypi() {
+        let order = [
+            "0.2.9",
+            "0.2.9.post1",
+            "0.2.10",
+            "0.5.14.dev1",
+            "0.5.14rc0",
+            "0.5.14",
+            "0.5.14.post1",
+        ];
+        for pair in order.windows(2) {
+            assert!(v(pair[0]) < v(pair[1]), "{} < {}", pair[0], pair[1]);
+        }
+    }
+
+    #[test]
+    fn bundled_data_reads_and_is_ordered() {
+        let parsed = parse_data(SGLANG_LAUNCH_DATA).expect("the bundled data parses");
+        assert_eq!(parsed.len(), releases().len());
+        assert!(dump_releases().count() >= 123);
+        for pair in releases().windows(2) {
+            assert!(pair[0].release() < pair[1].release());
+        }
+    }
+
+    #[test]
+    fn chunked_prefill_on_by_default_before_0_2_15() {
+        // Regression: 0.2.13 - 0.2.14.post2 default to chunked_prefill_size 8192.
+        for release in ["0.2.13", "0.2.14", "0.2.14.post1", "0.2.14.post2"] {
+            let flags = launch(Some(&v(release))).flags;
+            assert!(
+                flags.windows(2).any(|w| w == [CHUNKED_PREFILL_SIZE, "-1"]),
+                "{release}: {flags:?}"
+            );
+        }
+        assert!(!launch(Some(&v("0.2.12"))).flags.contains(&CHUNKED_PREFILL_SIZE));
+    }
+
+    #[test]
+    fn unknown_newer_release_uses_the_newest_with_a_note() {
+        let newest = dump_releases().last().expect("data");
+        let later = ReleaseVersion {
+            minor: v(&newest.version).minor + 1,
+            ..v(&newest.version)
+        };
+        let launch = launch(Some(&later));
+        assert_eq!(launch.basis, Some(newest.version.as_str()));
+        assert_eq!(launch.flags, newest.flags_for_dump());
+        assert!(
+            launch.notes[0].contains("newer than the newest release"),
+            "{:?}",
+            launch.notes
+        );
+    }
+
+    #[test]
+    fn unlisted_release_in_between_uses_the_nearest_earlier() {
+        let launch = launch(Some(&v("0.5.14rc0")));
+        assert_eq!(launch.basis, Some("0.5.13.post1"));
+        assert!(launch.notes[0].contains("nearest earlier release"));
+    }
+
+    #[test]
+    fn older_or_missing_release_gets_the_generic_list() {
+        let old = launch(Some(&v("0.1.20")));
+        assert_eq!(old.basis, None);
+        assert!(old.notes[0].contains("older than 0.2.6"), "{:?}", old.notes);
+        let unknown = launch_unknown("why");
+        assert!(unknown.notes[0].starts_with("SGLang release unknown (why): add --disable-piecewise-cuda-graph on "));
+    }
+
+    #[test]
+    fn ranges_join_consecutive_releases() {
+        assert_eq!(ranges(|f| f.needs_piecewise_flag(), "-"), ["0.5.10-0.5.13.post1"]);
+    }
+}

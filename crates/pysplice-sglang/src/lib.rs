@@ -1,0 +1,11 @@
+//! What pysplice knows about SGLang, kept out of the generic library: the bundled hidden-state
+//! dump recipes and their names ([`recipes`]), the server flags of every SGLang release
+//! ([`launch`]), an SGLang install's model file and release, found on disk or by asking an
+//! interpreter ([`install`], the only code of the workspace that starts a process), and the dump
+//! for every architecture with EAGLE-3 aux capture ([`models`]).
+#![deny(missing_docs)]
+
+pub mod install;
+pub mod launch;
+pub mod models;
+pub mod recipes;

@@ -1,0 +1,254 @@
+//! The hidden-state dump for every SGLang architecture with EAGLE-3 aux capture: the recipe
+//! [`recipe`] (the helpers of [`crate::recipes::SGLANG_HS_DUMP`], the targets of
+//! [`crate::recipes::SGLANG_HS_DUMP_MODELS`]), and running it on a whole `sglang/srt/models`
+//! folder, all files or none ([`patch`], [`write_all`]).
+//!
+//! Architectures are the classes SGLang serves (`EntryClass` items, the names `config.json`
+//! lists under `architectures`) that define or inherit `set_eagle3_layers_to_capture`. Each gets
+//! the files its hooks land in: its own `__init__` (capture), and the `__init__` and `forward`
+//! that run for the model it holds (init, dump), which may be defined in another file.
+
+use std::path::{Path, PathBuf};
+
+use pysplice::engine::{apply, revert, Patched};
+use pysplice::error::{Error, ErrorKind, Location};
+use pysplice::files::DiskFile;
+use pysplice::project::select::{self, Selection};
+use pysplice::project::{Conventions, Project, ScanOptions};
+use pysplice::spec::Recipe;
+
+/// SGLang's conventions for the project layer, as the bundled models recipe declares them in
+/// `[conventions]`: model files list the classes they serve in `EntryClass`
+/// (`EntryClass = [DeepseekV2ForCausalLM, DeepseekV3ForCausalLM]`), and speculative-decoding
+/// draft models (Eagle, NextN, MTP, Medusa, DFlash) are never architectures of their own.
+///
+/// ```
+/// let conventions = pysplice_sglang::models::conventions();
+/// assert!(conventions.is_draft("DeepseekV3ForCausalLMNextN"));
+/// assert_eq!(conventions.entry_list.as_deref(), Some("EntryClass"));
+/// ```
+#[must_use]
+pub fn conventions() -> Conventions {
+    // The bundled recipe compiles (a test says so); none if it ever did not.
+    Recipe::from_bundled_toml(
+        "recipes/sglang_hs_dump_models.toml",
+        crate::recipes::SGLANG_HS_DUMP_MODELS,
+    )
+    .map(|recipe| recipe.conventions)
+    .unwrap_or_default()
+}
+
+/// The composed recipe: `imports` and `dump-helpers` of [`crate::recipes::SGLANG_HS_DUMP`], then
+/// the selector hooks of [`crate::recipes::SGLANG_HS_DUMP_MODELS`].
+///
+/// ```
+/// let recipe = pysplice_sglang::models::recipe()?;
+/// assert!(recipe.selects());
+/// assert_eq!(recipe.hooks[1].id, "dump-helpers");
+/// # Ok::<(), pysplice::Error>(())
+/// ```
+///
+/// # Errors
+/// [`ErrorKind::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
+pub fn recipe() -> Result<Recipe, Error> {
+    let base = Recipe::from_bundled_toml("recipes/sglang_hs_dump.toml", crate::recipes::SGLANG_HS_DUMP)?;
+    let mut models = Recipe::from_bundled_toml(
+        "recipes/sglang_hs_dump_models.toml",
+        crate::recipes::SGLANG_HS_DUMP_MODELS,
+    )?;
+    let mut hooks: Vec<_> = base
+        .hooks
+        .into_iter()
+        .filter(|h| h.id == "imports" || h.id == "dump-helpers")
+        .collect();
+    hooks.append(&mut models.hooks);
+    models.hooks = hooks;
+    models.notes = base.notes;
+    Ok(models)
+}
+
+/// The `sglang/srt/models` folder for a path: a file's folder, or a folder holding it (an
+/// SGLang checkout, site-packages, the `sglang` package, the models folder itself).
+#[must_use]
+pub fn models_dir(path: &Path) -> Option<PathBuf> {
+    if path.is_file() {
+        return path.parent().map(Path::to_path_buf);
+    }
+    let tails = ["sglang/srt/models", "python/sglang/srt/models", "srt/models", "models"];
+    tails
+        .iter()
+        .map(|tail| path.join(tail))
+        .find(|dir| dir.is_dir())
+        .or_else(|| {
+            let has_py = std::fs::read_dir(path)
+                .ok()?
+                .filter_map(Result::ok)
+                .any(|e| e.path().extension().is_some_and(|x| x == "py"));
+            has_py.then(|| path.to_path_buf())
+        })
+}
+
+/// The longest architecture name `config.json` may list: 128 bytes. The names are Python class
+/// names (`DeepseekV3ForCausalLM`, 21 bytes; SGLang's longest is under 50).
+pub const MAX_ARCHITECTURE_NAME: usize = 128;
+
+/// The `architectures` a Hugging Face model folder's `config.json` lists.
+///
+/// # Errors
+/// The reader's error ([`ErrorKind::Io`], [`ErrorKind::NotRegular`], [`ErrorKind::TooLarge`],
+/// [`ErrorKind::NotUtf8`]) when the file cannot be read; [`ErrorKind::Selection`] at the place
+/// where it is not JSON, at its first line when it lists no architecture, and at the name for
+/// one that is not a Python name of at most [`MAX_ARCHITECTURE_NAME`] bytes (the message shows
+/// a short escaped start of it).
+pub fn architectures(model_dir: &Path) -> Result<Vec<String>, Error> {
+    let path = if model_dir.is_dir() {
+        model_dir.join("config.json")
+    } else {
+        model_dir.to_path_buf()
+    };
+    let name = path.display().to_string();
+    let refuse = |message: String, line: usize, column: usize| {
+        ErrorKind::Selection { message }.at(Location::new(name.clone(), line.max(1), column.max(1)))
+    };
+    // The checked reader: config.json comes from a model download, it may be anything.
+    let text = pysplice::files::read_text(&path)?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|err| refuse(format!("not JSON: {err}"), err.line(), err.column()))?;
+    let names: Vec<String> = value
+        .get("architectures")
+        .and_then(|a| a.as_array())
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    if names.is_empty() {
+        return Err(refuse("no `architectures` list of names".into(), 1, 1));
+    }
+    if let Some(bad) = names
+        .iter()
+        .find(|n| n.len() > MAX_ARCHITECTURE_NAME || !pysplice::syntax::is_identifier(n))
+    {
+        let at = pysplice::source::SourceFile::new(name.clone(), text.as_str()).location(name_offset(&text, bad));
+        let why = if bad.len() > MAX_ARCHITECTURE_NAME {
+            format!("{} bytes, more than the limit of {MAX_ARCHITECTURE_NAME}", bad.len())
+        } else {
+            "not a Python class name".to_string()
+        };
+        let message = format!("architecture `{}` is {why}", pysplice::shown(bad));
+        return Err(refuse(message, at.line, at.column));
+    }
+    Ok(names)
+}
+
+/// Where `value` is written as a JSON string in `text`, after the `architectures` key: the
+/// offset of its opening quote (of the key when the string is written with escapes).
+fn name_offset(text: &str, value: &str) -> usize {
+    let key = text.find("\"architectures\"").unwrap_or(0);
+    let quoted = serde_json::to_string(value).unwrap_or_default();
+    text[key..].find(&quoted).map_or(key, |at| key + at)
+}
+
+/// What to do with each file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Apply (or update) the recipe.
+    Apply,
+    /// Remove it.
+    Revert,
+}
+
+/// One file of a run, read and patched in memory.
+#[derive(Debug)]
+pub struct FilePatch {
+    /// The file as read.
+    pub file: DiskFile,
+    /// Its path relative to the models folder.
+    pub relative: String,
+    /// The result.
+    pub patched: Patched,
+}
+
+/// Selects the architectures in `models_dir` and patches (or reverts) in memory every file that
+/// `wanted` needs (`None`: every architecture; reverting every architecture also takes in every
+/// other file that carries the recipe's markers). Nothing is written.
+///
+/// Every `.py` file of the folder must be readable: one that is not may define a class an
+/// architecture needs or carry the recipe's markers, so it is an error naming it, never a file
+/// passed over (which would skip architectures for a wrong reason, or leave a file patched after
+/// a revert that reports success).
+///
+/// # Errors
+/// [`ErrorKind::Io`] when the folder, a sub-folder or a file cannot be read (also
+/// [`ErrorKind::NotRegular`], [`ErrorKind::TooLarge`], [`ErrorKind::NotUtf8`] for a file);
+/// [`ErrorKind::Selection`] for an architecture that is unknown or cannot be patched; the first
+/// file's error (with its path) when a hook cannot be placed or the markers were edited.
+pub fn patch(
+    recipe: &Recipe,
+    models_dir: &Path,
+    wanted: Option<&[String]>,
+    mode: Mode,
+) -> Result<(Selection, Vec<FilePatch>), Error> {
+    let options = ScanOptions::default().with_conventions(recipe.conventions.clone());
+    let project = Project::scan_with(models_dir, &options)?;
+    if let Some(err) = project.unreadable().first() {
+        return Err((*err).clone());
+    }
+    let selection = select::select(&project, recipe);
+    let root = models_dir.display().to_string();
+    let mut files = select::expand(recipe, &selection, wanted, &root)?;
+    if mode == Mode::Revert && wanted.is_none() {
+        // Every file carrying the recipe's markers, also those no architecture selects any
+        // more (patched by an older recipe or for a class since excluded).
+        for f in project.files() {
+            let rel = f.relative_path();
+            let marked = f.text_read().is_some_and(|t| pysplice::marker::carries(t, &recipe.id));
+            if marked && !files.iter().any(|x| x.file == rel) {
+                files.push(select::FileRecipe {
+                    file: rel.to_string(),
+                    recipe: recipe.clone(),
+                });
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        // The path scanned (the relative name is for people and may have lost bytes).
+        let path = project
+            .files()
+            .iter()
+            .find(|p| p.relative_path() == f.file)
+            .map_or_else(|| models_dir.join(&f.file), |p| p.path().to_path_buf());
+        let disk = DiskFile::read(&path)?;
+        let patched = match mode {
+            Mode::Apply => apply(&f.recipe, disk.source().clone())?,
+            Mode::Revert => revert(&f.recipe, disk.source().clone())?,
+        };
+        out.push(FilePatch {
+            file: disk,
+            relative: f.file,
+            patched,
+        });
+    }
+    Ok((selection, out))
+}
+
+/// Writes every changed file, or none (see [`pysplice::files::write_all`]), and gives the files
+/// written.
+///
+/// # Errors
+/// As [`pysplice::files::write_all`] ([`ErrorKind::Io`], [`ErrorKind::Changed`], ...).
+pub fn write_all(patches: &[FilePatch]) -> Result<Vec<&DiskFile>, Error> {
+    let changes: Vec<(&DiskFile, &str)> = patches
+        .iter()
+        .filter(|p| p.patched.changed())
+        .map(|p| (&p.file, p.patched.output()))
+        .collect();
+    if !changes.is_empty() {
+        pysplice::files::write_all(&changes)?;
+    }
+    Ok(changes.into_iter().map(|(file, _)| file).collect())
+}
+
+/// An error for a path given by the user.
+#[must_use]
+pub fn usage_error(path: &Path, message: String) -> Error {
+    ErrorKind::Selection { message }.at(Location::new(path.display().to_string(), 1, 1))
+}

@@ -1,0 +1,103 @@
+//! The recipes that ship with pysplice for SGLang, and the catalogue that names them
+//! (`builtin:NAME`, see [`pysplice::recipes`]).
+
+use pysplice::recipes::BundledRecipe;
+use pysplice::{Error, Recipe};
+
+/// Dumps EAGLE-3 / SpecForge training hidden states from SGLang's `DeepseekV2Model`
+/// (`sglang/srt/models/deepseek_v2.py`, SGLang 0.2.6 to 0.5.23; Kimi-K2.5 included) during
+/// prefill passes, gated by `SGLANG_HS_DUMP_DIR`.
+///
+/// ```
+/// let recipe = pysplice::Recipe::from_toml("sglang_hs_dump.toml", pysplice_sglang::recipes::SGLANG_HS_DUMP)?;
+/// assert_eq!(recipe.id, "sglang-hs-dump");
+/// # Ok::<(), pysplice::Error>(())
+/// ```
+pub const SGLANG_HS_DUMP: &str = include_str!("../recipes/sglang_hs_dump.toml");
+
+/// The file of an SGLang tree that [`SGLANG_HS_DUMP`] patches.
+pub const SGLANG_HS_DUMP_FILE: &str = "sglang/srt/models/deepseek_v2.py";
+
+/// The targets of the hidden-state dump for every SGLang architecture with EAGLE-3 aux capture,
+/// chosen by meaning (`[select.*]` tables); [`crate::models::recipe`] adds the helpers of
+/// [`SGLANG_HS_DUMP`].
+pub const SGLANG_HS_DUMP_MODELS: &str = include_str!("../recipes/sglang_hs_dump_models.toml");
+
+/// The bundled recipes, for [`pysplice::recipes::load`] and the recipe configuration of a
+/// workspace: [`SGLANG_HS_DUMP`] and the dump for every architecture ([`crate::models::recipe`]).
+///
+/// ```
+/// let recipe = pysplice::recipes::load("builtin:sglang-hs-dump", pysplice_sglang::recipes::CATALOGUE)?;
+/// assert_eq!(recipe.id, "sglang-hs-dump");
+/// # Ok::<(), pysplice::Error>(())
+/// ```
+pub const CATALOGUE: &[BundledRecipe] = &[
+    BundledRecipe::new("sglang-hs-dump", hs_dump),
+    BundledRecipe::new("sglang-hs-dump-models", crate::models::recipe),
+];
+
+/// The names of the bundled recipes of [`CATALOGUE`].
+pub const BUILTIN_NAMES: [&str; 2] = ["sglang-hs-dump", "sglang-hs-dump-models"];
+
+/// [`SGLANG_HS_DUMP`], compiled.
+fn hs_dump() -> Result<Recipe, Error> {
+    Recipe::from_bundled_toml(
+        &format!("{}sglang-hs-dump", pysplice::recipes::BUILTIN_PREFIX),
+        SGLANG_HS_DUMP,
+    )
+}
+
+/// The bundled recipe called `name` (with or without `builtin:`), or `None` when no recipe ships
+/// under that name.
+///
+/// ```
+/// let recipe = pysplice_sglang::recipes::builtin("builtin:sglang-hs-dump").unwrap()?;
+/// assert_eq!(recipe.id, "sglang-hs-dump");
+/// assert!(pysplice_sglang::recipes::builtin("no-such-recipe").is_none());
+/// # Ok::<(), pysplice::Error>(())
+/// ```
+///
+/// # Errors
+/// [`pysplice::ErrorKind::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
+#[must_use]
+pub fn builtin(name: &str) -> Option<Result<Recipe, Error>> {
+    pysplice::recipes::builtin(CATALOGUE, name)
+}
+
+/// A recipe named as the programs name one: `builtin:NAME` of [`CATALOGUE`] or a TOML spec's
+/// path (see [`pysplice::recipes::load`]).
+///
+/// # Errors
+/// As [`pysplice::recipes::load`].
+pub fn load(spec: &str) -> Result<Recipe, Error> {
+    pysplice::recipes::load(spec, CATALOGUE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pysplice::ErrorKind;
+
+    #[test]
+    fn every_builtin_name_compiles_with_and_without_prefix() {
+        assert_eq!(CATALOGUE.iter().map(|r| r.name).collect::<Vec<_>>(), BUILTIN_NAMES);
+        for name in BUILTIN_NAMES {
+            let bare = builtin(name).expect("known").expect("compiles");
+            let prefixed = load(&format!("builtin:{name}")).expect("compiles");
+            assert_eq!(bare.id, prefixed.id);
+            assert!(!bare.hooks.is_empty());
+        }
+    }
+
+    #[test]
+    fn an_unknown_builtin_is_a_spec_error_naming_the_known_ones() {
+        let err = load("builtin:nope").unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Spec { .. }), "{err:?}");
+        assert!(err.to_string().contains("builtin:sglang-hs-dump-models"), "{err}");
+        assert!(builtin("nope").is_none());
+    }
+}
+
+#[cfg(test)]
+#[path = "recipes_tests.rs"]
+mod bundled_tests;

@@ -1,0 +1,9 @@
+//! The corpus-heavy SGLang tests: every architecture of every pinned release, the engine over
+//! every model file, the project queries over whole packages.
+
+mod common;
+
+mod engine;
+mod forwarder;
+mod models;
+mod project;
