@@ -3,6 +3,8 @@
 #   1. `cargo install --locked --path cli` into an empty root: the three commands run;
 #   2. the wheel from scripts/build-wheel.sh, `pip install`ed into a fresh venv: the three
 #      commands run, `pysplice --version` and the demo (`sglang-hs-dump` with no path) work.
+# PYSPLICE_INSTALL_PROFILE=dev builds both in the dev profile instead of release (CI: it reuses
+# the build of `cargo test` rather than compiling the workspace again with optimisations).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -16,16 +18,23 @@ expect_version() { # COMMAND NAME
   [ "$got" = "$2 $version" ] || { echo "check-install: '$1 --version' printed '$got', expected '$2 $version'" >&2; exit 1; }
 }
 
-echo "-- cargo install --locked --path cli"
-# Shares target/ with the wheel build, so the release binaries are compiled once.
-CARGO_TARGET_DIR="$repo/target" cargo install --quiet --locked --path cli --root "$scratch/cargo-root"
+profile=${PYSPLICE_INSTALL_PROFILE:-release}
+case "$profile" in
+release) install_flags=() ;;
+dev) install_flags=(--debug) ;;
+*) echo "check-install: PYSPLICE_INSTALL_PROFILE is release or dev, not '$profile'" >&2; exit 2 ;;
+esac
+
+echo "-- cargo install --locked --path cli ($profile profile)"
+# Shares target/ with the wheel build, so the binaries are compiled once.
+CARGO_TARGET_DIR="$repo/target" cargo install --quiet --locked --path cli --root "$scratch/cargo-root" ${install_flags[@]+"${install_flags[@]}"}
 ls "$scratch/cargo-root/bin"
 expect_version "$scratch/cargo-root/bin/pysplice" pysplice
 expect_version "$scratch/cargo-root/bin/sglang-hs-dump" sglang-hs-dump
 expect_version "$scratch/cargo-root/bin/pysplice-lsp" pysplice-lsp
 
 echo "-- wheel into a fresh venv"
-wheel=$(bash scripts/build-wheel.sh)
+wheel=$(PYSPLICE_WHEEL_PROFILE="$profile" bash scripts/build-wheel.sh)
 echo "$wheel"
 python3 -m venv "$scratch/venv"
 "$scratch/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
