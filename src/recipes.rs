@@ -11,7 +11,7 @@ pub mod sglang_models;
 
 use std::path::Path;
 
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind, Location, SpecReason};
 use crate::spec::Recipe;
 
 /// Dumps EAGLE-3 / SpecForge training hidden states from SGLang's `DeepseekV2Model`
@@ -83,10 +83,10 @@ pub fn load(spec: &str) -> Result<Recipe, Error> {
     if let Some(name) = spec.strip_prefix(BUILTIN_PREFIX) {
         return builtin(name).unwrap_or_else(|| {
             Err(ErrorKind::Spec {
-                message: format!(
+                reason: SpecReason::Catalogue(format!(
                     "no builtin recipe `{name}`; the builtin recipes are {}",
                     BUILTIN_NAMES.map(|n| format!("{BUILTIN_PREFIX}{n}")).join(", ")
-                ),
+                )),
                 cause: None,
             }
             .at(Location::new(spec, 1, 1)))

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::engine::{apply, revert, Patched};
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind, Location, SelectionReason};
 use crate::files::DiskFile;
 use crate::project::select::{self, Selection};
 use crate::project::{Conventions, Project, ScanOptions};
@@ -108,7 +108,10 @@ pub fn architectures(model_dir: &Path) -> Result<Vec<String>, Error> {
     };
     let name = path.display().to_string();
     let refuse = |message: String, line: usize, column: usize| {
-        ErrorKind::Selection { message }.at(Location::new(name.clone(), line.max(1), column.max(1)))
+        ErrorKind::Selection {
+            reason: SelectionReason::Catalogue(message),
+        }
+        .at(Location::new(name.clone(), line.max(1), column.max(1)))
     };
     // The checked reader: config.json comes from a model download, it may be anything.
     let text = crate::files::read_text(&path)?;
@@ -250,5 +253,8 @@ pub fn write_all(patches: &[FilePatch]) -> Result<Vec<&DiskFile>, Error> {
 /// An error for a path given by the user.
 #[must_use]
 pub fn usage_error(path: &Path, message: String) -> Error {
-    ErrorKind::Selection { message }.at(Location::new(path.display().to_string(), 1, 1))
+    ErrorKind::Selection {
+        reason: SelectionReason::Catalogue(message),
+    }
+    .at(Location::new(path.display().to_string(), 1, 1))
 }
