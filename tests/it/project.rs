@@ -241,7 +241,11 @@ fn unresolvable_bases_and_unparsable_files_are_reported_not_fatal() {
             ("FromCycle".to_string(), 45, "Loop".to_string()),
         ]
     );
-    let problems: Vec<(String, usize)> = p.problems().into_iter().map(|f| (f.file, f.line)).collect();
+    let problems: Vec<(String, usize)> = p
+        .problems()
+        .into_iter()
+        .map(|f| (f.location.file, f.location.line))
+        .collect();
     assert_eq!(
         problems,
         [
@@ -251,7 +255,7 @@ fn unresolvable_bases_and_unparsable_files_are_reported_not_fatal() {
     );
     // The message is the error's without its place: the fields hold that once.
     for problem in p.problems() {
-        assert!(!problem.message.contains(&problem.file), "{problem:?}");
+        assert!(!problem.message.contains(&problem.location.file), "{problem:?}");
         assert!(!problem.message.is_empty(), "{problem:?}");
     }
 }
