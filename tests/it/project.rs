@@ -438,6 +438,19 @@ fn reach_errors_name_close_candidates() {
         matches!(p.reach("Engin.run"), Err(QueryError::UnknownClass { candidates, .. }) if candidates[0] == "Engine")
     );
     assert!(matches!(p.reach("Engine"), Err(QueryError::BadPath { .. })));
+    // Read by the same dotted-path reader as hook targets: no ordinal, no empty or odd part.
+    for path in [
+        "Engine.run#1",
+        "Engine..run",
+        "Engine.1run",
+        "Engine#x.run",
+        "Engine.<locals>.run",
+    ] {
+        assert!(
+            matches!(p.reach(path), Err(QueryError::BadPath { ref reason, .. }) if reason == "each part must be a Python name"),
+            "{path}"
+        );
+    }
 }
 
 #[test]
