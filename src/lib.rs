@@ -49,7 +49,7 @@
 //! | find | [`Target`], [`Definition`], [`DefKind`], [`Pattern`], [`Depth`] |
 //! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`Selector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`] |
 //! | plan, apply, revert | [`plan`], [`Plan`], [`apply`], [`revert`], [`Patched`], [`Edit`] |
-//! | outcomes | [`HookOutcome`], [`Status`], [`HookState`], [`Reason`] |
+//! | outcomes | [`HookOutcome`], [`Status`], [`HookState`], [`Reason`], [`SkipReason`] |
 //! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
 //! | files | [`DiskFile`] |
 //! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
@@ -123,7 +123,7 @@ mod verify;
 
 pub use document::{Document, DocumentHook, DocumentPlan, MarkerRef, TextEdit, Utf16Position, Utf16Range};
 pub use edit::Edit;
-pub use engine::{apply, plan, revert, HookOutcome, Patched, Plan, Reason, Status};
+pub use engine::{apply, plan, revert, HookOutcome, Patched, Plan, Reason, SkipReason, Status};
 pub use error::{
     Error, ErrorKind, Location, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason,
     VerifyReason,
