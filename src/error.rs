@@ -10,7 +10,7 @@ use std::fmt;
 
 mod reason;
 
-pub use reason::{MarkerReason, PlacementReason, VerifyReason};
+pub use reason::{MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason, VerifyReason};
 
 /// A place in a file, for messages: `file:line:column`, 1-based, columns in UTF-8 bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,10 +118,10 @@ pub enum ErrorKind {
     },
 
     /// A hook spec is malformed (TOML syntax, unknown field, bad value).
-    #[error("bad spec: {}", spec_text(message, cause.as_deref()))]
+    #[error("bad spec: {}", spec_text(reason, cause.as_deref()))]
     Spec {
-        /// What is wrong (empty when the cause says it all).
-        message: String,
+        /// What is wrong ([`SpecReason::Value`] when the cause says it all).
+        reason: SpecReason,
         /// The error of the spec's value itself (a pattern or code that does not parse, a bad
         /// target path), shown after the message.
         #[source]
@@ -270,11 +270,11 @@ pub enum ErrorKind {
     },
 
     /// A class asked for by name is not among those a recipe's selectors choose, or cannot be
-    /// patched (the message says why; the location is the package or file searched).
-    #[error("{message}")]
+    /// patched (the reason says why; the location is the package or file searched).
+    #[error("{reason}")]
     Selection {
         /// What was asked and why it has no answer.
-        message: String,
+        reason: SelectionReason,
     },
 
     /// Reading or writing a file failed.
@@ -419,11 +419,11 @@ fn by_recipe(recipe: Option<&str>) -> String {
 }
 
 /// A spec message and, when there is one, the message of the value's own error after it.
-fn spec_text(message: &str, cause: Option<&Error>) -> String {
+fn spec_text(reason: &SpecReason, cause: Option<&Error>) -> String {
     match cause {
-        Some(cause) if message.is_empty() => cause.message().to_string(),
-        Some(cause) => format!("{message}: {}", cause.message()),
-        None => message.to_string(),
+        Some(cause) if *reason == SpecReason::Value => cause.message().to_string(),
+        Some(cause) => format!("{reason}: {}", cause.message()),
+        None => reason.to_string(),
     }
 }
 
@@ -465,7 +465,7 @@ mod tests {
                 lines: vec![1, 2],
             },
             ErrorKind::Spec {
-                message: "m".into(),
+                reason: SpecReason::CodeMissing,
                 cause: None,
             },
             ErrorKind::Placement {
@@ -511,7 +511,12 @@ mod tests {
                 restored: Box::new([]),
                 failures: Box::new(["x".into()]),
             },
-            ErrorKind::Selection { message: "m".into() },
+            ErrorKind::Selection {
+                reason: SelectionReason::CannotPatch {
+                    name: "C".into(),
+                    why: "w".into(),
+                },
+            },
             ErrorKind::Io {
                 action: "cannot read".into(),
                 source: std::sync::Arc::new(std::io::Error::other("gone")),
@@ -573,7 +578,7 @@ mod tests {
     fn a_spec_error_shows_its_cause_and_keeps_it_as_source() {
         let cause = ErrorKind::Syntax { message: "m".into() }.at(Location::new("<code>", 1, 2));
         let err = ErrorKind::Spec {
-            message: "code does not parse as Python".into(),
+            reason: SpecReason::CodeUnparsable,
             cause: Some(Box::new(cause)),
         }
         .at(Location::new("s.toml", 3, 1))

@@ -49,8 +49,8 @@
 //! | find | [`Target`], [`Definition`], [`DefKind`], [`Pattern`], [`Depth`] |
 //! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`Selector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`] |
 //! | plan, apply, revert | [`plan`], [`Plan`], [`apply`], [`revert`], [`Patched`], [`Edit`] |
-//! | outcomes | [`HookOutcome`], [`Status`], [`HookState`], [`Reason`] |
-//! | errors | [`Error`], [`ErrorKind`], [`Location`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`] |
+//! | outcomes | [`HookOutcome`], [`Status`], [`HookState`], [`Reason`], [`SkipReason`] |
+//! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
 //! | files | [`DiskFile`] |
 //! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
 //! | packages | [`project`]: [`Project`], its scan options and answers |
@@ -119,8 +119,11 @@ mod verify;
 
 pub use document::{Document, DocumentHook, DocumentPlan, MarkerRef, TextEdit, Utf16Position, Utf16Range};
 pub use edit::Edit;
-pub use engine::{apply, plan, revert, HookOutcome, Patched, Plan, Reason, Status};
-pub use error::{Error, ErrorKind, Location, MarkerReason, PlacementReason, VerifyReason};
+pub use engine::{apply, plan, revert, HookOutcome, Patched, Plan, Reason, SkipReason, Status};
+pub use error::{
+    Error, ErrorKind, Location, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason,
+    VerifyReason,
+};
 pub use files::DiskFile;
 pub use locate::Target;
 pub use outcome::HookState;

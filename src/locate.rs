@@ -7,6 +7,57 @@ use unicode_normalization::UnicodeNormalization;
 use crate::error::{Error, ErrorKind, Location};
 use crate::outline::{DefKind, Definition, ParsedFile};
 
+/// A dotted path as written (`A.b`, `f.<locals>.g`, `pkg.mod.Class.method`, `A.f#2`), split
+/// into its segments and the ordinal after `#`: the one reader of dotted paths, for hook
+/// targets ([`Target::parse`]) and project queries alike; each caller says what a segment may
+/// be and words its own errors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DottedPath<'a> {
+    /// The path without its ordinal.
+    pub(crate) path: &'a str,
+    /// Its segments, in order (at least one).
+    pub(crate) segments: Vec<&'a str>,
+    /// The 1-based ordinal after `#`, when written.
+    pub(crate) ordinal: Option<usize>,
+}
+
+/// Why a dotted path cannot be read ([`DottedPath::parse`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PathProblem<'a> {
+    /// The text after `#` is not a number from 1.
+    BadOrdinal,
+    /// Nothing before `#`.
+    Empty,
+    /// A segment the caller's rule refuses (an empty one included).
+    BadSegment(&'a str),
+}
+
+impl<'a> DottedPath<'a> {
+    /// Reads `text` (already trimmed): the ordinal first, then each segment, checked by
+    /// `is_segment`; the first problem in that order.
+    pub(crate) fn parse(text: &'a str, is_segment: impl Fn(&str) -> bool) -> Result<DottedPath<'a>, PathProblem<'a>> {
+        let (path, ordinal) = match text.split_once('#') {
+            Some((path, n)) => match n.parse::<usize>() {
+                Ok(n) if n >= 1 => (path, Some(n)),
+                _ => return Err(PathProblem::BadOrdinal),
+            },
+            None => (text, None),
+        };
+        if path.is_empty() {
+            return Err(PathProblem::Empty);
+        }
+        let segments: Vec<&str> = path.split('.').collect();
+        if let Some(bad) = segments.iter().find(|s| !is_segment(s)) {
+            return Err(PathProblem::BadSegment(bad));
+        }
+        Ok(DottedPath {
+            path,
+            segments,
+            ordinal,
+        })
+    }
+}
+
 /// A parsed target path: which definition a hook applies to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Target {
@@ -50,27 +101,19 @@ impl Target {
         if text_trimmed == "module" {
             return Ok(Target::Module);
         }
-        let (path, ordinal) = match text_trimmed.split_once('#') {
-            Some((path, n)) => match n.parse::<usize>() {
-                Ok(n) if n >= 1 => (path, Some(n)),
-                _ => return Err(bad("the ordinal after `#` must be a number from 1")),
-            },
-            None => (text_trimmed, None),
-        };
-        if path.is_empty() {
-            return Err(bad(
-                "the path is empty; write `module` or a path such as `Class.method`",
-            ));
-        }
-        for segment in path.split('.') {
-            // Non-ASCII characters are let through: Python names take XID characters that are not
-            // alphanumeric (`a·b`, `℘`), and a path that cannot match is reported as not found.
-            let name_char = |c: char| c == '_' || c.is_alphanumeric() || !c.is_ascii();
+        // Non-ASCII characters are let through: Python names take XID characters that are not
+        // alphanumeric (`a·b`, `℘`), and a path that cannot match is reported as not found.
+        let name_char = |c: char| c == '_' || c.is_alphanumeric() || !c.is_ascii();
+        let is_segment = |segment: &str| {
             let valid_name = segment.starts_with(|c: char| !c.is_ascii_digit()) && segment.chars().all(name_char);
-            if !(valid_name || segment == "<locals>") {
-                return Err(bad(&format!("`{segment}` is not a Python name")));
-            }
-        }
+            valid_name || segment == "<locals>"
+        };
+        let DottedPath { path, ordinal, .. } =
+            DottedPath::parse(text_trimmed, is_segment).map_err(|problem| match problem {
+                PathProblem::BadOrdinal => bad("the ordinal after `#` must be a number from 1"),
+                PathProblem::Empty => bad("the path is empty; write `module` or a path such as `Class.method`"),
+                PathProblem::BadSegment(segment) => bad(&format!("`{segment}` is not a Python name")),
+            })?;
         // Python compares identifiers after NFKC normalization (PEP 3131); so does the outline.
         let path = if path.is_ascii() {
             path.to_string()
@@ -233,5 +276,18 @@ mod tests {
                 ordinal: Some(2)
             }
         );
+    }
+
+    #[test]
+    fn a_dotted_path_is_read_ordinal_first_then_each_segment() {
+        let any = |_: &str| true;
+        let ok = DottedPath::parse("A.b#2", any).unwrap();
+        assert_eq!((ok.path, ok.segments, ok.ordinal), ("A.b", vec!["A", "b"], Some(2)));
+        assert_eq!(DottedPath::parse("A.b#0", any), Err(PathProblem::BadOrdinal));
+        assert_eq!(DottedPath::parse("A..b#x", any), Err(PathProblem::BadOrdinal));
+        assert_eq!(DottedPath::parse("#1", any), Err(PathProblem::Empty));
+        let named = |s: &str| crate::syntax::is_identifier(s);
+        assert_eq!(DottedPath::parse("A..b", named), Err(PathProblem::BadSegment("")));
+        assert_eq!(DottedPath::parse("A.1b", named), Err(PathProblem::BadSegment("1b")));
     }
 }

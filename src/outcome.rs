@@ -78,6 +78,51 @@ pub struct HookOutcome {
 pub struct Reason {
     text: String,
     cause: Option<Arc<Error>>,
+    skip: Option<SkipReason>,
+}
+
+/// Why a hook had nothing to do here, with no error: the typed form of a
+/// [`Status::Skipped`] reason that no [`Error`] caused ([`Reason::skip`]). Its text is the
+/// reason's line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// A path of the hook's `requires` is not defined in the file.
+    #[error("requires `{path}`, which this file does not define")]
+    Requires {
+        /// The path as written.
+        path: String,
+    },
+    /// Nothing in the target matches the hook's `when` pattern.
+    #[error("not applicable: nothing in the target matches `{pattern}`")]
+    NotApplicable {
+        /// The pattern as written.
+        pattern: String,
+    },
+    /// Every import an `ensure-imports` hook lists is in the module already.
+    #[error("already imported: {}", .imports.join(", "))]
+    AlreadyImported {
+        /// The imports found, as the module writes them.
+        imports: Vec<String>,
+    },
+    /// The class defines the method an `add-forwarder` hook would add.
+    #[error("already present: `{path}` (line {line})")]
+    AlreadyPresent {
+        /// The method's path.
+        path: String,
+        /// Its 1-based line.
+        line: usize,
+    },
+}
+
+impl From<SkipReason> for Reason {
+    fn from(skip: SkipReason) -> Reason {
+        Reason {
+            text: skip.to_string(),
+            cause: None,
+            skip: Some(skip),
+        }
+    }
 }
 
 impl Reason {
@@ -87,6 +132,7 @@ impl Reason {
         Reason {
             text: text.into(),
             cause: None,
+            skip: None,
         }
     }
 
@@ -96,6 +142,7 @@ impl Reason {
         Reason {
             text: err.to_string(),
             cause: Some(Arc::new(err)),
+            skip: None,
         }
     }
 
@@ -106,6 +153,7 @@ impl Reason {
         Reason {
             text: err.clone().without_hook().to_string(),
             cause: Some(Arc::new(err)),
+            skip: None,
         }
     }
 
@@ -120,6 +168,12 @@ impl Reason {
     pub fn cause(&self) -> Option<&Error> {
         self.cause.as_deref()
     }
+
+    /// Why the hook had nothing to do, when no error is the cause and the library knows why.
+    #[must_use]
+    pub fn skip(&self) -> Option<&SkipReason> {
+        self.skip.as_ref()
+    }
 }
 
 impl PartialEq for Reason {
@@ -133,7 +187,7 @@ impl PartialEq for Reason {
                 )
             })
         };
-        self.text == other.text && key(&self.cause) == key(&other.cause)
+        self.text == other.text && key(&self.cause) == key(&other.cause) && self.skip == other.skip
     }
 }
 

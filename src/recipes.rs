@@ -10,7 +10,7 @@ pub mod config;
 
 use std::path::Path;
 
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind, Location, SpecReason};
 use crate::spec::Recipe;
 
 /// What names a bundled recipe where a recipe file's path is expected: `builtin:NAME`.
@@ -69,17 +69,15 @@ pub fn builtin(catalogue: &[BundledRecipe], name: &str) -> Option<Result<Recipe,
 pub fn load(spec: &str, catalogue: &[BundledRecipe]) -> Result<Recipe, Error> {
     if let Some(name) = spec.strip_prefix(BUILTIN_PREFIX) {
         return builtin(catalogue, name).unwrap_or_else(|| {
-            let known = if catalogue.is_empty() {
-                "there are no builtin recipes".to_string()
-            } else {
-                let names: Vec<String> = catalogue
-                    .iter()
-                    .map(|r| format!("{BUILTIN_PREFIX}{}", r.name))
-                    .collect();
-                format!("the builtin recipes are {}", names.join(", "))
-            };
+            let known = catalogue
+                .iter()
+                .map(|r| format!("{BUILTIN_PREFIX}{}", r.name))
+                .collect();
             Err(ErrorKind::Spec {
-                message: format!("no builtin recipe `{name}`; {known}"),
+                reason: SpecReason::UnknownBuiltin {
+                    name: name.to_string(),
+                    known,
+                },
                 cause: None,
             }
             .at(Location::new(spec, 1, 1)))

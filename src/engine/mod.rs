@@ -21,7 +21,7 @@ use crate::edit::Edit;
 use crate::error::{Error, ErrorKind, MarkerReason};
 use crate::marker::{self, Frame, FrameKind};
 use crate::outcome::Blocks;
-pub use crate::outcome::{HookOutcome, Reason, Status};
+pub use crate::outcome::{HookOutcome, Reason, SkipReason, Status};
 use crate::outline::ParsedFile;
 use crate::parse::parse_snippet;
 use crate::source::SourceFile;

@@ -6,7 +6,7 @@ use crate::edit::Edit;
 use crate::error::PlacementReason;
 use crate::error::{Error, ErrorKind};
 use crate::locate::Target;
-use crate::outcome::Reason;
+use crate::outcome::{Reason, SkipReason};
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::pattern::{Depth, Pattern};
 use crate::place::{Placer, Refusal, Refused, MAX_ADDED_BYTES};
@@ -46,7 +46,7 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
                 Ok(planned)
             }) {
                 Ok(Ok(edits)) => HookPlan::Edits(edits),
-                Ok(Err(reason)) => HookPlan::Skipped(Reason::new(reason)),
+                Ok(Err(reason)) => HookPlan::Skipped(reason.into()),
                 Err(err) if hook.optional => HookPlan::Skipped(Reason::skipped(err)),
                 Err(err) => HookPlan::Failed(err),
             };
@@ -88,10 +88,10 @@ fn plan_hook(
     hook: &Hook,
     file: &ParsedFile,
     string_lines: &[usize],
-) -> Result<Result<Vec<Edit>, String>, Error> {
+) -> Result<Result<Vec<Edit>, SkipReason>, Error> {
     for path in &hook.requires {
         if file.find_all(path.split('#').next().unwrap_or(path)).is_empty() {
-            return Ok(Err(format!("requires `{path}`, which this file does not define")));
+            return Ok(Err(SkipReason::Requires { path: path.clone() }));
         }
     }
     let targets: Vec<Option<&Definition>> = match &hook.target {
@@ -141,17 +141,15 @@ fn plan_target(
     file: &ParsedFile,
     string_lines: &[usize],
     target: Option<&Definition>,
-) -> Result<Result<Vec<Edit>, String>, Error> {
+) -> Result<Result<Vec<Edit>, SkipReason>, Error> {
     let placement_error = |refusal: Refusal| refusal_error(file, hook, refusal);
     let body = target.map_or(file.module_block(), |def| {
         file.node(def).field("body").expect("definitions have a body")
     });
     if let Some(when) = &hook.when {
         if when.find_in(body, Depth::Nested).is_empty() {
-            return Ok(Err(format!(
-                "not applicable: nothing in the target matches `{}`",
-                when.text()
-            )));
+            let pattern = when.text().to_string();
+            return Ok(Err(SkipReason::NotApplicable { pattern }));
         }
     }
     let params = target.map(|def| parameter_names(file.node(def))).unwrap_or_default();
@@ -167,7 +165,7 @@ fn plan_target(
         (Action::EnsureImports(imports), _) => {
             let (edits, present) = placer.ensure_imports(imports).map_err(placement_error)?;
             if edits.is_empty() {
-                return Ok(Err(format!("already imported: {}", present.join(", "))));
+                return Ok(Err(SkipReason::AlreadyImported { imports: present }));
             }
             edits
         }
@@ -199,7 +197,7 @@ fn plan_target(
                 ));
             }
             if let Some((path, line)) = class_member(file, def, method) {
-                return Ok(Err(format!("already present: `{path}` (line {line})")));
+                return Ok(Err(SkipReason::AlreadyPresent { path, line }));
             }
             if !assigns_self_attribute(file.node(def), via) {
                 let reason = PlacementReason::NeverAssigns {

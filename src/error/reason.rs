@@ -1,5 +1,7 @@
-//! The typed reasons of [`ErrorKind::Placement`](crate::ErrorKind::Placement),
-//! [`ErrorKind::Verify`](crate::ErrorKind::Verify) and [`ErrorKind::Marker`](crate::ErrorKind::Marker):
+//! The typed reasons of [`ErrorKind::Spec`](crate::ErrorKind::Spec),
+//! [`ErrorKind::Placement`](crate::ErrorKind::Placement),
+//! [`ErrorKind::Verify`](crate::ErrorKind::Verify), [`ErrorKind::Marker`](crate::ErrorKind::Marker)
+//! and [`ErrorKind::Selection`](crate::ErrorKind::Selection):
 //! a caller tells reasons apart by variant, never by message text. Each reason's `Display` is
 //! the message the library has always shown.
 
@@ -251,4 +253,333 @@ pub enum MarkerReason {
         /// The hook.
         hook: String,
     },
+}
+
+/// What is wrong with a hook spec ([`ErrorKind::Spec`](crate::ErrorKind::Spec)); the error's
+/// location is the key or table at fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecReason {
+    /// The TOML reader refuses the text (syntax, unknown field, wrong type); the position is the
+    /// error's location.
+    #[error("{message}")]
+    Toml {
+        /// The TOML reader's message.
+        message: String,
+    },
+    /// The value has an error of its own (a bad target path, code too long), which is the spec
+    /// error's cause and says it all.
+    #[error("")]
+    Value,
+    /// A recipe or hook id with other characters than those a marker can hold.
+    #[error("id `{id}` must be non-empty ASCII letters, digits, `-`, `_` or `.`")]
+    BadId {
+        /// The id as written.
+        id: String,
+    },
+    /// A summary or note with a line break or another control character.
+    #[error("the {what} must be one line without control characters (found {found:?})")]
+    NotOneLine {
+        /// `summary` or `note`.
+        what: &'static str,
+        /// The first control character.
+        found: char,
+    },
+    /// A `[vars]` value with a line that looks like a pysplice marker.
+    #[error("variable `{name}` has a line that looks like a pysplice marker; the next run would take it for one")]
+    MarkerLikeVariable {
+        /// The variable.
+        name: String,
+    },
+    /// Code with a line that looks like a pysplice marker.
+    #[error("the code has a line that looks like a pysplice marker; the next run would take it for one")]
+    MarkerLikeCode,
+    /// Two hooks with one id.
+    #[error("duplicate hook id (first used at line {first_line})")]
+    DuplicateHook {
+        /// 1-based line of the first hook with the id.
+        first_line: usize,
+    },
+    /// A `[select.NAME]` table is wrong.
+    #[error("[select.{name}]: {problem}")]
+    Selector {
+        /// The selector's name.
+        name: String,
+        /// What is wrong with it.
+        problem: SelectorProblem,
+    },
+    /// `[conventions] entry-list` is not a Python name.
+    #[error("[conventions]: entry-list `{name}` is not a Python name")]
+    EntryListNotAName {
+        /// The value as written.
+        name: String,
+    },
+    /// A hook has none or several of the placements.
+    #[error("a hook needs exactly one of `ensure-imports`, `at`, `wrap-returns`, `replace`, `add-forwarder`")]
+    PlacementCount,
+    /// `in = { class = NAME }` names no selector.
+    #[error("`class = \"{class}\"` names no selector; the recipe has {}", selector_list(known))]
+    UnknownSelector {
+        /// The name as written.
+        class: String,
+        /// The recipe's selectors.
+        known: Vec<String>,
+    },
+    /// `in = { method = NAME }` is not a Python name.
+    #[error("`method = \"{method}\"` is not a Python name")]
+    MethodNotAName {
+        /// The value as written.
+        method: String,
+    },
+    /// `at` or `replace` without `code`.
+    #[error("`at` and `replace` need `code`")]
+    CodeMissing,
+    /// `code` without `at` or `replace`.
+    #[error("`code` is only used with `at` or `replace`")]
+    CodeUnused,
+    /// `unless-inside` without `wrap-returns`.
+    #[error("`unless-inside` is only used with `wrap-returns`")]
+    UnlessInsideAlone,
+    /// `add-forwarder` without `via`, or `via` without `add-forwarder`.
+    #[error("`add-forwarder` and `via` go together")]
+    ForwarderVia,
+    /// `nth` or `depth` outside `replace` and `at = { ... }`.
+    #[error("`nth` and `depth` belong to `replace` or inside `at = {{ ... }}`")]
+    NthDepthAlone,
+    /// `ensure-imports` with an `in` target.
+    #[error("`ensure-imports` works on the module; drop `in`")]
+    ImportsNeedModule,
+    /// An `ensure-imports` entry on several lines.
+    #[error("`{text}` spans several lines; write one import per entry, on one line")]
+    ImportSpansLines {
+        /// The entry.
+        text: String,
+    },
+    /// An `ensure-imports` entry that is not one import of one name.
+    #[error("`{text}` is not one import of one name (`os`, `a as b`, `from a import b`)")]
+    NotOneImport {
+        /// The entry (trimmed).
+        text: String,
+    },
+    /// `wrap-returns` on the module.
+    #[error("`wrap-returns` needs a function target")]
+    WrapNeedsFunction,
+    /// A `wrap-returns` template without `{value}`.
+    #[error("the template must use `{{value}}` (the returned value)")]
+    WrapNeedsValue,
+    /// An `add-forwarder` method or `via` attribute that is not a Python name.
+    #[error("`{name}` is not a Python name")]
+    ForwarderNotAName {
+        /// The value as written.
+        name: String,
+    },
+    /// `add-forwarder` on the module.
+    #[error("`add-forwarder` needs a class target")]
+    ForwarderNeedsClass,
+    /// `at = "after-imports"` for a definition.
+    #[error("`after-imports` is for `in = \"module\"`")]
+    AfterImportsNeedsModule,
+    /// An `at` name that is no anchor.
+    #[error(
+        "unknown anchor `{anchor}`; use start, end, after-imports, {{ before = PATTERN }} or {{ after = PATTERN }}"
+    )]
+    UnknownAnchor {
+        /// The name as written.
+        anchor: String,
+    },
+    /// `at = { ... }` with none or both of `before` and `after`.
+    #[error("`at = {{ ... }}` needs exactly one of `before` and `after`")]
+    AnchorSides,
+    /// `{value}` outside `wrap-returns`.
+    #[error("`{{value}}` (the returned value) exists only in `wrap-returns`")]
+    ValueOutsideWrap,
+    /// A placeholder that names no variable.
+    #[error("`{{{name}}}` names no variable: define `{name}` in [vars], or write `{{{{{name}}}}}` for literal braces")]
+    UnknownVariable {
+        /// The placeholder's name.
+        name: String,
+    },
+    /// A `{param.N}` placeholder in code for the module.
+    #[error("`{{{name}}}` names a parameter, but the hook's target is the module")]
+    ParameterInModule {
+        /// The placeholder's name (`param.0`).
+        name: String,
+    },
+    /// A pattern that does not parse (the cause says why).
+    #[error("pattern `{text}` is not valid")]
+    InvalidPattern {
+        /// The pattern as written.
+        text: String,
+    },
+    /// A pattern of several statements.
+    #[error("a pattern is exactly one statement or expression; `{text}` has {count}")]
+    PatternNotOneStatement {
+        /// The pattern as written.
+        text: String,
+        /// How many statements it has.
+        count: usize,
+    },
+    /// Code that does not parse as Python (the cause says why).
+    #[error("code does not parse as Python")]
+    CodeUnparsable,
+    /// `builtin:NAME` names no recipe of the catalogue the caller passed.
+    #[error("no builtin recipe `{name}`; {}", known_builtins(known))]
+    UnknownBuiltin {
+        /// The name asked for (after `builtin:`).
+        name: String,
+        /// The catalogue's names, each with its `builtin:` prefix.
+        known: Vec<String>,
+    },
+}
+
+/// The names of a catalogue, as [`SpecReason::UnknownBuiltin`] says them.
+fn known_builtins(known: &[String]) -> String {
+    if known.is_empty() {
+        "there are no builtin recipes".to_string()
+    } else {
+        format!("the builtin recipes are {}", known.join(", "))
+    }
+}
+
+/// What is wrong with a `[select.NAME]` table ([`SpecReason::Selector`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectorProblem {
+    /// The name has other characters than letters, digits, `_` or `-`.
+    #[error("the name must be letters, digits, `_` or `-`")]
+    BadName,
+    /// A `has-method`, `assigns` or `via` value that is not a Python name.
+    #[error("`{text}` is not a Python name")]
+    NotAName {
+        /// The value as written.
+        text: String,
+    },
+    /// A root selector that chooses nothing.
+    #[error("a root selector needs `entries = true` or `has-method`; a derived one `held-by`")]
+    RootChoosesNothing,
+    /// `via` or `assigns` in a root selector.
+    #[error("`via` and `assigns` belong to `held-by`")]
+    DerivedKeysInRoot,
+    /// `entries`, `has-method` or `exclude` in a derived selector.
+    #[error("`entries`, `has-method` and `exclude` belong to root selectors (without `held-by`)")]
+    RootKeysInDerived,
+    /// `held-by` names no selector.
+    #[error("`held-by = \"{by}\"` names no selector; the recipe has {}", selector_list(known))]
+    UnknownHolder {
+        /// The name as written.
+        by: String,
+        /// The recipe's selectors.
+        known: Vec<String>,
+    },
+    /// `held-by` names the selector itself.
+    #[error("a selector cannot hold itself")]
+    HoldsItself,
+    /// `entries = true` without `[conventions] entry-list`.
+    #[error("`entries = true` needs the variable that lists entry classes: `[conventions] entry-list = \"NAME\"`")]
+    EntriesWithoutList,
+    /// `held-by` chains that come back to this selector.
+    #[error("`held-by` goes round in a circle ({})", chain.join(" -> "))]
+    Circle {
+        /// The selectors of the circle, from this one.
+        chain: Vec<String>,
+    },
+}
+
+/// The recipe's selector names for a message, quoted, or that it has none.
+fn selector_list(names: &[String]) -> String {
+    if names.is_empty() {
+        return "no `[select.NAME]` table".into();
+    }
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// Why a class asked for by name has no answer ([`ErrorKind::Selection`](crate::ErrorKind::Selection)).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectionReason {
+    /// The class is none of those the recipe's root selectors choose.
+    #[error(
+        "`{}` is none of the classes this recipe selects{}",
+        crate::suggest::shown(name),
+        crate::suggest::did_you_mean(closest)
+    )]
+    NotSelected {
+        /// The name asked for.
+        name: String,
+        /// The closest names that are selected, best first.
+        closest: Vec<String>,
+    },
+    /// Every class of that name is selected but skipped.
+    #[error("`{name}` cannot be patched: {why}")]
+    CannotPatch {
+        /// The name asked for.
+        name: String,
+        /// Why it is skipped.
+        why: String,
+    },
+    /// A reason of a recipe catalogue (architecture selection, a model's `config.json`), in its
+    /// own words.
+    #[error("{0}")]
+    Catalogue(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reasons whose text has braces or quotes read as the messages always have.
+    #[test]
+    fn spec_reasons_with_braces_read_as_before() {
+        let name = || "x".to_string();
+        let cases = [
+            (
+                SpecReason::ValueOutsideWrap,
+                "`{value}` (the returned value) exists only in `wrap-returns`",
+            ),
+            (
+                SpecReason::WrapNeedsValue,
+                "the template must use `{value}` (the returned value)",
+            ),
+            (
+                SpecReason::NthDepthAlone,
+                "`nth` and `depth` belong to `replace` or inside `at = { ... }`",
+            ),
+            (
+                SpecReason::AnchorSides,
+                "`at = { ... }` needs exactly one of `before` and `after`",
+            ),
+            (
+                SpecReason::AfterImportsNeedsModule,
+                "`after-imports` is for `in = \"module\"`",
+            ),
+            (
+                SpecReason::UnknownVariable { name: name() },
+                "`{x}` names no variable: define `x` in [vars], or write `{{x}}` for literal braces",
+            ),
+            (
+                SpecReason::ParameterInModule { name: name() },
+                "`{x}` names a parameter, but the hook's target is the module",
+            ),
+            (
+                SpecReason::UnknownAnchor { anchor: name() },
+                "unknown anchor `x`; use start, end, after-imports, { before = PATTERN } or { after = PATTERN }",
+            ),
+            (
+                SpecReason::UnknownSelector {
+                    class: name(),
+                    known: Vec::new(),
+                },
+                "`class = \"x\"` names no selector; the recipe has no `[select.NAME]` table",
+            ),
+            (SpecReason::Value, ""),
+        ];
+        for (reason, text) in cases {
+            assert_eq!(reason.to_string(), text);
+        }
+        let problem = SelectorProblem::EntriesWithoutList.to_string();
+        assert_eq!(
+            problem,
+            "`entries = true` needs the variable that lists entry classes: `[conventions] entry-list = \"NAME\"`"
+        );
+    }
 }

@@ -14,7 +14,7 @@ mod list;
 
 use std::collections::HashMap;
 
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind, Location, SpecReason};
 use crate::parse::parse_snippet;
 use crate::syntax::{kind, Node, LIST};
 
@@ -60,10 +60,10 @@ impl Pattern {
         let mut stmts = parse_snippet("<pattern>", &source)?;
         if stmts.len() != 1 {
             return Err(ErrorKind::Spec {
-                message: format!(
-                    "a pattern is exactly one statement or expression; `{text}` has {}",
-                    stmts.len()
-                ),
+                reason: SpecReason::PatternNotOneStatement {
+                    text: text.to_string(),
+                    count: stmts.len(),
+                },
                 cause: None,
             }
             .at(Location::new("<pattern>", 1, 1)));

@@ -59,7 +59,7 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use crate::error::Error;
+use crate::error::{Error, Location};
 use crate::source::SourceFile;
 
 pub use crate::spec::Conventions;
@@ -81,13 +81,11 @@ use scope::class_statement_names;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct FileProblem {
-    /// The file, relative to the scanned directory.
-    pub file: String,
-    /// 1-based line (1 when unknown).
-    pub line: usize,
-    /// 1-based column (1 when unknown).
-    pub column: usize,
-    /// What went wrong: the error's message without its place (which the fields above hold).
+    /// Where: the file, relative to the scanned directory, and the 1-based line and column
+    /// (1 when unknown).
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub location: Location,
+    /// What went wrong: the error's message without its place (which `location` holds).
     pub message: String,
 }
 
@@ -96,9 +94,7 @@ impl FileProblem {
     /// error.
     pub(crate) fn new(file: &str, err: &Error) -> FileProblem {
         FileProblem {
-            file: file.to_string(),
-            line: err.location().line,
-            column: err.location().column,
+            location: Location::new(file, err.location().line, err.location().column),
             message: err.message().to_string(),
         }
     }

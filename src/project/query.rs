@@ -7,6 +7,7 @@ use std::fmt;
 use super::facts::{AttributeKind, MethodKind, UseKind};
 use super::graph::{ClassGraph, ClassId, RunPath};
 use super::{Project, QueryError, Scope};
+use crate::locate::DottedPath;
 use crate::syntax::is_identifier;
 
 mod chains;
@@ -372,17 +373,18 @@ impl Project {
     /// [`QueryError::BadPath`] for a path without a method, [`QueryError::UnknownClass`] /
     /// [`QueryError::UnknownMethod`] with close candidates.
     pub fn reach(&self, path: &str) -> Result<Reach, QueryError> {
-        let Some((class, method)) = path.trim().rsplit_once('.') else {
-            return Err(QueryError::BadPath {
-                path: path.to_string(),
-                reason: "write `Class.method`, such as `DeepseekV2Model.forward`".into(),
-            });
+        let bad = |reason: &str| QueryError::BadPath {
+            path: path.to_string(),
+            reason: reason.into(),
         };
-        if !is_identifier(method) || class.split('.').any(|s| !is_identifier(s)) {
-            return Err(QueryError::BadPath {
-                path: path.to_string(),
-                reason: "each part must be a Python name".into(),
-            });
+        let text = path.trim();
+        let Some((class, method)) = text.rsplit_once('.') else {
+            return Err(bad("write `Class.method`, such as `DeepseekV2Model.forward`"));
+        };
+        // The class may be module-qualified; no ordinal, each part a Python name.
+        match DottedPath::parse(text, is_identifier) {
+            Ok(dotted) if dotted.ordinal.is_none() => {}
+            _ => return Err(bad("each part must be a Python name")),
         }
         let simple = class.rsplit('.').next().unwrap_or(class);
         let graph = self.graph(&Scope::Related(vec![simple.to_string()]));

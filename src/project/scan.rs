@@ -56,7 +56,7 @@ impl Project {
         let mut unlisted = Vec::new();
         walk(dir, dir, &mut paths, &mut unlisted).map_err(io)?;
         paths.sort();
-        unlisted.sort_by(|a: &(FileProblem, Error), b| a.0.file.cmp(&b.0.file));
+        unlisted.sort_by(|a: &(FileProblem, Error), b| a.0.location.file.cmp(&b.0.location.file));
         let read: Vec<Result<String, (FileProblem, Error)>> =
             paths.par_iter().map(|(path, rel)| read_text(dir, path, rel)).collect();
         let (texts, errors): (Vec<_>, Vec<_>) = read

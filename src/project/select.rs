@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use super::facts::{dotted, AttributeKind};
 use super::graph::{ClassGraph, ClassId};
 use super::{Project, Resolved, Scope};
-use crate::error::{Error, ErrorKind, Location, PlacementReason};
+use crate::error::{Error, ErrorKind, Location, PlacementReason, SelectionReason};
 use crate::locate::Target;
 use crate::outline::{DefKind, ParsedFile};
 use crate::source::SourceFile;
@@ -175,18 +175,20 @@ pub fn expand(
             for name in names {
                 let found = selection.named(name);
                 if found.is_empty() {
-                    return Err(selection_error(
-                        root,
-                        format!(
-                            "`{}` is none of the classes this recipe selects{}",
-                            crate::suggest::shown(name),
-                            crate::suggest::did_you_mean(&crate::suggest::closest(name, selection.names(), 6))
-                        ),
-                    ));
+                    let closest = crate::suggest::closest(name, selection.names(), 6);
+                    let reason = SelectionReason::NotSelected {
+                        name: name.clone(),
+                        closest,
+                    };
+                    return Err(selection_error(root, reason));
                 }
                 if let Some(skipped) = found.iter().find_map(|r| r.skipped.as_ref()) {
                     if found.iter().all(|r| r.skipped.is_some()) {
-                        return Err(selection_error(root, format!("`{name}` cannot be patched: {skipped}")));
+                        let reason = SelectionReason::CannotPatch {
+                            name: name.clone(),
+                            why: skipped.clone(),
+                        };
+                        return Err(selection_error(root, reason));
                     }
                 }
                 found
@@ -279,8 +281,8 @@ pub fn in_file(recipe: &Recipe, file: &ParsedFile, hook: &str) -> Result<Vec<Str
     Ok(paths)
 }
 
-fn selection_error(root: &str, message: String) -> Error {
-    ErrorKind::Selection { message }.at(Location::new(root, 1, 1))
+fn selection_error(root: &str, reason: SelectionReason) -> Error {
+    ErrorKind::Selection { reason }.at(Location::new(root, 1, 1))
 }
 
 /// Parsed files and the graph, for one selection.

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, SpecReason};
 use crate::locate::Target;
 use crate::marker;
 use crate::parse::parse_snippet;
@@ -15,7 +15,6 @@ use crate::syntax::{is_identifier, kind};
 use crate::template::{Bindings, Template, MAX_RENDERED_BYTES};
 
 use super::raw::{RawAt, RawHook, RawIn};
-use super::selectors::quoted_list;
 use super::{check_id, check_line, key_offset, spec_error, MAX_RECIPE_CODE_BYTES};
 use super::{Action, Anchor, ClassSelector, Hook, ImportLine, Selector};
 
@@ -53,7 +52,7 @@ pub(super) fn compile_hook(
         None => None,
     };
     for path in &raw.requires {
-        Target::parse(path, file.name()).map_err(|err| table.caused("requires", "", err))?;
+        Target::parse(path, file.name()).map_err(|err| table.caused("requires", SpecReason::Value, err))?;
     }
     let location = file.location(table.at_key("id"));
     Ok(Hook {
@@ -85,22 +84,22 @@ impl HookTable<'_> {
         key_offset(self.file, &self.span, key)
     }
 
-    fn fail(&self, key: &str, message: String) -> Error {
-        spec_error(self.file, self.at_key(key), message, Some(self.id))
+    fn fail(&self, key: &str, reason: SpecReason) -> Error {
+        spec_error(self.file, self.at_key(key), reason, Some(self.id))
     }
 
     /// A value with an error of its own (a pattern or code that does not parse, a bad path):
-    /// that error is the spec error's source, shown after `message`.
-    fn caused(&self, key: &str, message: &str, cause: Error) -> Error {
+    /// that error is the spec error's source, shown after `reason`.
+    fn caused(&self, key: &str, reason: SpecReason, cause: Error) -> Error {
         let kind = ErrorKind::Spec {
-            message: message.to_string(),
+            reason,
             cause: Some(Box::new(cause)),
         };
         kind.at(self.file.location(self.at_key(key))).with_hook(self.id)
     }
 
     fn pattern(&self, key: &str, text: &str) -> Result<Pattern, Error> {
-        Pattern::parse(text).map_err(|err| self.caused(key, &format!("pattern `{text}` is not valid"), err))
+        Pattern::parse(text).map_err(|err| self.caused(key, SpecReason::InvalidPattern { text: text.to_string() }, err))
     }
 
     /// The template of `key`, checked: known placeholders, no marker-like line, valid Python
@@ -114,13 +113,13 @@ impl HookTable<'_> {
                 _ => name.starts_with("param.") || vars.contains_key(name),
             };
             if !known {
-                let message = if name == "value" {
-                    "`{value}` (the returned value) exists only in `wrap-returns`".to_string()
+                let reason = if name == "value" {
+                    SpecReason::ValueOutsideWrap
                 } else {
-                    format!("`{{{name}}}` names no variable: define `{name}` in [vars], or write `{{{{{name}}}}}` for literal braces")
+                    SpecReason::UnknownVariable { name: name.to_string() }
                 };
                 let at = placeholder_offset(file, span, self.at_key(key), name);
-                return Err(spec_error(file, at, message, Some(id)));
+                return Err(spec_error(file, at, reason, Some(id)));
             }
         }
         let params: Vec<String> = (0..16).map(|i| format!("__param_{i}__")).collect();
@@ -139,16 +138,11 @@ impl HookTable<'_> {
         })?;
         if rendered.lines().any(marker::looks_like_marker) {
             let at = marker_offset(file.text(), self.at_key(key)..span.end).unwrap_or(self.at_key(key));
-            return Err(spec_error(
-                file,
-                at,
-                "the code has a line that looks like a pysplice marker; the next run would take it for one".into(),
-                Some(id),
-            ));
+            return Err(spec_error(file, at, SpecReason::MarkerLikeCode, Some(id)));
         }
         if self.probe {
             let probe = if wrap { format!("return {rendered}") } else { rendered };
-            parse_snippet("<code>", &probe).map_err(|err| self.caused(key, "code does not parse as Python", err))?;
+            parse_snippet("<code>", &probe).map_err(|err| self.caused(key, SpecReason::CodeUnparsable, err))?;
         }
         Ok(template)
     }
@@ -179,7 +173,7 @@ impl HookTable<'_> {
             bytes,
             limit,
         };
-        self.caused(key, "", kind.at(at))
+        self.caused(key, SpecReason::Value, kind.at(at))
     }
 
     /// Exactly one placement.
@@ -192,10 +186,7 @@ impl HookTable<'_> {
             raw.add_forwarder.is_some(),
         ];
         if placements.iter().filter(|&&p| p).count() != 1 {
-            return Err(self.fail(
-                "id",
-                "a hook needs exactly one of `ensure-imports`, `at`, `wrap-returns`, `replace`, `add-forwarder`".into(),
-            ));
+            return Err(self.fail("id", SpecReason::PlacementCount));
         }
         Ok(())
     }
@@ -205,22 +196,17 @@ impl HookTable<'_> {
         Ok(match &raw.target {
             None => Target::Module,
             Some(RawIn::Path(text)) => {
-                Target::parse(text, self.file.name()).map_err(|err| self.caused("in", "", err))?
+                Target::parse(text, self.file.name()).map_err(|err| self.caused("in", SpecReason::Value, err))?
             }
             Some(RawIn::Select(select)) => {
                 if !selectors.iter().any(|s| s.name == select.class) {
-                    let names: Vec<String> = selectors.iter().map(|s| s.name.clone()).collect();
-                    return Err(self.fail(
-                        "in",
-                        format!(
-                            "`class = \"{}\"` names no selector; the recipe has {}",
-                            select.class,
-                            quoted_list(&names)
-                        ),
-                    ));
+                    let known: Vec<String> = selectors.iter().map(|s| s.name.clone()).collect();
+                    let class = select.class.clone();
+                    return Err(self.fail("in", SpecReason::UnknownSelector { class, known }));
                 }
                 if let Some(method) = select.method.as_deref().filter(|m| !is_identifier(m)) {
-                    return Err(self.fail("in", format!("`method = \"{method}\"` is not a Python name")));
+                    let method = method.to_string();
+                    return Err(self.fail("in", SpecReason::MethodNotAName { method }));
                 }
                 Target::Select {
                     selector: select.class.clone(),
@@ -234,27 +220,21 @@ impl HookTable<'_> {
     fn check_companions(&self, raw: &RawHook) -> Result<(), Error> {
         let needs_code = raw.at.is_some() || raw.replace.is_some();
         if needs_code != raw.code.is_some() {
-            let message = if needs_code {
-                "`at` and `replace` need `code`"
+            let reason = if needs_code {
+                SpecReason::CodeMissing
             } else {
-                "`code` is only used with `at` or `replace`"
+                SpecReason::CodeUnused
             };
-            return Err(self.fail("code", message.into()));
+            return Err(self.fail("code", reason));
         }
         if raw.unless_inside.is_some() && raw.wrap_returns.is_none() {
-            return Err(self.fail(
-                "unless-inside",
-                "`unless-inside` is only used with `wrap-returns`".into(),
-            ));
+            return Err(self.fail("unless-inside", SpecReason::UnlessInsideAlone));
         }
         if raw.via.is_some() != raw.add_forwarder.is_some() {
-            return Err(self.fail("via", "`add-forwarder` and `via` go together".into()));
+            return Err(self.fail("via", SpecReason::ForwarderVia));
         }
         if (raw.nth.is_some() || raw.depth.is_some()) && raw.replace.is_none() {
-            return Err(self.fail(
-                "nth",
-                "`nth` and `depth` belong to `replace` or inside `at = { ... }`".into(),
-            ));
+            return Err(self.fail("nth", SpecReason::NthDepthAlone));
         }
         Ok(())
     }
@@ -264,11 +244,11 @@ impl HookTable<'_> {
         let code = || self.code("code", raw.code.as_deref().unwrap_or_default(), false);
         if let Some(imports) = &raw.ensure_imports {
             if !is_module {
-                return Err(self.fail("in", "`ensure-imports` works on the module; drop `in`".into()));
+                return Err(self.fail("in", SpecReason::ImportsNeedModule));
             }
             let lines = imports
                 .iter()
-                .map(|text| import_line(text).map_err(|message| self.fail("ensure-imports", message)))
+                .map(|text| import_line(text).map_err(|reason| self.fail("ensure-imports", reason)))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Action::EnsureImports(lines))
         } else if let Some(at) = &raw.at {
@@ -276,14 +256,11 @@ impl HookTable<'_> {
             Ok(Action::Insert { at, code: code()? })
         } else if let Some(text) = &raw.wrap_returns {
             if is_module {
-                return Err(self.fail("in", "`wrap-returns` needs a function target".into()));
+                return Err(self.fail("in", SpecReason::WrapNeedsFunction));
             }
             let template = self.code("wrap-returns", text, true)?;
             if !template.mentions("value") {
-                return Err(self.fail(
-                    "wrap-returns",
-                    "the template must use `{value}` (the returned value)".into(),
-                ));
+                return Err(self.fail("wrap-returns", SpecReason::WrapNeedsValue));
             }
             let unless_inside = match &raw.unless_inside {
                 Some(text) => Some(self.pattern("unless-inside", text)?),
@@ -307,11 +284,12 @@ impl HookTable<'_> {
             let via = raw.via.clone().unwrap_or_default();
             for name in [&method, &via] {
                 if !is_identifier(name) {
-                    return Err(self.fail("add-forwarder", format!("`{name}` is not a Python name")));
+                    let name = name.to_string();
+                    return Err(self.fail("add-forwarder", SpecReason::ForwarderNotAName { name }));
                 }
             }
             if is_module {
-                return Err(self.fail("in", "`add-forwarder` needs a class target".into()));
+                return Err(self.fail("in", SpecReason::ForwarderNeedsClass));
             }
             Ok(Action::AddForwarder { method, via })
         }
@@ -324,12 +302,10 @@ impl HookTable<'_> {
                 "start" => Anchor::Start,
                 "end" => Anchor::End,
                 "after-imports" if is_module => Anchor::AfterImports,
-                "after-imports" => return Err(self.fail("at", "`after-imports` is for `in = \"module\"`".into())),
+                "after-imports" => return Err(self.fail("at", SpecReason::AfterImportsNeedsModule)),
                 other => {
-                    return Err(self.fail(
-                        "at",
-                        format!("unknown anchor `{other}`; use start, end, after-imports, {{ before = PATTERN }} or {{ after = PATTERN }}"),
-                    ))
+                    let anchor = other.to_string();
+                    return Err(self.fail("at", SpecReason::UnknownAnchor { anchor }));
                 }
             },
             RawAt::Anchor(anchor) => match (&anchor.before, &anchor.after) {
@@ -343,7 +319,7 @@ impl HookTable<'_> {
                     nth: anchor.nth,
                     depth: anchor.depth,
                 }),
-                _ => return Err(self.fail("at", "`at = { ... }` needs exactly one of `before` and `after`".into())),
+                _ => return Err(self.fail("at", SpecReason::AnchorSides)),
             },
         })
     }
@@ -353,12 +329,8 @@ impl HookTable<'_> {
         if let Action::Insert { code, .. } | Action::Replace { code, .. } = action {
             if let Some((_, name)) = code.placeholders().into_iter().find(|(_, n)| n.starts_with("param.")) {
                 let at = placeholder_offset(self.file, &self.span, self.at_key("code"), name);
-                return Err(spec_error(
-                    self.file,
-                    at,
-                    format!("`{{{name}}}` names a parameter, but the hook's target is the module"),
-                    Some(self.id),
-                ));
+                let reason = SpecReason::ParameterInModule { name: name.to_string() };
+                return Err(spec_error(self.file, at, reason, Some(self.id)));
             }
         }
         Ok(())
@@ -386,19 +358,18 @@ pub(super) fn marker_offset(text: &str, range: Range<usize>) -> Option<usize> {
 }
 
 /// Parses one `ensure-imports` entry: `os`, `numpy as np`, `import a.b`, `from a import b as c`.
-fn import_line(text: &str) -> Result<ImportLine, String> {
+fn import_line(text: &str) -> Result<ImportLine, SpecReason> {
     let text = text.trim();
     if text.contains(['\n', '\r']) {
-        return Err(format!(
-            "`{text}` spans several lines; write one import per entry, on one line"
-        ));
+        let text = text.to_string();
+        return Err(SpecReason::ImportSpansLines { text });
     }
     let statement = if text.starts_with("import ") || text.starts_with("from ") {
         text.to_string()
     } else {
         format!("import {text}")
     };
-    let bad = || format!("`{text}` is not one import of one name (`os`, `a as b`, `from a import b`)");
+    let bad = || SpecReason::NotOneImport { text: text.to_string() };
     let stmts = parse_snippet("<import>", &statement).map_err(|_| bad())?;
     let [stmt] = stmts.as_slice() else { return Err(bad()) };
     let names = stmt.field("names").map(|n| n.children()).unwrap_or_default();

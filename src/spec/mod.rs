@@ -37,7 +37,7 @@ use std::ops::Range;
 
 use serde::Deserialize;
 
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind, Location, SpecReason};
 use crate::locate::Target;
 use crate::marker;
 use crate::pattern::{Depth, Pattern};
@@ -297,7 +297,10 @@ impl Recipe {
         let raw: RawSpec = toml::from_str(text).map_err(|err| {
             let offset = err.span().map_or(0, |span| span.start);
             let hook = enclosing_hook_id(text, offset);
-            spec_error(&file, offset, err.message().trim().to_string(), hook.as_deref())
+            let reason = SpecReason::Toml {
+                message: err.message().trim().to_string(),
+            };
+            spec_error(&file, offset, reason, hook.as_deref())
         })?;
         Recipe::compile(&file, raw, probe)
     }
@@ -316,9 +319,8 @@ impl Recipe {
             if value.lines().any(marker::looks_like_marker) {
                 let key = key_offset(file, &(0..text.len()), name);
                 let at = marker_offset(text, key..text.len()).unwrap_or(key);
-                let message =
-                    format!("variable `{name}` has a line that looks like a pysplice marker; the next run would take it for one");
-                return Err(spec_error(file, at, message, None));
+                let reason = SpecReason::MarkerLikeVariable { name: name.clone() };
+                return Err(spec_error(file, at, reason, None));
             }
         }
         let conventions = compile_conventions(file, raw.conventions)?;
@@ -329,8 +331,10 @@ impl Recipe {
             let span = spanned.span();
             let hook = compile_hook(file, &raw.vars, &selectors, spanned.into_inner(), span, probe, &budget)?;
             if let Some(first) = hooks.iter().find(|h| h.id == hook.id) {
-                let message = format!("duplicate hook id (first used at line {})", first.location.line);
-                return Err(spec_error(file, hook_offset(file, &hook.id), message, Some(&hook.id)));
+                let reason = SpecReason::DuplicateHook {
+                    first_line: first.location.line,
+                };
+                return Err(spec_error(file, hook_offset(file, &hook.id), reason, Some(&hook.id)));
             }
             hooks.push(hook);
         }
@@ -358,8 +362,8 @@ impl Recipe {
     }
 }
 
-fn spec_error(file: &SourceFile, offset: usize, message: String, hook: Option<&str>) -> Error {
-    let err = ErrorKind::Spec { message, cause: None }.at(file.location(offset));
+fn spec_error(file: &SourceFile, offset: usize, reason: SpecReason, hook: Option<&str>) -> Error {
+    let err = ErrorKind::Spec { reason, cause: None }.at(file.location(offset));
     match hook {
         Some(hook) => err.with_hook(hook),
         None => err,
@@ -388,20 +392,23 @@ fn check_id(file: &SourceFile, id: &str, offset: usize, hook: Option<&str>) -> R
     if marker::is_id(id) {
         Ok(())
     } else {
-        let message = format!("id `{id}` must be non-empty ASCII letters, digits, `-`, `_` or `.`");
-        Err(spec_error(file, offset, message, hook))
+        let reason = SpecReason::BadId { id: id.to_string() };
+        Err(spec_error(file, offset, reason, hook))
     }
 }
 
 /// Summaries and notes are printed as lines: one line each, without control characters (which
 /// could rewrite what a terminal shows).
-fn check_line(file: &SourceFile, text: &str, offset: usize, what: &str, hook: Option<&str>) -> Result<(), Error> {
+fn check_line(
+    file: &SourceFile,
+    text: &str,
+    offset: usize,
+    what: &'static str,
+    hook: Option<&str>,
+) -> Result<(), Error> {
     match text.chars().find(|c| c.is_control()) {
         None => Ok(()),
-        Some(c) => {
-            let message = format!("the {what} must be one line without control characters (found {c:?})");
-            Err(spec_error(file, offset, message, hook))
-        }
+        Some(found) => Err(spec_error(file, offset, SpecReason::NotOneLine { what, found }, hook)),
     }
 }
 
@@ -429,57 +436,76 @@ pub fn spec_schema() -> schemars::schema::RootSchema {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::SelectorProblem;
 
     fn err(text: &str) -> String {
         Recipe::from_toml("s.toml", text).unwrap_err().to_string()
+    }
+
+    /// The reason of the spec error `text` gives.
+    fn reason(text: &str) -> SpecReason {
+        match Recipe::from_toml("s.toml", text).unwrap_err().kind() {
+            ErrorKind::Spec { reason, .. } => reason.clone(),
+            other => panic!("not a spec error: {other:?}"),
+        }
+    }
+
+    /// The problem of the `[select.NAME]` table of the spec error `text` gives, with the name.
+    fn selector_problem(text: &str) -> (String, SelectorProblem) {
+        match reason(text) {
+            SpecReason::Selector { name, problem } => (name, problem),
+            other => panic!("not a selector problem: {other:?}"),
+        }
     }
 
     const HEAD: &str = "[recipe]\nid = \"r\"\nsummary = \"s\"\n";
 
     #[test]
     fn unknown_fields_point_at_the_toml() {
-        let e = err(&format!(
+        let text = format!(
             "{HEAD}\n[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x\"\ncolour = 1\n"
-        ));
+        );
+        let e = err(&text);
         assert!(
             e.starts_with("s.toml:11:1: bad spec: unknown field `colour`") && e.ends_with("[hook h]"),
             "{e}"
         );
+        assert!(matches!(reason(&text), SpecReason::Toml { .. }));
     }
 
     #[test]
     fn bad_code_and_patterns_name_the_hook() {
-        let e = err(&format!(
-            "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x = (\"\n"
-        ));
+        let text =
+            format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = \"end\"\ncode = \"x = (\"\n");
+        let e = err(&text);
         assert!(
             e.starts_with("s.toml:9:1: bad spec: code does not parse") && e.ends_with("[hook h]"),
             "{e}"
         );
-        let e = err(&format!(
+        assert_eq!(reason(&text), SpecReason::CodeUnparsable);
+        let text = format!(
             "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nat = {{ after = \"x = \" }}\ncode = \"y\"\n"
-        ));
-        assert!(
-            e.contains("pattern `x = ` is not valid") && e.contains("[hook h]"),
-            "{e}"
         );
+        let e = Recipe::from_toml("s.toml", &text).unwrap_err();
+        assert_eq!(e.hook(), Some("h"));
+        assert_eq!(reason(&text), SpecReason::InvalidPattern { text: "x = ".into() });
     }
 
     #[test]
     fn placement_must_be_single_and_complete() {
-        let e = err(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\n"));
-        assert!(e.contains("exactly one of"), "{e}");
-        let e = err(&format!(
+        let r = reason(&format!("{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\n"));
+        assert_eq!(r, SpecReason::PlacementCount);
+        let r = reason(&format!(
             "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"A.f\"\nwrap-returns = \"f(1)\"\n"
         ));
-        assert!(e.contains("must use `{value}`"), "{e}");
-        let e = err(&format!(
+        assert_eq!(r, SpecReason::WrapNeedsValue);
+        let r = reason(&format!(
             "{HEAD}[[hook]]\nid = \"h\"\nsummary = \"x\"\nensure-imports = [\"a, b\"]\n"
         ));
-        assert!(e.contains("is not one import"), "{e}");
+        assert_eq!(r, SpecReason::NotOneImport { text: "a, b".into() });
         let twice = "[[hook]]\nid = \"h\"\nsummary = \"x\"\nensure-imports = [\"os\"]\n";
-        let e = err(&format!("{HEAD}{twice}{twice}"));
-        assert!(e.contains("duplicate hook id"), "{e}");
+        let r = reason(&format!("{HEAD}{twice}{twice}"));
+        assert_eq!(r, SpecReason::DuplicateHook { first_line: 5 });
     }
 
     #[test]
@@ -496,37 +522,67 @@ mod tests {
         .unwrap();
         assert_eq!(ok.selectors[0].has_method.as_deref(), Some("capture"));
         assert!(ok.selects());
-        let e = err(&format!("{HEAD}{sel}{}", hook("{ class = \"tops\" }")));
+        let text = format!("{HEAD}{sel}{}", hook("{ class = \"tops\" }"));
+        let e = err(&text);
         assert!(
             e.starts_with("s.toml:12:1: bad spec:")
                 && e.contains("`class = \"tops\"` names no selector; the recipe has `top`")
                 && e.ends_with("[hook h]"),
             "{e}"
         );
-        let e = err(&format!("{HEAD}{sel}{}", hook("{ class = \"top\", method = \"a.b\" }")));
-        assert!(e.contains("`method = \"a.b\"` is not a Python name"), "{e}");
-        let e = err(&format!("{HEAD}[select.top]\nvia = [\"model\"]\n"));
+        assert_eq!(
+            reason(&text),
+            SpecReason::UnknownSelector {
+                class: "tops".into(),
+                known: vec!["top".into()]
+            }
+        );
+        let r = reason(&format!("{HEAD}{sel}{}", hook("{ class = \"top\", method = \"a.b\" }")));
+        assert_eq!(r, SpecReason::MethodNotAName { method: "a.b".into() });
+        let text = format!("{HEAD}[select.top]\nvia = [\"model\"]\n");
+        let e = err(&text);
         assert!(
             e.starts_with("s.toml:4:1: bad spec: [select.top]: a root selector needs"),
             "{e}"
         );
-        let e = err(&format!("{HEAD}{sel}[select.inner]\nheld-by = \"nowhere\"\n"));
+        assert_eq!(
+            selector_problem(&text),
+            ("top".into(), SelectorProblem::RootChoosesNothing)
+        );
+        let text = format!("{HEAD}{sel}[select.inner]\nheld-by = \"nowhere\"\n");
+        let e = err(&text);
         assert!(
             e.starts_with("s.toml:9:1: bad spec: [select.inner]: `held-by = \"nowhere\"` names no selector"),
             "{e}"
         );
-        let e = err(&format!(
-            "{HEAD}[select.a]\nheld-by = \"b\"\n[select.b]\nheld-by = \"a\"\n"
+        assert!(matches!(
+            selector_problem(&text),
+            (name, SelectorProblem::UnknownHolder { by, .. }) if name == "inner" && by == "nowhere"
         ));
-        assert!(e.contains("goes round in a circle (a -> b)"), "{e}");
-        let e = err(&format!(
+        let text = format!("{HEAD}[select.a]\nheld-by = \"b\"\n[select.b]\nheld-by = \"a\"\n");
+        assert!(err(&text).contains("goes round in a circle (a -> b)"));
+        assert_eq!(
+            selector_problem(&text),
+            (
+                "a".into(),
+                SelectorProblem::Circle {
+                    chain: vec!["a".into(), "b".into()]
+                }
+            )
+        );
+        let r = selector_problem(&format!(
             "{HEAD}{sel}[select.inner]\nheld-by = \"top\"\nexclude = [\"X\"]\n"
         ));
-        assert!(e.contains("belong to root selectors"), "{e}");
-        let e = err(&format!("{HEAD}[select.top]\nentries = true\n"));
-        assert!(e.contains("`[conventions] entry-list = \"NAME\"`"), "{e}");
-        let e = err(&format!("{HEAD}[conventions]\nentry-list = \"Entry Class\"\n"));
-        assert!(e.contains("entry-list `Entry Class` is not a Python name"), "{e}");
+        assert_eq!(r, ("inner".into(), SelectorProblem::RootKeysInDerived));
+        let r = selector_problem(&format!("{HEAD}[select.top]\nentries = true\n"));
+        assert_eq!(r, ("top".into(), SelectorProblem::EntriesWithoutList));
+        let r = reason(&format!("{HEAD}[conventions]\nentry-list = \"Entry Class\"\n"));
+        assert_eq!(
+            r,
+            SpecReason::EntryListNotAName {
+                name: "Entry Class".into()
+            }
+        );
         let e = err(&format!("{HEAD}[select.top]\nentries = true\ncolour = 1\n"));
         assert!(e.starts_with("s.toml:6:1: bad spec: unknown field `colour`"), "{e}");
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use super::Conventions;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, SelectorProblem, SpecReason};
 use crate::source::SourceFile;
 use crate::syntax::is_identifier;
 
@@ -23,15 +23,18 @@ pub(super) fn compile_selectors(
     for (name, spanned) in raw {
         let span = spanned.span();
         let table = file.text().find(&format!("[select.{name}]")).unwrap_or(span.start);
-        let fail = |message: String| {
+        let fail = |problem: SelectorProblem| {
             ErrorKind::Spec {
-                message: format!("[select.{name}]: {message}"),
+                reason: SpecReason::Selector {
+                    name: name.clone(),
+                    problem,
+                },
                 cause: None,
             }
             .at(file.location(table))
         };
         if !is_identifier(&name.replace('-', "_")) {
-            return Err(fail("the name must be letters, digits, `_` or `-`".into()));
+            return Err(fail(SelectorProblem::BadName));
         }
         let raw = spanned.into_inner();
         for text in raw
@@ -41,36 +44,24 @@ pub(super) fn compile_selectors(
             .chain(raw.via.iter().flatten())
         {
             if !is_identifier(text) {
-                return Err(fail(format!("`{text}` is not a Python name")));
+                return Err(fail(SelectorProblem::NotAName { text: text.clone() }));
             }
         }
         match &raw.held_by {
-            None if !raw.entries && raw.has_method.is_none() => {
-                return Err(fail(
-                    "a root selector needs `entries = true` or `has-method`; a derived one `held-by`".into(),
-                ))
-            }
-            None if raw.via.is_some() || raw.assigns.is_some() => {
-                return Err(fail("`via` and `assigns` belong to `held-by`".into()))
-            }
+            None if !raw.entries && raw.has_method.is_none() => return Err(fail(SelectorProblem::RootChoosesNothing)),
+            None if raw.via.is_some() || raw.assigns.is_some() => return Err(fail(SelectorProblem::DerivedKeysInRoot)),
             Some(_) if raw.exclude.is_some() || raw.entries || raw.has_method.is_some() => {
-                return Err(fail(
-                    "`entries`, `has-method` and `exclude` belong to root selectors (without `held-by`)".into(),
-                ))
+                return Err(fail(SelectorProblem::RootKeysInDerived))
             }
             Some(by) if !names.contains(by) => {
-                return Err(fail(format!(
-                    "`held-by = \"{by}\"` names no selector; the recipe has {}",
-                    quoted_list(&names)
-                )))
+                return Err(fail(SelectorProblem::UnknownHolder {
+                    by: by.clone(),
+                    known: names.clone(),
+                }))
             }
-            Some(by) if *by == name => return Err(fail("a selector cannot hold itself".into())),
+            Some(by) if *by == name => return Err(fail(SelectorProblem::HoldsItself)),
             None if raw.entries && conventions.entry_list.is_none() => {
-                return Err(fail(
-                    "`entries = true` needs the variable that lists entry classes: \
-                     `[conventions] entry-list = \"NAME\"`"
-                        .into(),
-                ))
+                return Err(fail(SelectorProblem::EntriesWithoutList))
             }
             _ => {}
         }
@@ -92,11 +83,12 @@ pub(super) fn compile_selectors(
         while let Some(by) = &at.held_by {
             if seen.contains(&by.as_str()) {
                 return Err(ErrorKind::Spec {
-                    message: format!(
-                        "[select.{}]: `held-by` goes round in a circle ({})",
-                        selector.name,
-                        seen.join(" -> ")
-                    ),
+                    reason: SpecReason::Selector {
+                        name: selector.name.clone(),
+                        problem: SelectorProblem::Circle {
+                            chain: seen.iter().map(ToString::to_string).collect(),
+                        },
+                    },
                     cause: None,
                 }
                 .at(selector.location.clone()));
@@ -108,13 +100,6 @@ pub(super) fn compile_selectors(
     Ok(out)
 }
 
-pub(super) fn quoted_list(names: &[String]) -> String {
-    if names.is_empty() {
-        return "no `[select.NAME]` table".into();
-    }
-    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-}
-
 /// The `[conventions]` table, checked: the entry list must be a Python name.
 pub(super) fn compile_conventions(file: &SourceFile, raw: RawConventions) -> Result<Conventions, Error> {
     let mut conventions = Conventions::default().with_draft_markers(raw.draft_markers);
@@ -122,7 +107,7 @@ pub(super) fn compile_conventions(file: &SourceFile, raw: RawConventions) -> Res
         if !is_identifier(&name) {
             let at = file.text().find("[conventions]").unwrap_or(0);
             return Err(ErrorKind::Spec {
-                message: format!("[conventions]: entry-list `{name}` is not a Python name"),
+                reason: SpecReason::EntryListNotAName { name },
                 cause: None,
             }
             .at(file.location(at)));

@@ -15,7 +15,7 @@ use std::process::Command;
 
 use pysplice::{
     apply, revert, Error, ErrorKind, HookOutcome, MarkerReason, ParsedFile, Patched, PlacementReason, Recipe,
-    SourceFile, Status, VerifyReason,
+    SkipReason, SourceFile, Status, VerifyReason,
 };
 use similar::{capture_diff_slices, group_diff_ops, Algorithm, ChangeTag};
 
@@ -339,7 +339,10 @@ fn imports_only_the_missing_ones() {
     let Status::Skipped { reason } = &patched.outcomes()[0].status else {
         panic!("{:?}", patched.outcomes())
     };
-    assert!(reason.starts_with("already imported"), "{reason}");
+    assert!(
+        matches!(reason.skip(), Some(SkipReason::AlreadyImported { .. })),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -547,8 +550,16 @@ fn optional_hooks_report_why_they_were_skipped() {
         Status::Skipped { reason } => reason.clone(),
         other => panic!("{id}: {other:?}"),
     };
-    assert!(reason("when-no").starts_with("not applicable"), "{}", reason("when-no"));
-    assert!(reason("requires-no").contains("Model.load_weights"));
+    assert!(
+        matches!(reason("when-no").skip(), Some(SkipReason::NotApplicable { .. })),
+        "{}",
+        reason("when-no")
+    );
+    assert!(
+        matches!(reason("requires-no").skip(), Some(SkipReason::Requires { path }) if path.contains("Model.load_weights")),
+        "{}",
+        reason("requires-no")
+    );
     assert!(reason("optional-target").contains("Model.backward"));
     assert!(reason("optional-anchor").contains("y = self.head(x)"));
 }
@@ -937,6 +948,19 @@ fn class_level_bindings_count_as_present_for_forwarders() {
             "applied",
         ]
     );
+    let present: Vec<(String, usize)> = patched
+        .outcomes()
+        .iter()
+        .filter_map(|o| match &o.status {
+            Status::Skipped { reason } => match reason.skip() {
+                Some(SkipReason::AlreadyPresent { path, line }) => Some((path.clone(), *line)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(present.len(), 4, "{present:?}");
+    assert_eq!(present[0], ("Assigned.get_embed_and_head".to_string(), 6));
 }
 
 #[test]

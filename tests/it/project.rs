@@ -241,7 +241,11 @@ fn unresolvable_bases_and_unparsable_files_are_reported_not_fatal() {
             ("FromCycle".to_string(), 45, "Loop".to_string()),
         ]
     );
-    let problems: Vec<(String, usize)> = p.problems().into_iter().map(|f| (f.file, f.line)).collect();
+    let problems: Vec<(String, usize)> = p
+        .problems()
+        .into_iter()
+        .map(|f| (f.location.file, f.location.line))
+        .collect();
     assert_eq!(
         problems,
         [
@@ -251,7 +255,7 @@ fn unresolvable_bases_and_unparsable_files_are_reported_not_fatal() {
     );
     // The message is the error's without its place: the fields hold that once.
     for problem in p.problems() {
-        assert!(!problem.message.contains(&problem.file), "{problem:?}");
+        assert!(!problem.message.contains(&problem.location.file), "{problem:?}");
         assert!(!problem.message.is_empty(), "{problem:?}");
     }
 }
@@ -434,6 +438,19 @@ fn reach_errors_name_close_candidates() {
         matches!(p.reach("Engin.run"), Err(QueryError::UnknownClass { candidates, .. }) if candidates[0] == "Engine")
     );
     assert!(matches!(p.reach("Engine"), Err(QueryError::BadPath { .. })));
+    // Read by the same dotted-path reader as hook targets: no ordinal, no empty or odd part.
+    for path in [
+        "Engine.run#1",
+        "Engine..run",
+        "Engine.1run",
+        "Engine#x.run",
+        "Engine.<locals>.run",
+    ] {
+        assert!(
+            matches!(p.reach(path), Err(QueryError::BadPath { ref reason, .. }) if reason == "each part must be a Python name"),
+            "{path}"
+        );
+    }
 }
 
 #[test]

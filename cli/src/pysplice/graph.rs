@@ -103,7 +103,13 @@ fn warn_problems(project: &Project) {
     }
     errln!("warning: {} file(s) could not be parsed:", problems.len());
     for p in problems.iter().take(5) {
-        errln!("  {}:{}:{}: {}", p.file, p.line, p.column, p.message);
+        errln!(
+            "  {}:{}:{}: {}",
+            p.location.file,
+            p.location.line,
+            p.location.column,
+            p.message
+        );
     }
     if problems.len() > 5 {
         errln!("  ... and {} more", problems.len() - 5);

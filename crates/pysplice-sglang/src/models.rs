@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::engine::{apply, revert, Patched};
-use pysplice::error::{Error, ErrorKind, Location};
+use pysplice::error::{Error, ErrorKind, Location, SelectionReason};
 use pysplice::files::DiskFile;
 use pysplice::project::select::{self, Selection};
 use pysplice::project::{Conventions, Project, ScanOptions};
@@ -108,7 +108,10 @@ pub fn architectures(model_dir: &Path) -> Result<Vec<String>, Error> {
     };
     let name = path.display().to_string();
     let refuse = |message: String, line: usize, column: usize| {
-        ErrorKind::Selection { message }.at(Location::new(name.clone(), line.max(1), column.max(1)))
+        ErrorKind::Selection {
+            reason: SelectionReason::Catalogue(message),
+        }
+        .at(Location::new(name.clone(), line.max(1), column.max(1)))
     };
     // The checked reader: config.json comes from a model download, it may be anything.
     let text = pysplice::files::read_text(&path)?;
@@ -250,5 +253,8 @@ pub fn write_all(patches: &[FilePatch]) -> Result<Vec<&DiskFile>, Error> {
 /// An error for a path given by the user.
 #[must_use]
 pub fn usage_error(path: &Path, message: String) -> Error {
-    ErrorKind::Selection { message }.at(Location::new(path.display().to_string(), 1, 1))
+    ErrorKind::Selection {
+        reason: SelectionReason::Catalogue(message),
+    }
+    .at(Location::new(path.display().to_string(), 1, 1))
 }
