@@ -55,6 +55,8 @@
 //! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
 //! | packages | [`project`]: [`Project`], its scan options and answers |
 #![deny(missing_docs)]
+// The library never prints and never ends the process: the caller decides both.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr, clippy::exit))]
 
 // Not public API: the programs' multi-file runs.
 #[doc(hidden)]

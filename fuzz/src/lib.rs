@@ -11,7 +11,7 @@
 
 use std::sync::OnceLock;
 
-use pysplice::document::{Document, TextEdit, Utf16Position, Utf16Range};
+use pysplice::{Document, TextEdit, Utf16Position, Utf16Range};
 use pysplice::{apply, revert, ErrorKind, ParsedFile, Recipe, SourceFile};
 
 /// A recipe with every hook kind; most hooks are optional so that a mutated file still gets far.

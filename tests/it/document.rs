@@ -21,7 +21,7 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<pysplice::document::KeptPlan>();
     assert_send_sync::<TextEdit>();
     assert_send_sync::<pysplice::project::Project>();
-    assert_send_sync::<pysplice::project::ClassGraph>();
+    assert_send_sync::<pysplice::project::ClassGraph<'static>>();
 }
 
 const RECIPE: &str = r#"

@@ -115,7 +115,7 @@ fn main() -> ExitCode {
 /// `shutdown`, 1 for an `exit` without it or the end of input.
 fn serve(connection: &Connection) -> ExitCode {
     let mut phase = Phase::Waiting;
-    let mut server: Option<Server> = None;
+    let mut server: Option<Server<'_>> = None;
     let mut queue = Queue::default();
     while let Some(message) = queue.next(connection) {
         match lifecycle::step(phase, message) {
