@@ -23,7 +23,7 @@ use pysplice::project::{Project, ScanOptions, Scope};
 /// SGLang's conventions (`EntryClass`, draft models by name).
 fn sglang() -> ScanOptions {
     ScanOptions::default().with_conventions(
-        pysplice::project::Conventions::default()
+        pysplice::Conventions::default()
             .with_entry_list("EntryClass")
             .with_draft_markers(["eagle", "nextn", "mtp", "medusa", "dflash", "draft"]),
     )

@@ -4,7 +4,8 @@
 //! cargo run --example reach
 //! ```
 
-use pysplice::project::{Conventions, Project, ScanOptions};
+use pysplice::project::{Project, ScanOptions};
+use pysplice::Conventions;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;

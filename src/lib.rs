@@ -4,7 +4,7 @@
 //! The data flows one way: text is parsed once into a [`ParsedFile`] (outline and syntax tree);
 //! a [`Recipe`] (TOML) is compiled into validated hooks; [`plan`] turns both into edits or the
 //! reason there are none; [`apply`] applies and verifies them; [`revert`] gives back the original
-//! bytes. [`Document`] does the same for editors, [`Project`] answers
+//! bytes. [`Document`] does the same for editors, [`Project`](project::Project) answers
 //! questions about a whole package (inheritance, composition, which entry classes reach a method).
 //!
 //! ```
@@ -53,7 +53,7 @@
 //! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
 //! | files | [`DiskFile`] |
 //! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
-//! | packages | [`project`]: [`Project`], its scan options and answers |
+//! | packages | [`project`]: [`Project`](project::Project), its scan options and answers |
 #![deny(missing_docs)]
 // The library never prints and never ends the process: the caller decides both.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr, clippy::exit))]

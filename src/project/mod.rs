@@ -35,7 +35,8 @@
 //!     dir.join("pkg/outer.py"),
 //!     "from .inner import Inner\nclass Outer:\n    def __init__(self):\n        self.inner = Inner()\nEntryClass = Outer\n",
 //! )?;
-//! use pysplice::project::{Conventions, Project, ScanOptions};
+//! use pysplice::project::{Project, ScanOptions};
+//! use pysplice::Conventions;
 //! let entries = Conventions::default().with_entry_list("EntryClass");
 //! let project = Project::scan_with(&dir.join("pkg"), &ScanOptions::default().with_conventions(entries))?;
 //! let reach = project.reach("Inner.forward")?;
@@ -62,7 +63,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Location};
 use crate::source::SourceFile;
 
-pub use crate::spec::Conventions;
+use crate::spec::Conventions;
 pub use facts::{
     AttributeFacts, AttributeKind, BaseFacts, ClassFacts, CompositionFacts, Import, MethodFacts, MethodKind,
     ModuleFacts, UseFacts, UseKind,

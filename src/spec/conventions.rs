@@ -9,7 +9,7 @@
 /// entry classes, no draft classes.
 ///
 /// ```
-/// use pysplice::project::Conventions;
+/// use pysplice::Conventions;
 ///
 /// let conventions = Conventions::default()
 ///     .with_entry_list("ENTRY_POINTS")

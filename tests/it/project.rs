@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::project::{
-    BaseTarget, ClassGraph, ClassId, Conventions, Diagnostic, ForwardNeed, Project, QueryError, RunVia, ScanOptions,
-    Scope, Step,
+    BaseTarget, ClassGraph, ClassId, Diagnostic, ForwardNeed, Project, QueryError, RunVia, ScanOptions, Scope, Step,
 };
+use pysplice::Conventions;
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/project/src")

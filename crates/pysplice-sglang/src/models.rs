@@ -14,8 +14,9 @@ use pysplice::engine::{apply, revert, Patched};
 use pysplice::error::{Error, ErrorKind, Location, SelectionReason};
 use pysplice::files::DiskFile;
 use pysplice::project::select::{self, Selection};
-use pysplice::project::{Conventions, Project, ScanOptions};
+use pysplice::project::{Project, ScanOptions};
 use pysplice::spec::Recipe;
+use pysplice::Conventions;
 
 /// SGLang's conventions for the project layer, as the bundled models recipe declares them in
 /// `[conventions]`: model files list the classes they serve in `EntryClass`

@@ -10,7 +10,7 @@ use crate::syntax::{kind, Node};
 pub(crate) struct ModuleContext<'a> {
     pub module: &'a str,
     pub is_package: bool,
-    /// The variable listing entry classes ([`crate::project::Conventions::entry_list`]).
+    /// The variable listing entry classes ([`crate::spec::Conventions::entry_list`]).
     pub entry_list: Option<&'a str>,
 }
 
