@@ -40,7 +40,8 @@
 //! line and 0-based UTF-16 character, and converts only through [`Document`].
 //!
 //! The names below are the library's API, in the order the data flows through them; each has
-//! one path, at the root. [`project`] holds the vocabulary of questions about a whole package.
+//! one path, at the root; [`recipes`] and [`project`] are modules of their own, the first for
+//! programs that ship recipes, the second with the vocabulary of questions about a whole package.
 //! The modules marked "not public API" are the programs' own and may change at any time.
 //!
 //! | stage | names |
@@ -53,6 +54,7 @@
 //! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
 //! | files | [`DiskFile`] |
 //! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
+//! | recipes by name | [`recipes`]: a spec path or `builtin:NAME` from the caller's catalogue ([`recipes::BundledRecipe`]), and the recipes a workspace names |
 //! | packages | [`project`]: [`Project`](project::Project), its scan options and answers |
 #![deny(missing_docs)]
 // The library never prints and never ends the process: the caller decides both.
@@ -97,8 +99,6 @@ pub mod parse;
 pub mod pattern;
 mod place;
 pub mod project;
-// Not public API: the recipes that ship with the programs.
-#[doc(hidden)]
 pub mod recipes;
 // Not public API: the programs' text reports.
 #[doc(hidden)]

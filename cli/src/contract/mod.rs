@@ -14,10 +14,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use pysplice::engine::{HookOutcome, Status};
-use pysplice::error::Error;
-use pysplice::outline::Definition;
 use pysplice::project::{Forwarding, Reach};
-use pysplice::spec::Recipe;
+use pysplice::Definition;
+use pysplice::Error;
+use pysplice::Recipe;
 
 pub use graph::{Graph, GraphBase, GraphBaseTarget, GraphClass, GraphComposition};
 

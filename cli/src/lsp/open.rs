@@ -85,7 +85,7 @@ pub struct Failure {
 }
 
 /// A hook's diagnostic; `data` tells the quick fix which recipe places it.
-pub fn hook_diagnostic(recipe: &Recipe, plan: &DocumentPlan, hook: &pysplice::document::DocumentHook) -> Diagnostic {
+pub fn hook_diagnostic(recipe: &Recipe, plan: &DocumentPlan, hook: &pysplice::DocumentHook) -> Diagnostic {
     let severity = match hook.status {
         Status::Failed { .. } => DiagnosticSeverity::WARNING,
         Status::Skipped { .. } => DiagnosticSeverity::HINT,

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::launch::{self as sglang, Launch, ReleaseVersion};
 use pysplice::engine::{HookOutcome, Status};
-use pysplice::spec::Recipe;
+use pysplice::Recipe;
 
 /// The hook of [`SGLANG_HS_DUMP`](crate::recipes::SGLANG_HS_DUMP) that turns on aux hidden-state capture
 /// (`set_eagle3_layers_to_capture`); skipped in releases that lack that method.
@@ -440,7 +440,7 @@ mod tests {
         let skipped = HookOutcome {
             hook: CAPTURE_HOOK.into(),
             status: Status::Skipped {
-                reason: pysplice::outcome::Reason::new("no method"),
+                reason: pysplice::Reason::new("no method"),
             },
             lines: None,
             summary: String::new(),

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 
 use pysplice::engine::{apply, revert, Patched};
 use pysplice::error::{Error, ErrorKind, Location, SelectionReason};
-use pysplice::files::DiskFile;
 use pysplice::project::select::{self, Selection};
 use pysplice::project::{Project, ScanOptions};
-use pysplice::spec::Recipe;
 use pysplice::Conventions;
+use pysplice::DiskFile;
+use pysplice::Recipe;
 
 /// SGLang's conventions for the project layer, as the bundled models recipe declares them in
 /// `[conventions]`: model files list the classes they serve in `EntryClass`
@@ -130,7 +130,7 @@ pub fn architectures(model_dir: &Path) -> Result<Vec<String>, Error> {
         .iter()
         .find(|n| n.len() > MAX_ARCHITECTURE_NAME || !pysplice::syntax::is_identifier(n))
     {
-        let at = pysplice::source::SourceFile::new(name.clone(), text.as_str()).location(name_offset(&text, bad));
+        let at = pysplice::SourceFile::new(name.clone(), text.as_str()).location(name_offset(&text, bad));
         let why = if bad.len() > MAX_ARCHITECTURE_NAME {
             format!("{} bytes, more than the limit of {MAX_ARCHITECTURE_NAME}", bad.len())
         } else {
