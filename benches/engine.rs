@@ -3,9 +3,6 @@
 //!
 //! `bash scripts/fetch-corpus.sh && cargo bench --bench engine`
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -65,7 +62,10 @@ fn best_of(rounds: usize, mut run: impl FnMut()) -> Duration {
 }
 
 fn main() {
-    let path = common::corpus_root().join(VERSION).join("sglang/srt/models").join(FILE);
+    let path = pysplice_test_support::corpus_root()
+        .join(VERSION)
+        .join("sglang/srt/models")
+        .join(FILE);
     let Ok(text) = std::fs::read_to_string(&path) else {
         eprintln!(
             "{} is missing: run `bash scripts/fetch-corpus.sh` first",

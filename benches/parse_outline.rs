@@ -3,9 +3,6 @@
 //!
 //! `bash scripts/fetch-corpus.sh && cargo bench --bench parse_outline`
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::hint::black_box;
 use std::path::Path;
 use std::process::Command;
@@ -68,7 +65,7 @@ fn megabytes_per_second(bytes: usize, per_parse: Duration) -> f64 {
 }
 
 fn main() {
-    let path = common::corpus_root().join(VERSION).join(FILE);
+    let path = pysplice_test_support::corpus_root().join(VERSION).join(FILE);
     let Ok(text) = std::fs::read_to_string(&path) else {
         eprintln!(
             "parse_outline: {} is missing; run `bash scripts/fetch-corpus.sh` first (nothing benchmarked)",

@@ -1,18 +1,27 @@
-//! Helpers shared by the integration tests: where the SGLang corpus lives and what it holds.
-#![allow(dead_code)]
+//! What the workspace's test binaries share (a dev-dependency of each crate, never published):
+//! where the SGLang corpus that `scripts/fetch-corpus.sh` unpacks lives, the pinned releases,
+//! and the Python files of a folder.
 
 use std::path::{Path, PathBuf};
 
-/// The corpus root: `$PYSPLICE_CORPUS` or `target/sglang-corpus`.
+/// The workspace root (this crate is `crates/pysplice-test-support`).
+pub const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// The SGLang corpus root: `$PYSPLICE_CORPUS` or `<workspace>/target/sglang-corpus`.
+#[must_use]
 pub fn corpus_root() -> PathBuf {
     std::env::var_os("PYSPLICE_CORPUS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sglang-corpus"))
+        .unwrap_or_else(|| Path::new(WORKSPACE).join("target/sglang-corpus"))
 }
 
-/// The pinned SGLang versions, oldest first as listed.
+/// The pinned SGLang versions (`tests/sglang-versions.txt`), oldest first as listed.
+///
+/// # Panics
+/// When the list is unreadable: the test cannot run without it.
+#[must_use]
 pub fn pinned_versions() -> Vec<String> {
-    let list = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sglang-versions.txt"))
+    let list = std::fs::read_to_string(Path::new(WORKSPACE).join("tests/sglang-versions.txt"))
         .expect("tests/sglang-versions.txt is readable");
     list.lines()
         .map(|line| line.split('#').next().unwrap_or("").trim())
@@ -21,8 +30,11 @@ pub fn pinned_versions() -> Vec<String> {
         .collect()
 }
 
-/// The unpacked `sglang/srt/models` folder of `version`; fails the test, saying how to fetch
-/// the corpus, when it is absent.
+/// The unpacked `sglang/srt/models` folder of `version`.
+///
+/// # Panics
+/// When that release is not in the corpus, saying how to fetch it.
+#[must_use]
 pub fn models_dir(version: &str) -> PathBuf {
     let root = corpus_root().join(version);
     assert!(
@@ -34,6 +46,10 @@ pub fn models_dir(version: &str) -> PathBuf {
 }
 
 /// Every `.py` file under `dir`, recursively, sorted.
+///
+/// # Panics
+/// When a folder of it is unreadable.
+#[must_use]
 pub fn python_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
