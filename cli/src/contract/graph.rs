@@ -30,7 +30,7 @@ impl Graph {
     /// std::fs::write(dir.path().join("m.py"), "class A:\n    pass\n\nclass B(A):\n    pass\n\nEntryClass = B\n").unwrap();
     /// let conventions = pysplice_sglang::models::conventions();
     /// let options = pysplice::project::ScanOptions::default().with_conventions(conventions);
-    /// let project = pysplice::Project::scan_with(dir.path(), &options)?;
+    /// let project = pysplice::project::Project::scan_with(dir.path(), &options)?;
     /// let graph = project.graph(&Scope::Classes);
     /// let whole = Graph::subgraph(project.package(), &graph, None);
     /// let names: Vec<&str> = whole.classes.iter().map(|c| c.class.as_str()).collect();
