@@ -179,7 +179,9 @@ fn cli_launch_flags_per_release() {
         (strings("flags"), strings("notes"))
     };
     let has = |list: &[String], flag: &str| list.iter().any(|f| f == flag);
-    let mut run_for: Vec<((Vec<String>, Vec<String>), String)> = Vec::new();
+    // (flags, notes) of each distinct answer, with the first release giving it.
+    type Answer = (Vec<String>, Vec<String>);
+    let mut run_for: Vec<(Answer, String)> = Vec::new();
     for version in common::pinned_versions() {
         let release = ReleaseVersion::parse(&version).expect("a pinned version parses");
         let answer = launch::launch(Some(&release));
