@@ -27,6 +27,12 @@ Then it checks:
   names     every patched file binds the helpers at module level and imports
             errno, os, torch, logging.
 Prints one JSON list (one verdict per architecture), exit 0 when all are ok, 1 otherwise.
+
+    python3 tests/py_check_hs_models.py --batch JOBS.json
+
+checks many folders in one process: JOBS.json is a list of [PATCHED_DIR, ORIGINAL_DIR, [ARCH,
+...]]; prints one JSON list of verdict lists, one per job, exit 0 when all are ok. A file text
+met in several folders (SGLang releases share most of their model files) is parsed once.
 """
 
 import ast
@@ -41,6 +47,19 @@ ENV = single.ENV
 DUMP = single.DUMP
 
 
+# Parsed trees by file text: the checks only read the trees, so folders share them.
+_TREES = {}
+
+
+def parse(text):
+    if text not in _TREES:
+        try:
+            _TREES[text] = ast.parse(text)
+        except SyntaxError:
+            _TREES[text] = None
+    return _TREES[text]
+
+
 class Folder:
     def __init__(self, root):
         self.root = root
@@ -48,10 +67,9 @@ class Folder:
         for name in sorted(os.listdir(root)):
             if name.endswith(".py"):
                 with open(os.path.join(root, name), encoding="utf-8") as f:
-                    try:
-                        self.trees[name[:-3]] = ast.parse(f.read())
-                    except SyntaxError:
-                        pass
+                    tree = parse(f.read())
+                if tree is not None:
+                    self.trees[name[:-3]] = tree
 
     def classes(self, module):
         return {n.name: n for n in ast.walk(self.trees[module]) if isinstance(n, ast.ClassDef)}
@@ -337,6 +355,15 @@ def check_arch(patched, original, arch):
 
 
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--batch":
+        with open(argv[2], encoding="utf-8") as f:
+            jobs = json.load(f)
+        results = []
+        for patched, original, archs in jobs:
+            patched, original = Folder(patched), Folder(original)
+            results.append([check_arch(patched, original, a) for a in archs])
+        print(json.dumps(results, indent=1))
+        return 0 if all(v["ok"] for r in results for v in r) else 1
     if len(argv) < 4:
         print(__doc__.strip(), file=sys.stderr)
         return 2

@@ -147,11 +147,15 @@ fn cli_apply_check_revert_on_a_tree_with_its_release() {
     assert!(text(&revert.stdout).starts_with("Nothing to revert in "));
 }
 
-/// The flags follow the release: read from the tree, or given with --sglang-version.
+/// The flags follow the release: read from the tree, or given with --sglang-version (which
+/// beats the tree's own `_version.py`). The rules hold for the library's answer on every pinned
+/// release; the program is run once per distinct answer and prints exactly it (releases with the
+/// same answer take the same path through the program, as in `launch_flags.rs`).
 #[test]
 fn cli_launch_flags_per_release() {
+    use pysplice_sglang::launch::{self, ReleaseVersion};
+    let (_, file) = sglang_tree("cli_flags", "0.5.9");
     let flags = |version: &str| -> (Vec<String>, Vec<String>) {
-        let (_, file) = sglang_tree(&format!("cli_flags_{version}"), "0.5.9");
         let output = run(&[
             "--json",
             "--dry-run",
@@ -163,6 +167,7 @@ fn cli_launch_flags_per_release() {
         let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(value["written"], false);
         assert_eq!(value["release"]["source"], "--sglang-version");
+        assert_eq!(value["release"]["version"], version);
         let strings = |key: &str| -> Vec<String> {
             value["launch"][key]
                 .as_array()
@@ -174,8 +179,14 @@ fn cli_launch_flags_per_release() {
         (strings("flags"), strings("notes"))
     };
     let has = |list: &[String], flag: &str| list.iter().any(|f| f == flag);
+    // (flags, notes) of each distinct answer, with the first release giving it.
+    type Answer = (Vec<String>, Vec<String>);
+    let mut run_for: Vec<(Answer, String)> = Vec::new();
     for version in common::pinned_versions() {
-        let (f, notes) = flags(&version);
+        let release = ReleaseVersion::parse(&version).expect("a pinned version parses");
+        let answer = launch::launch(Some(&release));
+        let f: Vec<String> = answer.flags.iter().map(|f| f.to_string()).collect();
+        let notes = answer.notes.clone();
         assert!(
             has(&f, "--disable-cuda-graph") && has(&f, "--disable-radix-cache"),
             "{version}"
@@ -186,6 +197,18 @@ fn cli_launch_flags_per_release() {
         let warmup = !["0.2.6", "0.2.15", "0.3.6", "0.4.4.post2", "0.4.6"].contains(&version.as_str());
         assert_eq!(has(&f, "--skip-server-warmup"), warmup, "{version}");
         assert_eq!(notes.iter().any(|n| n.contains("warmup request")), !warmup, "{version}");
+        if !run_for.iter().any(|(a, _)| *a == (f.clone(), notes.clone())) {
+            run_for.push(((f, notes), version));
+        }
+    }
+    // The answers differ across releases (chunked prefill, piecewise CUDA graphs, warmup).
+    assert!(run_for.len() >= 4, "{} distinct answers", run_for.len());
+    for (answer, version) in &run_for {
+        assert_eq!(
+            &flags(version),
+            answer,
+            "{version}: the program's flags are not the library's"
+        );
     }
     // A release read from the tree beats nothing; an unknown one gets the generic list and a note.
     let (_, file) = sglang_tree("cli_flags_detect", "0.5.14");

@@ -2,7 +2,8 @@
 //! SGLang release gets a recipe built for it (imports, start and end of every top-level class and
 //! of its first method, after `super().__init__(...)` in every `__init__`, before every return of
 //! every `forward`, wrap-returns on every function with a return of its own, module code at the
-//! end), all hooks optional. On every file: the output parses, applying again changes
+//! end), all hooks optional. On every file (each distinct text once: the recipe is built from
+//! the text alone, and releases share most of their model files): the output parses, applying again changes
 //! nothing, revert gives back the exact bytes, and CPython compiles the output (one `python3`
 //! process for all files).
 //!
@@ -336,13 +337,36 @@ fn check_file(report: &mut Report, label: &str, text: &str, out_path: &Path) -> 
     true
 }
 
-/// Compiles every (original, output) pair with CPython in one process; returns the outputs it
-/// rejects although it accepts their original, and how many originals it rejects.
-fn cpython_rejects(pairs: &[(PathBuf, PathBuf)], manifest: &Path) -> (Vec<String>, usize) {
+/// Compiles every (original, output) pair with CPython, one process per core, each on its share
+/// of the pairs; returns the outputs it rejects although it accepts their original, and how many
+/// originals it rejects.
+fn cpython_rejects(pairs: &[(PathBuf, PathBuf)], dir: &Path) -> (Vec<String>, usize) {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get()).min(16);
+    let share = pairs.len().div_ceil(cores).max(1);
+    let (mut rejected, mut skipped) = (Vec::new(), 0);
+    let parts: Vec<(Vec<String>, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = pairs
+            .chunks(share)
+            .enumerate()
+            .map(|(i, chunk)| scope.spawn(move || cpython_rejects_one(chunk, &dir.join(format!("manifest-{i}.tsv")))))
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("python3 worker")).collect()
+    });
+    for (bad, n) in parts {
+        rejected.extend(bad);
+        skipped += n;
+    }
+    rejected.sort();
+    (rejected, skipped)
+}
+
+/// One python3 process compiling the pairs listed in `manifest`.
+fn cpython_rejects_one(pairs: &[(PathBuf, PathBuf)], manifest: &Path) -> (Vec<String>, usize) {
     let mut list = String::new();
     for (original, output) in pairs {
         let _ = writeln!(list, "{}\t{}", original.display(), output.display());
     }
+    std::fs::create_dir_all(manifest.parent().expect("a parent")).expect("temp folder");
     std::fs::write(manifest, list).expect("manifest");
     let script = "import sys\n\
         bad, skipped = [], 0\n\
@@ -385,22 +409,41 @@ fn list(out: &mut String, title: &str, items: &[String], limit: usize) {
     }
 }
 
+/// A file holding a text: its label, path and where its output goes.
+type Holder = (String, PathBuf, PathBuf);
+
 #[test]
 fn corpus_keeps_the_invariants_and_cpython_compiles_the_output() {
     let started = Instant::now();
     let temp = std::env::temp_dir().join(format!("pysplice-engine-corpus-{}", std::process::id()));
-    let mut jobs: Vec<(String, PathBuf, PathBuf)> = Vec::new();
+    // One job per distinct file text (releases share most of their model files): the recipe is
+    // built from the text alone, so the answer is the same for every release holding it.
+    let mut files = 0;
+    let mut unreadable = Vec::new();
+    let mut by_text: BTreeMap<String, Vec<Holder>> = BTreeMap::new();
     for version in common::pinned_versions() {
         let dir = common::models_dir(&version);
         for path in common::python_files(&dir) {
             let relative = path.strip_prefix(&dir).expect("under the folder").to_path_buf();
             let label = format!("{version}/{}", relative.display());
-            jobs.push((label, path, temp.join(&version).join(relative)));
+            files += 1;
+            match std::fs::read_to_string(&path) {
+                Ok(text) => by_text
+                    .entry(text)
+                    .or_default()
+                    .push((label, path, temp.join(&version).join(relative))),
+                Err(_) => unreadable.push(format!("{label}: not UTF-8")),
+            }
         }
     }
+    let jobs: Vec<(&String, &Vec<Holder>)> = by_text.iter().collect();
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(16);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut report = Report::default();
+    let mut report = Report {
+        files,
+        unparsable: unreadable,
+        ..Report::default()
+    };
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
@@ -408,16 +451,19 @@ fn corpus_keeps_the_invariants_and_cpython_compiles_the_output() {
                     let mut mine = Report::default();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((label, path, out_path)) = jobs.get(i) else {
+                        let Some((text, holders)) = jobs.get(i) else {
                             break;
                         };
-                        mine.files += 1;
-                        let Ok(text) = std::fs::read_to_string(path) else {
-                            mine.unparsable.push(format!("{label}: not UTF-8"));
-                            continue;
-                        };
-                        if check_file(&mut mine, label, &text, out_path) {
+                        let (label, path, out_path) = &holders[0];
+                        let failures = mine.failures.len();
+                        if check_file(&mut mine, label, text, out_path) {
                             mine.compile.push((path.clone(), out_path.clone()));
+                        }
+                        if holders.len() > 1 {
+                            let same: Vec<&str> = holders[1..].iter().map(|(l, _, _)| l.as_str()).collect();
+                            for failure in &mut mine.failures[failures..] {
+                                failure.push_str(&format!(" (the same text: {})", same.join(", ")));
+                            }
                         }
                     }
                     mine
@@ -434,14 +480,15 @@ fn corpus_keeps_the_invariants_and_cpython_compiles_the_output() {
         items.sort();
     }
     let engine_time = started.elapsed();
-    let (rejected, original_rejected) = cpython_rejects(&report.compile, &temp.join("manifest.tsv"));
+    let (rejected, original_rejected) = cpython_rejects(&report.compile, &temp);
     let _ = std::fs::remove_dir_all(&temp);
 
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "engine corpus: {} files, {} hooks generated, {} placed; engine {:.1}s on {workers} threads, total {:.1}s",
+        "engine corpus: {} files, {} distinct texts checked, {} hooks generated, {} placed; engine {:.1}s on {workers} threads, total {:.1}s",
         report.files,
+        jobs.len(),
         report.hooks,
         report.placed,
         engine_time.as_secs_f64(),
@@ -449,7 +496,7 @@ fn corpus_keeps_the_invariants_and_cpython_compiles_the_output() {
     );
     let _ = writeln!(
         out,
-        "CPython compiled {} outputs ({} whose original it rejects itself were left out)",
+        "CPython compiled {} outputs, one per distinct text ({} whose original it rejects itself were left out)",
         report.compile.len() - original_rejected,
         original_rejected
     );

@@ -2,6 +2,8 @@
 //! every model file, the project queries over whole packages.
 
 mod common;
+#[path = "../snapshot_groups.rs"]
+mod snapshot_groups;
 
 mod engine;
 mod forwarder;

@@ -6,20 +6,16 @@
 //! file (family); and on `deepseek_v2.py` the same bytes as the single-file recipe.
 
 use crate::common;
+use crate::snapshot_groups;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pysplice::project::select::{self, Selection};
-use pysplice::project::{Project, ScanOptions};
 use pysplice::{Patched, Recipe, SourceFile, Status};
+use rayon::prelude::*;
 use similar::{DiffTag, TextDiff};
-
-/// SGLang's conventions (`EntryClass`, draft models by name).
-fn sglang() -> ScanOptions {
-    ScanOptions::default().with_conventions(pysplice_sglang::models::conventions())
-}
 
 fn recipe() -> Recipe {
     pysplice_sglang::models::recipe().expect("the bundled recipes compile")
@@ -32,20 +28,22 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Selection and in-memory patch of every file of `version` that some architecture needs.
+/// Selection and in-memory patch of every file of `version` that some architecture needs,
+/// through the command's own entry point (`models::patch`, nothing written).
 struct Release {
     selection: Selection,
     /// (file, original, patched)
     files: Vec<(String, String, Patched)>,
 }
 
-/// Every pinned release, selected and patched once for all the tests of this file.
+/// Every pinned release, selected and patched once for all the tests of this file, the
+/// releases spread over the cores.
 fn releases() -> &'static [(String, Release)] {
     static ALL: std::sync::OnceLock<Vec<(String, Release)>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
         let recipe = recipe();
         common::pinned_versions()
-            .into_iter()
+            .into_par_iter()
             .map(|v| {
                 let r = release(&recipe, &v);
                 (v, r)
@@ -55,20 +53,24 @@ fn releases() -> &'static [(String, Release)] {
 }
 
 fn release(recipe: &Recipe, version: &str) -> Release {
+    use pysplice_sglang::models::{patch, Mode};
     let dir = common::models_dir(version);
-    let project = Project::scan_with(&dir, &sglang()).unwrap();
-    let selection = select::select(&project, recipe);
-    let plans = select::expand(recipe, &selection, None, "models").unwrap();
-    let files = plans
+    let (selection, patches) = patch(recipe, &dir, None, Mode::Apply).unwrap_or_else(|err| panic!("{version}: {err}"));
+    let files = patches
         .into_iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(dir.join(&f.file)).unwrap();
-            let patched = pysplice::apply(&f.recipe, SourceFile::new(f.file.as_str(), text.as_str()))
-                .unwrap_or_else(|err| panic!("{version} {}: {err}", f.file));
-            (f.file, text, patched)
-        })
+        .map(|p| (p.relative, p.file.source().text().to_string(), p.patched))
         .collect();
     Release { selection, files }
+}
+
+/// A key for one (input, recipe) pair: equal keys give equal answers, so the invariants are
+/// checked once per key, however many releases share the file.
+fn key(text: &str, recipe: &Recipe) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    format!("{recipe:?}").hash(&mut h);
+    h.finish()
 }
 
 /// Files of the release that define `set_eagle3_layers_to_capture` in a class.
@@ -150,6 +152,7 @@ fn every_architecture_with_capture_on_every_pinned_release() {
     let recipe = recipe();
     let out_dir = scratch("compile");
     let mut compiled = Vec::new();
+    let mut checked = std::collections::HashSet::new();
     for (version, r) in releases() {
         let version = version.clone();
         // Every file defining the capture method is covered, except mindspore.py (another backend).
@@ -191,19 +194,15 @@ fn every_architecture_with_capture_on_every_pinned_release() {
                 );
             }
         }
+        let plans = select::expand(&recipe, &r.selection, None, "models").unwrap();
         for (file, input, once) in &r.files {
             assert!(once.changed(), "{version} {file}: nothing changed");
+            let plan = &plans.iter().find(|f| f.file == *file).unwrap().recipe;
+            if !checked.insert(key(input, plan)) {
+                continue; // the same file and hooks in an earlier release: the same answer
+            }
             // Idempotent, and a check after applying finds nothing to do.
-            let twice = pysplice::apply(
-                &select::expand(&recipe, &r.selection, None, "models")
-                    .unwrap()
-                    .into_iter()
-                    .find(|f| f.file == *file)
-                    .unwrap()
-                    .recipe,
-                SourceFile::new(file.as_str(), once.output()),
-            )
-            .unwrap();
+            let twice = pysplice::apply(plan, SourceFile::new(file.as_str(), once.output())).unwrap();
             assert!(!twice.changed(), "{version} {file}: the second apply changed the file");
             assert!(
                 twice
@@ -221,7 +220,7 @@ fn every_architecture_with_capture_on_every_pinned_release() {
             compiled.push(path);
         }
     }
-    assert!(compiled.len() > 50, "only {} patched files", compiled.len());
+    assert!(compiled.len() > 50, "only {} distinct patched files", compiled.len());
     let output = Command::new("python3")
         .arg("-c")
         .arg("import sys\nfor p in sys.argv[1:]:\n    compile(open(p, encoding='utf-8').read(), p, 'exec')\n")
@@ -237,6 +236,7 @@ fn every_architecture_with_capture_on_every_pinned_release() {
 
 #[test]
 fn snapshot_per_release_and_family() {
+    let mut results = Vec::new();
     for (version, r) in releases() {
         let mut by_file: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         let mut out = format!("SGLang {version}: architectures with aux capture and where their hooks land\n\n");
@@ -259,10 +259,9 @@ fn snapshot_per_release_and_family() {
         for (file, _, patched) in &r.files {
             out.push_str(&file_summary(version, file, patched, &by_file[file.as_str()]));
         }
-        insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
-            insta::assert_snapshot!(format!("sglang_models@{version}"), out);
-        });
+        results.push((version.clone(), out));
     }
+    snapshot_groups::assert_distinct("sglang_models", &results);
 }
 
 /// On `deepseek_v2.py` the selection lands where the single-file recipe's paths do: the same
@@ -380,27 +379,66 @@ fn py_check_models(patched: &Path, original: &Path, archs: &[String]) -> (bool, 
     (output.status.success(), verdicts)
 }
 
+/// The patched folder of one release as `write_all` leaves it: the release's files, the
+/// patched ones with their patched text.
+fn write_release(version: &str, r: &Release, dir: &Path) -> PathBuf {
+    let original = common::models_dir(version);
+    let copy = dir.join(version).join("sglang/srt/models");
+    for file in common::python_files(&original) {
+        let to = copy.join(file.strip_prefix(&original).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &to).unwrap();
+    }
+    for (file, _, patched) in &r.files {
+        std::fs::write(copy.join(file), patched.output()).unwrap();
+    }
+    copy
+}
+
 /// The independent `ast` check: for each architecture, the forward that runs for its model
 /// passes the post-norm hidden states and the aux states to the dump on every non-proxy
 /// return, exactly once; the model's `__init__` sets the dump up; the architecture's
-/// `__init__` enables capture.
+/// `__init__` enables capture. Every release in one `python3` process (`--batch`).
 #[test]
 fn python_ast_check_per_release_and_architecture() {
-    let recipe = recipe();
     let dir = scratch("py_check");
-    let mut checked = 0;
-    for version in common::pinned_versions() {
-        let (patched, original, archs) = patched_folder(&recipe, &version, &dir);
+    let mut jobs = Vec::new();
+    for (version, r) in releases() {
+        let archs: Vec<String> = r.selection.names().iter().map(|s| (*s).to_string()).collect();
         if archs.is_empty() {
             continue;
         }
-        let (ok, verdicts) = py_check_models(&patched, &original, &archs);
-        for v in &verdicts {
+        let patched = write_release(version, r, &dir);
+        jobs.push((version.clone(), patched, common::models_dir(version), archs));
+    }
+    let list: Vec<serde_json::Value> = jobs
+        .iter()
+        .map(|(_, patched, original, archs)| serde_json::json!([patched, original, archs]))
+        .collect();
+    let manifest = dir.join("jobs.json");
+    std::fs::write(&manifest, serde_json::to_string(&list).unwrap()).unwrap();
+    let output = Command::new("python3")
+        .arg(Path::new(common::WORKSPACE).join("tests/py_check_hs_models.py"))
+        .arg("--batch")
+        .arg(&manifest)
+        .output()
+        .expect("python3 runs");
+    let results: Vec<Vec<serde_json::Value>> = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "no JSON from the check ({err}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert_eq!(results.len(), jobs.len());
+    let mut checked = 0;
+    for ((version, _, _, archs), verdicts) in jobs.iter().zip(&results) {
+        assert_eq!(verdicts.len(), archs.len(), "{version}");
+        for v in verdicts {
             assert!(v["ok"] == true, "{version}: {v:#}");
         }
-        assert!(ok);
         checked += archs.len();
     }
+    assert!(output.status.success());
     assert!(checked > 100, "only {checked} architecture checks");
 }
 
@@ -411,6 +449,28 @@ fn python_ast_check_rejects_wrong_patches() {
     let recipe = recipe();
     let dir = scratch("py_check_negative");
     let (patched, original, _) = patched_folder(&recipe, "0.5.23", &dir);
+    // The command's write leaves what the shared in-memory patch of the release holds (the
+    // folder the per-release check reads is written from that).
+    let (_, r) = releases().iter().find(|(v, _)| v == "0.5.23").unwrap();
+    for (file, input, once) in &r.files {
+        assert!(
+            std::fs::read_to_string(patched.join(file)).unwrap() == once.output(),
+            "{file}"
+        );
+        assert!(
+            std::fs::read_to_string(original.join(file)).unwrap() == *input,
+            "{file}"
+        );
+    }
+    for file in common::python_files(&patched) {
+        let rel = file.strip_prefix(&patched).unwrap().to_string_lossy().into_owned();
+        if !r.files.iter().any(|(f, _, _)| *f == rel) {
+            assert!(
+                std::fs::read(&file).unwrap() == std::fs::read(original.join(&rel)).unwrap(),
+                "{rel} written"
+            );
+        }
+    }
     let archs = vec!["Qwen3MoeForCausalLM".to_string(), "TeleFLMForCausalLM".to_string()];
     let (ok, _) = py_check_models(&original, &original, &archs);
     assert!(!ok, "the unpatched folder passes");

@@ -5,10 +5,12 @@
 //! Needs the corpus: `bash scripts/fetch-corpus.sh`.
 
 use crate::common;
+use crate::snapshot_groups;
 
 use std::fmt::Write as _;
 
 use pysplice::project::{Project, Reach, RunVia, ScanOptions};
+use rayon::prelude::*;
 
 const KIMI: &str = "KimiK25ForConditionalGeneration";
 const CHAIN: &str =
@@ -35,10 +37,19 @@ fn kimi_versions() -> Vec<String> {
     versions
 }
 
-fn snapshot(name: &str, value: &str) {
-    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
-        insta::assert_snapshot!(name, value);
-    });
+/// Every release with `kimi_k25.py`, scanned once for all the tests of this file (the
+/// releases spread over the cores).
+fn projects() -> &'static [(String, Project)] {
+    static ALL: std::sync::OnceLock<Vec<(String, Project)>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        kimi_versions()
+            .into_par_iter()
+            .map(|v| {
+                let project = Project::scan_with(&common::models_dir(&v), &sglang()).unwrap();
+                (v, project)
+            })
+            .collect()
+    })
 }
 
 /// Runners, overrides and one chain line per entry class: the small answer.
@@ -80,8 +91,8 @@ fn compact(reach: &Reach) -> String {
 
 #[test]
 fn kimi_k25_reaches_deepseek_v2_model_through_its_language_model() {
-    for version in kimi_versions() {
-        let project = Project::scan_with(&common::models_dir(&version), &sglang()).unwrap();
+    let mut results = Vec::new();
+    for (version, project) in projects() {
         assert_eq!(project.package(), "sglang.srt.models");
         let chains = project.chains(Some(KIMI), "DeepseekV2Model", 20).unwrap();
         assert_eq!(chains[0].to_string(), CHAIN, "{version}");
@@ -90,21 +101,22 @@ fn kimi_k25_reaches_deepseek_v2_model_through_its_language_model() {
             let _ = writeln!(text, "{chain}");
             text.push_str(&chain.evidence(3));
         }
-        snapshot(&format!("chain_kimi_k25@{version}"), &text);
+        results.push((version.clone(), text));
     }
+    snapshot_groups::assert_distinct("chain_kimi_k25", &results);
 }
 
 #[test]
 fn hooks_in_deepseek_v2_reach_every_wrapper_and_flag_drafts() {
-    for version in kimi_versions() {
-        let project = Project::scan_with(&common::models_dir(&version), &sglang()).unwrap();
+    let (mut forwards, mut inits) = (Vec::new(), Vec::new());
+    for (version, project) in projects() {
         let forward = project.reach("DeepseekV2Model.forward").unwrap();
         let entries: Vec<&str> = forward.entries.iter().map(|e| e.class.as_str()).collect();
         assert!(entries.contains(&KIMI), "{version}: {entries:?}");
         let kimi = forward.entries.iter().find(|e| e.class == KIMI).unwrap();
         assert_eq!(kimi.chain.to_string(), CHAIN, "{version}");
         assert!(!kimi.draft);
-        snapshot(&format!("reach_forward@{version}"), &compact(&forward));
+        forwards.push((version.clone(), compact(&forward)));
 
         let init = project.reach("DeepseekV2ForCausalLM.__init__").unwrap();
         // The NextN/MTP draft overrides `__init__` without calling up: a hook there misses it.
@@ -114,14 +126,16 @@ fn hooks_in_deepseek_v2_reach_every_wrapper_and_flag_drafts() {
                 .any(|r| r.class == "DeepseekV3ForCausalLMNextN" && r.draft),
             "{version}: {init}"
         );
-        snapshot(&format!("reach_init@{version}"), &compact(&init));
+        inits.push((version.clone(), compact(&init)));
     }
+    snapshot_groups::assert_distinct("reach_forward", &forwards);
+    snapshot_groups::assert_distinct("reach_init", &inits);
 }
 
 #[test]
 fn kimi_k25_forwards_set_eagle3_layers_to_capture_from_0_5_10() {
-    for version in kimi_versions() {
-        let project = Project::scan_with(&common::models_dir(&version), &sglang()).unwrap();
+    let mut results = Vec::new();
+    for (version, project) in projects() {
         let list = project.forwards(KIMI).unwrap();
         let language_model = list
             .iter()
@@ -134,8 +148,9 @@ fn kimi_k25_forwards_set_eagle3_layers_to_capture_from_0_5_10() {
             .any(|m| m.name == "set_eagle3_layers_to_capture");
         assert_eq!(missing, version == "0.5.9", "{version}: {language_model}");
         let text: String = list.iter().map(ToString::to_string).collect();
-        snapshot(&format!("forwards_kimi_k25@{version}"), &text);
+        results.push((version.clone(), text));
     }
+    snapshot_groups::assert_distinct("forwards_kimi_k25", &results);
 }
 
 #[test]

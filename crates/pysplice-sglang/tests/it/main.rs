@@ -2,7 +2,10 @@
 //! launch flags, its markers.
 
 mod common;
+#[path = "../snapshot_groups.rs"]
+mod snapshot_groups;
 
 mod launch;
 mod markers;
 mod recipe;
+mod snapshots;

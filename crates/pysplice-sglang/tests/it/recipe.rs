@@ -146,13 +146,13 @@ fn summary(version: &str, patched: &Patched) -> String {
 #[test]
 fn snapshot_per_release() {
     let recipe = recipe();
+    let mut results = Vec::new();
     for version in common::pinned_versions() {
         let patched = patch(&recipe, FILE, &original(&version));
         let summary = summary(&version, &patched);
-        insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
-            insta::assert_snapshot!(format!("sglang_hs_dump@{version}"), summary);
-        });
+        results.push((version, summary));
     }
+    crate::snapshot_groups::assert_distinct("sglang_hs_dump", &results);
 }
 
 // ------------------------------------------------------------------------------------------------
