@@ -18,6 +18,7 @@ import jsonschema
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 OUTPUT = jsonschema.Draft7Validator(json.loads((ROOT / "schemas" / "output.schema.json").read_text()))
+RECIPES = ROOT / "crates" / "pysplice-sglang" / "recipes"
 SPEC = jsonschema.Draft7Validator(json.loads((ROOT / "schemas" / "hook-spec.schema.json").read_text()))
 
 checked = 0
@@ -118,7 +119,7 @@ def main(pysplice, dump):
         tree.mkdir(parents=True)
         shutil.copy(model, tree / "deepseek_v2.py")
         (tmp / "empty").mkdir()
-        recipe = ROOT / "recipes" / "sglang_hs_dump.toml"
+        recipe = RECIPES / "sglang_hs_dump.toml"
         values = objects(pysplice, "matrix", "--json", "--spec", recipe, tmp / "tree", tmp / "empty", code=1)
         assert [v["ok"] for v in values] == [True, False] and values[0]["command"] == "matrix"
 
@@ -165,10 +166,12 @@ def main(pysplice, dump):
         assert not v["ok"] and v["status"] == "failed", v
 
         # The hook spec schema accepts every bundled recipe and refuses an unknown key.
-        for path in sorted((ROOT / "recipes").glob("*.toml")):
+        bundled = sorted(RECIPES.glob("*.toml"))
+        assert len(bundled) >= 2, f"no bundled recipes in {RECIPES}"
+        for path in bundled:
             first = path.read_text().splitlines()[0]
-            assert first == "#:schema ../schemas/hook-spec.schema.json", f"{path}: no #:schema line"
-        for path in sorted((ROOT / "recipes").glob("*.toml")) + sorted((FIXTURES / "engine").glob("*.toml")):
+            assert first == "#:schema ../../../schemas/hook-spec.schema.json", f"{path}: no #:schema line"
+        for path in bundled + sorted((FIXTURES / "engine").glob("*.toml")):
             errors = list(SPEC.iter_errors(tomllib.loads(path.read_text())))
             assert not errors, f"{path}: {errors[0].message}"
         wrong = tomllib.loads('[recipe]\nid = "x"\nsummary = "y"\n[[hook]]\nid = "a"\nsummary = "b"\nplace = 1\n')
