@@ -49,6 +49,17 @@ DUMP = single.DUMP
 
 # Parsed trees by file text: the checks only read the trees, so folders share them.
 _TREES = {}
+# Per tree (by its id; `_TREES` keeps every tree alive), found once: the classes, which every
+# check asks for again, and the module-level names check, which many architectures and releases
+# share a file for.
+_CLASSES = {}
+_NAMES = {}
+
+
+def check_module_names(tree):
+    if id(tree) not in _NAMES:
+        _NAMES[id(tree)] = single.check_module_names(tree)
+    return _NAMES[id(tree)]
 
 
 def parse(text):
@@ -60,19 +71,51 @@ def parse(text):
     return _TREES[text]
 
 
+class Trees:
+    """A folder's modules by name, each parsed the first time a check asks for it: most checks
+    touch a few modules of a folder of hundreds. A module whose text does not parse is absent,
+    as if the file were not there."""
+
+    def __init__(self, root):
+        self.paths = {n[:-3]: os.path.join(root, n) for n in sorted(os.listdir(root)) if n.endswith(".py")}
+        self.texts = {}
+
+    def text(self, module):
+        if module not in self.texts:
+            with open(self.paths[module], encoding="utf-8") as f:
+                self.texts[module] = f.read()
+        return self.texts[module]
+
+    def __contains__(self, module):
+        return module in self.paths and parse(self.text(module)) is not None
+
+    def __getitem__(self, module):
+        tree = parse(self.text(module)) if module in self.paths else None
+        if tree is None:
+            raise KeyError(module)
+        return tree
+
+    def mentioning(self, *words):
+        """(module, tree) in name order for the modules whose text holds every word: a cheap
+        filter that keeps each module a check could find a name in."""
+        for module in self.paths:
+            text = self.text(module)
+            if all(w in text for w in words):
+                tree = parse(text)
+                if tree is not None:
+                    yield module, tree
+
+
 class Folder:
     def __init__(self, root):
         self.root = root
-        self.trees = {}
-        for name in sorted(os.listdir(root)):
-            if name.endswith(".py"):
-                with open(os.path.join(root, name), encoding="utf-8") as f:
-                    tree = parse(f.read())
-                if tree is not None:
-                    self.trees[name[:-3]] = tree
+        self.trees = Trees(root)
 
     def classes(self, module):
-        return {n.name: n for n in ast.walk(self.trees[module]) if isinstance(n, ast.ClassDef)}
+        tree = self.trees[module]
+        if id(tree) not in _CLASSES:
+            _CLASSES[id(tree)] = {n.name: n for n in single.walk(tree) if isinstance(n, ast.ClassDef)}
+        return _CLASSES[id(tree)]
 
     def imported(self, module, name):
         """(module, name) that `name` is imported from in `module`, or None."""
@@ -150,13 +193,14 @@ class Folder:
 
     def assigns(self, module, cls, attr):
         for _, c in self.mro(module, cls):
-            for n in ast.walk(c):
+            for n in single.walk(c):
                 if isinstance(n, ast.Assign) and any(single.is_self_attr(t, attr) for t in n.targets):
                     return True
         return False
 
     def entry(self, name):
-        for module, tree in self.trees.items():
+        # An entry class is named in the module's text, beside `EntryClass`.
+        for module, tree in self.trees.mentioning("EntryClass", name):
             for n in tree.body:
                 if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in n.targets):
                     names = [ast.unparse(e) for e in (n.value.elts if isinstance(n.value, (ast.List, ast.Tuple)) else [n.value])]
@@ -279,7 +323,7 @@ def check_forward(fn, original_fn):
             errors.append("line %d: return does not go through %s" % (r.lineno, DUMP))
             values.append(r.value)
             continue
-        inner = [n for n in ast.walk(r.value) if single.is_dump_call(n)]
+        inner = [n for n in single.walk(r.value) if single.is_dump_call(n)]
         if len(inner) != 1:
             errors.append("line %d: %d dump calls, expected exactly one" % (r.lineno, len(inner)))
         args = [ast.unparse(a) for a in call.args]
@@ -346,7 +390,7 @@ def check_arch(patched, original, arch):
     files = sorted({fwd[0], init[0] if init else mm, cinit[0] if cinit else module})
     names_errors = []
     for f in files:
-        r = single.check_module_names(patched.trees[f])
+        r = check_module_names(patched.trees[f])
         names_errors += ["%s.py: %s" % (f, e) for e in r["errors"]]
     checks["names"] = dict(ok=not names_errors, files=[f + ".py" for f in files], errors=names_errors)
     out["checks"] = checks

@@ -360,23 +360,49 @@ fn patched_folder(recipe: &Recipe, version: &str, dir: &Path) -> (PathBuf, PathB
     )
 }
 
-fn py_check_models(patched: &Path, original: &Path, archs: &[String]) -> (bool, Vec<serde_json::Value>) {
+/// Runs the independent CPython check over many (patched, original, architectures) folders in
+/// one process (files met in several folders are parsed once): per job, whether every verdict
+/// is ok, and the verdicts.
+fn py_check_batch(jobs: &[(PathBuf, PathBuf, Vec<String>)], scratch: &Path) -> Vec<(bool, Vec<serde_json::Value>)> {
+    let list: Vec<serde_json::Value> = jobs
+        .iter()
+        .map(|(patched, original, archs)| serde_json::json!([patched, original, archs]))
+        .collect();
+    let manifest = scratch.join("jobs.json");
+    std::fs::write(&manifest, serde_json::to_string(&list).unwrap()).unwrap();
     let output = Command::new("python3")
-        .arg(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("tests/py_check_hs_models.py"))
-        .arg(patched)
-        .arg(original)
-        .args(archs)
+        .arg(Path::new(common::WORKSPACE).join("tests/py_check_hs_models.py"))
+        .arg("--batch")
+        .arg(&manifest)
         .output()
         .expect("python3 runs");
-    let verdicts: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+    let results: Vec<Vec<serde_json::Value>> = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
         panic!(
             "no JSON from the check ({err}): {}",
             String::from_utf8_lossy(&output.stderr)
         )
     });
-    assert_eq!(verdicts.len(), archs.len());
-    assert_eq!(output.status.success(), verdicts.iter().all(|v| v["ok"] == true));
-    (output.status.success(), verdicts)
+    assert_eq!(results.len(), jobs.len());
+    let verdicts: Vec<(bool, Vec<serde_json::Value>)> = jobs
+        .iter()
+        .zip(results)
+        .map(|((_, _, archs), verdicts)| {
+            assert_eq!(verdicts.len(), archs.len());
+            (verdicts.iter().all(|v| v["ok"] == true), verdicts)
+        })
+        .collect();
+    // The exit status says whether every verdict of every job is ok.
+    assert_eq!(output.status.success(), verdicts.iter().all(|(ok, _)| *ok));
+    verdicts
+}
+
+/// A copy of `from` (its Python files) at `to`.
+fn copy_folder(from: &Path, to: &Path) {
+    for file in common::python_files(from) {
+        let target = to.join(file.strip_prefix(from).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &target).unwrap();
+    }
 }
 
 /// The patched folder of one release as `write_all` leaves it: the release's files, the
@@ -403,42 +429,23 @@ fn write_release(version: &str, r: &Release, dir: &Path) -> PathBuf {
 fn python_ast_check_per_release_and_architecture() {
     let dir = scratch("py_check");
     let mut jobs = Vec::new();
+    let mut versions = Vec::new();
     for (version, r) in releases() {
         let archs: Vec<String> = r.selection.names().iter().map(|s| (*s).to_string()).collect();
         if archs.is_empty() {
             continue;
         }
         let patched = write_release(version, r, &dir);
-        jobs.push((version.clone(), patched, common::models_dir(version), archs));
+        jobs.push((patched, common::models_dir(version), archs));
+        versions.push(version);
     }
-    let list: Vec<serde_json::Value> = jobs
-        .iter()
-        .map(|(_, patched, original, archs)| serde_json::json!([patched, original, archs]))
-        .collect();
-    let manifest = dir.join("jobs.json");
-    std::fs::write(&manifest, serde_json::to_string(&list).unwrap()).unwrap();
-    let output = Command::new("python3")
-        .arg(Path::new(common::WORKSPACE).join("tests/py_check_hs_models.py"))
-        .arg("--batch")
-        .arg(&manifest)
-        .output()
-        .expect("python3 runs");
-    let results: Vec<Vec<serde_json::Value>> = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!(
-            "no JSON from the check ({err}): {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    assert_eq!(results.len(), jobs.len());
     let mut checked = 0;
-    for ((version, _, _, archs), verdicts) in jobs.iter().zip(&results) {
-        assert_eq!(verdicts.len(), archs.len(), "{version}");
-        for v in verdicts {
+    for (version, (_, verdicts)) in versions.iter().zip(py_check_batch(&jobs, &dir)) {
+        for v in &verdicts {
             assert!(v["ok"] == true, "{version}: {v:#}");
         }
-        checked += archs.len();
+        checked += verdicts.len();
     }
-    assert!(output.status.success());
     assert!(checked > 100, "only {checked} architecture checks");
 }
 
@@ -472,13 +479,11 @@ fn python_ast_check_rejects_wrong_patches() {
         }
     }
     let archs = vec!["Qwen3MoeForCausalLM".to_string(), "TeleFLMForCausalLM".to_string()];
-    let (ok, _) = py_check_models(&original, &original, &archs);
-    assert!(!ok, "the unpatched folder passes");
-    let (ok, verdicts) = py_check_models(&patched, &original, &archs);
-    assert!(ok, "{verdicts:#?}");
 
     // One wrapped return of Qwen2MoeModel.forward (qwen2_moe.py) put back as it was.
-    let file = patched.join("qwen2_moe.py");
+    let unwrapped = dir.join("unwrapped");
+    copy_folder(&patched, &unwrapped);
+    let file = unwrapped.join("qwen2_moe.py");
     let text = std::fs::read_to_string(&file).unwrap();
     let line = text
         .lines()
@@ -493,22 +498,37 @@ fn python_ast_check_rejects_wrong_patches() {
         text.replacen(line, &format!("{indent}return hidden_states, aux_hidden_states"), 1),
     )
     .unwrap();
-    let (ok, verdicts) = py_check_models(&patched, &original, &archs[..1]);
-    assert!(!ok);
-    assert!(verdicts[0].to_string().contains("does not go through"), "{verdicts:#?}");
 
     // TeleFLMModel.forward only returns super().forward(...), whose returns dump: a dump call in
     // the override as well runs twice per pass.
-    let file = patched.join("teleflm.py");
+    let doubled = dir.join("doubled");
+    copy_folder(&patched, &doubled);
+    let file = doubled.join("teleflm.py");
     let text = std::fs::read_to_string(&file).unwrap();
-    let doubled = text.replacen(
+    let twice = text.replacen(
         "        return super().forward(",
         "        _pysplice_hs_dump(self, input_ids, forward_batch, input_embeds)\n        return super().forward(",
         1,
     );
-    assert_ne!(doubled, text);
-    std::fs::write(&file, doubled).unwrap();
-    let (ok, verdicts) = py_check_models(&patched, &original, &archs[1..]);
-    assert!(!ok);
-    assert!(verdicts[0].to_string().contains("dumps too"), "{verdicts:#?}");
+    assert_ne!(twice, text);
+    std::fs::write(&file, twice).unwrap();
+
+    // One process for the four folders: they share most of their files.
+    let jobs = [
+        (original.clone(), original.clone(), archs.clone()),
+        (patched.clone(), original.clone(), archs.clone()),
+        (unwrapped, original.clone(), archs[..1].to_vec()),
+        (doubled, original.clone(), archs[1..].to_vec()),
+    ];
+    let results = py_check_batch(&jobs, &dir);
+    assert!(!results[0].0, "the unpatched folder passes");
+    assert!(results[1].0, "{:#?}", results[1].1);
+    assert!(!results[2].0);
+    assert!(
+        results[2].1[0].to_string().contains("does not go through"),
+        "{:#?}",
+        results[2].1
+    );
+    assert!(!results[3].0);
+    assert!(results[3].1[0].to_string().contains("dumps too"), "{:#?}", results[3].1);
 }

@@ -18,7 +18,7 @@ use pysplice::{Recipe, SourceFile};
 const FILE: &str = "target/sglang-corpus/0.5.23/sglang/srt/models/deepseek_v2.py";
 
 fn main() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(FILE);
+    let path = Path::new(pysplice_test_support::WORKSPACE).join(FILE);
     let Ok(text) = std::fs::read_to_string(&path) else {
         println!(
             "replan: {} is missing; run `bash scripts/fetch-corpus.sh` first. Nothing measured.",
@@ -28,7 +28,7 @@ fn main() {
     };
     let recipe = Recipe::from_toml(
         "sglang_hs_dump.toml",
-        include_str!("../crates/pysplice-sglang/recipes/sglang_hs_dump.toml"),
+        include_str!("../../pysplice-sglang/recipes/sglang_hs_dump.toml"),
     )
     .expect("bundled recipe");
     let patched = pysplice::apply(&recipe, SourceFile::new(FILE, text.as_str())).expect("the recipe applies");

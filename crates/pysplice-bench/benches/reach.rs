@@ -31,7 +31,7 @@ fn sglang() -> ScanOptions {
 
 fn package_dir() -> Option<PathBuf> {
     let root = std::env::var_os("PYSPLICE_CORPUS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sglang-corpus"),
+        || Path::new(pysplice_test_support::WORKSPACE).join("target/sglang-corpus"),
         PathBuf::from,
     );
     let mut fulls: Vec<PathBuf> = std::fs::read_dir(&root)
