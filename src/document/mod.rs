@@ -14,7 +14,7 @@
 //! [`Document::plan`] and [`Document::revert_edits`] copy it and parse it once,
 //! [`Document::apply_edits`] twice (the result is verified). Parsing dominates: re-planning a 150 KB
 //! model file after a one-character change takes about 12 ms in a release build
-//! (`benches/replan.rs`).
+//! (`crates/pysplice-bench/benches/replan.rs`).
 //!
 //! ```
 //! use pysplice::document::{Document, Utf16Position, Utf16Range};

@@ -1,7 +1,7 @@
 //! Plan + apply + verify of a four-hook spec on the newest pinned SGLang release's
 //! `deepseek_v2.py`, against a single parse of the same file measured in the same run.
 //!
-//! `bash scripts/fetch-corpus.sh && cargo bench --bench engine`
+//! `bash scripts/fetch-corpus.sh && cargo bench -p pysplice-bench --bench engine`
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

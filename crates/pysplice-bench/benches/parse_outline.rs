@@ -1,7 +1,7 @@
 //! Parse + outline of the newest pinned SGLang release's `deepseek_v2.py` (about 150 KB), and, for
 //! scale, CPython's `ast.parse` of the same text timed the same way (best of several repeats).
 //!
-//! `bash scripts/fetch-corpus.sh && cargo bench --bench parse_outline`
+//! `bash scripts/fetch-corpus.sh && cargo bench -p pysplice-bench --bench parse_outline`
 
 use std::hint::black_box;
 use std::path::Path;

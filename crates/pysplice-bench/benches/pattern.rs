@@ -3,7 +3,7 @@
 //! with six `$$$`: one that cannot match (the worst case: every split is tried) and one that
 //! matches with the wildcards spread out and a bound metavariable. Goal: under 10 ms each.
 //!
-//! `cargo bench --bench pattern`
+//! `cargo bench -p pysplice-bench --bench pattern`
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! present, every hook "already applied"). Goal: under 50 ms. Also the code action's edits of
 //! the same version, planned afresh or from the plan the diagnostics kept.
 //!
-//! `bash scripts/fetch-corpus.sh && cargo bench --bench replan`
+//! `bash scripts/fetch-corpus.sh && cargo bench -p pysplice-bench --bench replan`
 
 use std::hint::black_box;
 use std::path::Path;

@@ -360,39 +360,52 @@ fn patched_folder(recipe: &Recipe, version: &str, dir: &Path) -> (PathBuf, PathB
     )
 }
 
-/// Runs the independent CPython check over many (patched, original, architectures) folders in
-/// one process (files met in several folders are parsed once): per job, whether every verdict
-/// is ok, and the verdicts.
+/// Runs the independent CPython check over many (patched, original, architectures) folders:
+/// per job, whether every verdict is ok, and the verdicts. The jobs are cut into one run of
+/// consecutive jobs per core, each a `python3` process of its own: within a run, files met in
+/// several folders are parsed once (neighbouring releases share most of their model files).
 fn py_check_batch(jobs: &[(PathBuf, PathBuf, Vec<String>)], scratch: &Path) -> Vec<(bool, Vec<serde_json::Value>)> {
-    let list: Vec<serde_json::Value> = jobs
-        .iter()
-        .map(|(patched, original, archs)| serde_json::json!([patched, original, archs]))
-        .collect();
-    let manifest = scratch.join("jobs.json");
-    std::fs::write(&manifest, serde_json::to_string(&list).unwrap()).unwrap();
-    let output = Command::new("python3")
-        .arg(Path::new(common::WORKSPACE).join("tests/py_check_hs_models.py"))
-        .arg("--batch")
-        .arg(&manifest)
-        .output()
-        .expect("python3 runs");
-    let results: Vec<Vec<serde_json::Value>> = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!(
-            "no JSON from the check ({err}): {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    assert_eq!(results.len(), jobs.len());
-    let verdicts: Vec<(bool, Vec<serde_json::Value>)> = jobs
-        .iter()
-        .zip(results)
-        .map(|((_, _, archs), verdicts)| {
-            assert_eq!(verdicts.len(), archs.len());
-            (verdicts.iter().all(|v| v["ok"] == true), verdicts)
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_run = jobs.len().div_ceil(cores).max(1);
+    let runs: Vec<_> = jobs
+        .chunks(per_run)
+        .enumerate()
+        .map(|(i, run)| {
+            let list: Vec<serde_json::Value> = run
+                .iter()
+                .map(|(patched, original, archs)| serde_json::json!([patched, original, archs]))
+                .collect();
+            let manifest = scratch.join(format!("jobs-{i}.json"));
+            std::fs::write(&manifest, serde_json::to_string(&list).unwrap()).unwrap();
+            let child = Command::new("python3")
+                .arg(Path::new(common::WORKSPACE).join("tests/py_check_hs_models.py"))
+                .arg("--batch")
+                .arg(&manifest)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("python3 runs");
+            (run, child)
         })
         .collect();
-    // The exit status says whether every verdict of every job is ok.
-    assert_eq!(output.status.success(), verdicts.iter().all(|(ok, _)| *ok));
+    let mut verdicts = Vec::new();
+    for (run, child) in runs {
+        let output = child.wait_with_output().expect("python3 runs");
+        let results: Vec<Vec<serde_json::Value>> = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+            panic!(
+                "no JSON from the check ({err}): {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        assert_eq!(results.len(), run.len());
+        let start = verdicts.len();
+        for ((_, _, archs), v) in run.iter().zip(results) {
+            assert_eq!(v.len(), archs.len());
+            verdicts.push((v.iter().all(|v| v["ok"] == true), v));
+        }
+        // The exit status says whether every verdict of every job of the run is ok.
+        assert_eq!(output.status.success(), verdicts[start..].iter().all(|(ok, _)| *ok));
+    }
     verdicts
 }
 
