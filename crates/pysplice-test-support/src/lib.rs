@@ -66,3 +66,32 @@ pub fn python_files(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// At most `limit` of `items`, spread evenly over them in their order, so that the choice is the
+/// same on every run: the stress tests' cap on how much of a corpus the default `cargo test`
+/// pushes through the engine (suite time). `PYSPLICE_CORPUS_FULL=1` lifts the cap: every item.
+#[must_use]
+pub fn evenly<T>(items: Vec<T>, limit: usize) -> Vec<T> {
+    let take = if std::env::var_os("PYSPLICE_CORPUS_FULL").is_some_and(|v| v == "1") {
+        items.len()
+    } else {
+        items.len().min(limit)
+    };
+    if take == items.len() {
+        return items;
+    }
+    let len = items.len();
+    let mut wanted = (0..take).map(|k| k * len / take).peekable();
+    items
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, item)| {
+            if wanted.peek() == Some(&i) {
+                wanted.next();
+                Some(item)
+            } else {
+                None
+            }
+        })
+        .collect()
+}

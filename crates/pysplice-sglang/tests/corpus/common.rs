@@ -1,4 +1,4 @@
 //! Helpers shared by the tests of this binary: where the SGLang corpus lives and what it holds.
 #![allow(unused_imports)]
 
-pub use pysplice_test_support::{corpus_root, models_dir, pinned_versions, python_files, WORKSPACE};
+pub use pysplice_test_support::{corpus_root, evenly, models_dir, pinned_versions, python_files, WORKSPACE};
