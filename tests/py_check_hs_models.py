@@ -95,12 +95,14 @@ class Trees:
             raise KeyError(module)
         return tree
 
-    def mentioning(self, *words):
-        """(module, tree) in name order for the modules whose text holds every word: a cheap
-        filter that keeps each module a check could find a name in."""
+    def naming_after(self, first, name):
+        """(module, tree) in name order for the modules whose text holds `name` somewhere after
+        the first `first`: a cheap filter that keeps every module where an assignment to `first`
+        could name `name` (its value comes after its target)."""
         for module in self.paths:
             text = self.text(module)
-            if all(w in text for w in words):
+            at = text.find(first)
+            if at >= 0 and text.find(name, at + len(first)) >= 0:
                 tree = parse(text)
                 if tree is not None:
                     yield module, tree
@@ -199,8 +201,7 @@ class Folder:
         return False
 
     def entry(self, name):
-        # An entry class is named in the module's text, beside `EntryClass`.
-        for module, tree in self.trees.mentioning("EntryClass", name):
+        for module, tree in self.trees.naming_after("EntryClass", name):
             for n in tree.body:
                 if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in n.targets):
                     names = [ast.unparse(e) for e in (n.value.elts if isinstance(n.value, (ast.List, ast.Tuple)) else [n.value])]

@@ -151,7 +151,7 @@ fn file_summary(version: &str, file: &str, patched: &Patched, roots: &[String]) 
 fn every_architecture_with_capture_on_every_pinned_release() {
     let recipe = recipe();
     let out_dir = scratch("compile");
-    let mut compiled = Vec::new();
+    let mut distinct = Vec::new();
     let mut checked = std::collections::HashSet::new();
     for (version, r) in releases() {
         let version = version.clone();
@@ -197,11 +197,17 @@ fn every_architecture_with_capture_on_every_pinned_release() {
         let plans = select::expand(&recipe, &r.selection, None, "models").unwrap();
         for (file, input, once) in &r.files {
             assert!(once.changed(), "{version} {file}: nothing changed");
-            let plan = &plans.iter().find(|f| f.file == *file).unwrap().recipe;
-            if !checked.insert(key(input, plan)) {
-                continue; // the same file and hooks in an earlier release: the same answer
+            let plan = plans.iter().find(|f| f.file == *file).unwrap().recipe.clone();
+            // The same file and hooks in an earlier release give the same answer.
+            if checked.insert(key(input, &plan)) {
+                distinct.push((version.clone(), file, input, once, plan));
             }
-            // Idempotent, and a check after applying finds nothing to do.
+        }
+    }
+    // Idempotent, and a check after applying finds nothing to do; revert is exact.
+    let compiled: Vec<PathBuf> = distinct
+        .par_iter()
+        .map(|(version, file, input, once, plan)| {
             let twice = pysplice::apply(plan, SourceFile::new(file.as_str(), once.output())).unwrap();
             assert!(!twice.changed(), "{version} {file}: the second apply changed the file");
             assert!(
@@ -213,25 +219,37 @@ fn every_architecture_with_capture_on_every_pinned_release() {
                 twice.outcomes()
             );
             let back = pysplice::revert(&recipe, SourceFile::new(file.as_str(), once.output())).unwrap();
-            assert!(back.output() == input, "{version} {file}: revert is not exact");
-            let path = out_dir.join(&version).join(file);
+            assert!(back.output() == *input, "{version} {file}: revert is not exact");
+            let path = out_dir.join(version).join(file);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, once.output()).unwrap();
-            compiled.push(path);
-        }
-    }
+            path
+        })
+        .collect();
     assert!(compiled.len() > 50, "only {} distinct patched files", compiled.len());
-    let output = Command::new("python3")
-        .arg("-c")
-        .arg("import sys\nfor p in sys.argv[1:]:\n    compile(open(p, encoding='utf-8').read(), p, 'exec')\n")
-        .args(&compiled)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        output.status.success(),
-        "CPython cannot compile: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    // CPython compiles every output: one process per core.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let children: Vec<_> = compiled
+        .chunks(compiled.len().div_ceil(cores))
+        .map(|run| {
+            Command::new("python3")
+                .arg("-c")
+                .arg("import sys\nfor p in sys.argv[1:]:\n    compile(open(p, encoding='utf-8').read(), p, 'exec')\n")
+                .args(run)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("python3 runs")
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().expect("python3 runs");
+        assert!(
+            output.status.success(),
+            "CPython cannot compile: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }
 
 #[test]
@@ -366,9 +384,8 @@ fn patched_folder(recipe: &Recipe, version: &str, dir: &Path) -> (PathBuf, PathB
 /// several folders are parsed once (neighbouring releases share most of their model files).
 fn py_check_batch(jobs: &[(PathBuf, PathBuf, Vec<String>)], scratch: &Path) -> Vec<(bool, Vec<serde_json::Value>)> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per_run = jobs.len().div_ceil(cores).max(1);
-    let runs: Vec<_> = jobs
-        .chunks(per_run)
+    let runs: Vec<_> = runs_of_equal_weight(jobs, cores, |(_, _, archs)| archs.len())
+        .into_iter()
         .enumerate()
         .map(|(i, run)| {
             let list: Vec<serde_json::Value> = run
@@ -407,6 +424,26 @@ fn py_check_batch(jobs: &[(PathBuf, PathBuf, Vec<String>)], scratch: &Path) -> V
         assert_eq!(output.status.success(), verdicts[start..].iter().all(|(ok, _)| *ok));
     }
     verdicts
+}
+
+/// `items` cut into at most `count` runs of consecutive items, each of about the same total
+/// weight (newer releases have more architectures, so equal lengths would not balance).
+fn runs_of_equal_weight<T>(items: &[T], count: usize, weight: impl Fn(&T) -> usize) -> Vec<&[T]> {
+    let total: usize = items.iter().map(&weight).sum();
+    let per_run = total.div_ceil(count.max(1)).max(1);
+    let mut runs = Vec::new();
+    let (mut start, mut acc) = (0, 0);
+    for (i, item) in items.iter().enumerate() {
+        acc += weight(item);
+        if acc >= per_run && runs.len() + 1 < count {
+            runs.push(&items[start..=i]);
+            (start, acc) = (i + 1, 0);
+        }
+    }
+    if start < items.len() {
+        runs.push(&items[start..]);
+    }
+    runs
 }
 
 /// A copy of `from` (its Python files) at `to`.

@@ -436,7 +436,7 @@ fn mock_and_demo_pass_the_python_check() {
 }
 
 /// `tests/runtime/run_hs_dump_test.py` on the mock patched by the engine. It needs PyTorch, which
-/// CI does not have: run it with `cargo test --test sglang_recipe -- --ignored` where PyTorch is
+/// CI does not have: run it with `cargo test -p pysplice-sglang --test it -- --ignored` where PyTorch is
 /// installed, or `tests/runtime/run_on_device.sh` on a GPU machine.
 #[test]
 #[ignore = "needs PyTorch"]
