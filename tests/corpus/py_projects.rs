@@ -32,7 +32,7 @@ const DOCUMENTED_LIMITS: &[&str] = &[
 
 /// At most this many files per project, chosen evenly over the sorted list (suite time;
 /// `PYSPLICE_CORPUS_FULL=1` takes every file).
-const MAX_FILES_PER_PROJECT: usize = 500;
+const MAX_FILES_PER_PROJECT: usize = 400;
 
 fn corpus_root() -> PathBuf {
     std::env::var_os("PYSPLICE_PY_CORPUS")

@@ -5,6 +5,7 @@ mod common;
 #[path = "../snapshot_groups.rs"]
 mod snapshot_groups;
 
+mod cpython;
 mod engine;
 mod forwarder;
 mod models;
