@@ -11,23 +11,7 @@ fn library_snapshots() -> Vec<String> {
 
 /// The files of `dir` that are not `<known>.snap`, sorted.
 fn stale(dir: &Path, known: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(dir)
-        .expect("the snapshot folder is readable")
-        .map(|entry| {
-            entry
-                .expect("a directory entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .filter(|file| {
-            !file
-                .strip_suffix(".snap")
-                .is_some_and(|name| known.iter().any(|k| k == name))
-        })
-        .collect();
-    out.sort();
-    out
+    pysplice_test_support::unknown_snapshot_files(dir, known)
 }
 
 #[test]

@@ -95,3 +95,29 @@ pub fn evenly<T>(items: Vec<T>, limit: usize) -> Vec<T> {
         })
         .collect()
 }
+
+/// The files of the snapshot folder `dir` that are not `<name>.snap` for a name in `known`,
+/// sorted: stale snapshots, leftover `.snap.new` files, anything else.
+///
+/// # Panics
+/// When the folder is unreadable.
+#[must_use]
+pub fn unknown_snapshot_files(dir: &Path, known: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .expect("the snapshot folder is readable")
+        .map(|entry| {
+            entry
+                .expect("a directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|file| {
+            !file
+                .strip_suffix(".snap")
+                .is_some_and(|name| known.iter().any(|k| k == name))
+        })
+        .collect();
+    out.sort();
+    out
+}

@@ -20,22 +20,7 @@ fn known(dir: &Path) -> Vec<String> {
 /// The files of `dir` that are not `<known>.snap`, sorted; and the known names with no file.
 fn stale(dir: &Path) -> (Vec<String>, Vec<String>) {
     let known = known(dir);
-    let mut extra: Vec<String> = std::fs::read_dir(dir)
-        .expect("the snapshot folder is readable")
-        .map(|entry| {
-            entry
-                .expect("a directory entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .filter(|file| {
-            !file
-                .strip_suffix(".snap")
-                .is_some_and(|name| known.iter().any(|k| k == name))
-        })
-        .collect();
-    extra.sort();
+    let extra = pysplice_test_support::unknown_snapshot_files(dir, &known);
     let missing = known
         .into_iter()
         .filter(|name| !dir.join(format!("{name}.snap")).is_file())
