@@ -26,12 +26,20 @@
 //! # Ok::<(), pysplice::Error>(())
 //! ```
 
+mod glob;
+mod scope;
+mod walk;
+
 use std::path::{Path, PathBuf};
 
-use crate::engine::{apply_reporting, revert, HookOutcome, Patched};
-use crate::error::Error;
+use rayon::prelude::*;
+
+use crate::engine::{apply_reporting, revert, HookOutcome, Patched, Status};
+use crate::error::{Error, ErrorKind, Location};
 use crate::files::{write_all, DiskFile};
+use crate::outline::ParsedFile;
 use crate::spec::Recipe;
+use scope::Scope;
 
 /// What a [`Batch`] does to each file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,10 +50,17 @@ pub enum Op {
     Revert,
 }
 
+/// How folders are walked.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Paths below a folder run left out: path globs as in `[recipe] files`.
+    pub exclude: Vec<String>,
+}
+
 /// What the operation made of one file.
 #[derive(Debug)]
 pub struct FileRun {
-    /// The path as given.
+    /// The path as given, or as found in a folder given.
     pub path: PathBuf,
     /// The file as read, when it could be.
     pub file: Option<DiskFile>,
@@ -57,10 +72,20 @@ pub struct FileRun {
 }
 
 /// Every file's result, before anything is written.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Batch {
-    /// One entry per path, in the order given.
+    /// One entry per file the recipe targets: every file given by name, in the order given,
+    /// then, for each folder, the files of it that a targeted hook changes or that carry the
+    /// recipe's markers, in path order.
     pub files: Vec<FileRun>,
+    /// The files of the folders given that the recipe does not target (no hook's target is
+    /// defined there, no marker of the recipe, or left out by `[recipe] files`): untouched.
+    pub not_targeted: Vec<PathBuf>,
+    /// Symbolic links in the folders, not followed, with what they point to.
+    pub not_followed: Vec<(PathBuf, PathBuf)>,
+    /// What failed the run as a whole: a folder that cannot be walked, a required hook whose
+    /// target no file of the folders defines.
+    pub errors: Vec<Error>,
 }
 
 /// The first path of `paths` that names the same file as an earlier one (as given, or once
@@ -78,18 +103,104 @@ pub fn duplicate(paths: &[PathBuf]) -> Option<&Path> {
     None
 }
 
+/// A file found in a folder given.
+struct Found {
+    path: PathBuf,
+    rel: String,
+    module: String,
+}
+
+/// What a folder's file is to the run.
+enum Verdict {
+    Run(FileRun, Vec<usize>),
+    NotTargeted(PathBuf),
+}
+
 impl Batch {
-    /// Reads every file and runs `op` on it in memory. Nothing is written.
+    /// Reads every file and runs `op` on it in memory. Nothing is written. A path that is a
+    /// folder stands for its `.py` files (see [`Batch::run_with`]).
     #[must_use]
     pub fn run(recipe: &Recipe, paths: &[PathBuf], op: Op) -> Batch {
-        let files = paths.iter().map(|path| run_one(recipe, path, op)).collect();
-        Batch { files }
+        Batch::run_with(recipe, paths, op, &RunOptions::default())
     }
 
-    /// The first failure, if any file failed.
+    /// [`Batch::run`] with options. A file given by name gets the whole recipe, as one file
+    /// does. A folder is walked for its `.py` files (hidden folders and `__pycache__` left
+    /// out, symbolic links never followed; a link loop fails the run); of those the recipe's
+    /// `files` key takes in, a file is run when a hook's target is defined there or it carries
+    /// the recipe's markers, and kept when a targeted hook is placed there: the others are
+    /// [`Batch::not_targeted`]. Hooks whose targets a file lacks are skipped there; a
+    /// required hook whose target no file defines fails the run.
+    #[must_use]
+    pub fn run_with(recipe: &Recipe, paths: &[PathBuf], op: Op, options: &RunOptions) -> Batch {
+        let mut batch = Batch::default();
+        let mut found: Vec<Found> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut folders = Vec::new();
+        for path in paths {
+            if !std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+                batch.files.push(run_one(recipe, path, op));
+                continue;
+            }
+            folders.push(path.clone());
+            match walk::walk(path, &options.exclude) {
+                Ok(walked) => {
+                    batch.not_followed.extend(walked.links);
+                    let package = package_of(path);
+                    for (file, rel) in walked.files {
+                        if seen.insert(std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone())) {
+                            let module = module_name(&package, &rel);
+                            found.push(Found { path: file, rel, module });
+                        }
+                    }
+                }
+                Err(err) => batch.errors.push(err),
+            }
+        }
+        if folders.is_empty() {
+            return batch;
+        }
+        let scope = Scope::new(recipe);
+        let (taken, left): (Vec<Found>, Vec<Found>) = found.into_iter().partition(|f| scope.takes(&f.rel, &f.module));
+        batch.not_targeted.extend(left.into_iter().map(|f| f.path));
+        let looked_at = taken.len();
+        let verdicts: Vec<Verdict> = taken.into_par_iter().map(|f| judge(&scope, f.path, op)).collect();
+        let mut targets_found = vec![false; recipe.hooks.len()];
+        // A file given by name that succeeded placed every required hook.
+        if batch.files.iter().any(|f| f.result.is_ok()) {
+            targets_found.iter_mut().for_each(|t| *t = true);
+        }
+        for verdict in verdicts {
+            match verdict {
+                Verdict::Run(run, here) => {
+                    here.into_iter().for_each(|i| targets_found[i] = true);
+                    batch.files.push(run);
+                }
+                Verdict::NotTargeted(path) => batch.not_targeted.push(path),
+            }
+        }
+        if op == Op::Apply && batch.errors.is_empty() {
+            for i in scope.targeted() {
+                let hook = &recipe.hooks[i];
+                if !hook.optional && !targets_found[i] {
+                    let kind = ErrorKind::NotInFolder {
+                        path: scope::describe(&hook.target),
+                        files: looked_at,
+                    };
+                    let folder = folders[0].display().to_string();
+                    batch.errors.push(kind.at(Location::whole(folder)).with_hook(&hook.id));
+                }
+            }
+        }
+        batch
+    }
+
+    /// The first failure, if the run or any file failed.
     #[must_use]
     pub fn first_error(&self) -> Option<&Error> {
-        self.files.iter().find_map(|f| f.result.as_ref().err())
+        self.errors
+            .first()
+            .or_else(|| self.files.iter().find_map(|f| f.result.as_ref().err()))
     }
 
     /// The files that succeeded, with their results.
@@ -128,18 +239,98 @@ impl Batch {
     }
 }
 
-fn run_one(recipe: &Recipe, path: &Path, op: Op) -> FileRun {
-    let file = match DiskFile::read(path) {
+/// What `op` makes of a file found in a folder: run (with the targeted hooks whose targets it
+/// holds), or not targeted. Only a file that may hold a target (a cheap text test) is parsed.
+fn judge(scope: &Scope<'_>, path: PathBuf, op: Op) -> Verdict {
+    let file = match DiskFile::read(&path) {
         Ok(file) => file,
-        Err(err) => {
-            return FileRun {
-                path: path.to_path_buf(),
-                file: None,
-                result: Err(err),
-                outcomes: Vec::new(),
-            }
-        }
+        Err(err) => return Verdict::Run(failed(path, err), Vec::new()),
     };
+    let text = file.source().text();
+    let marked = scope.marked(text);
+    if !marked && (op == Op::Revert || (scope.has_targets() && !scope.may_hold_target(text))) {
+        return Verdict::NotTargeted(path);
+    }
+    if op == Op::Revert {
+        return Verdict::Run(finish(path, file, op, &scope.for_file(&[])), Vec::new());
+    }
+    let here = if scope.has_targets() {
+        match ParsedFile::parse(file.source().clone()) {
+            Ok(parsed) => scope.hooks_here(&parsed),
+            Err(err) => return Verdict::Run(failed(path, err), Vec::new()),
+        }
+    } else {
+        Vec::new()
+    };
+    if !marked && scope.has_targets() && here.is_empty() {
+        return Verdict::NotTargeted(path);
+    }
+    let recipe = scope.for_file(&here);
+    let run = finish(path.clone(), file, op, &recipe);
+    // Module-level hooks go only where a targeted hook is placed (or blocks are to be updated).
+    let placed = run.outcomes.iter().any(|o| {
+        here.iter().any(|&i| recipe.hooks[i].id == o.hook) && !matches!(o.status, Status::Skipped { .. })
+    });
+    if !marked && scope.has_targets() && run.result.is_ok() && !placed {
+        return Verdict::NotTargeted(path);
+    }
+    Verdict::Run(run, here)
+}
+
+/// A file that could not be read or parsed.
+fn failed(path: PathBuf, err: Error) -> FileRun {
+    FileRun {
+        path,
+        file: None,
+        result: Err(err),
+        outcomes: Vec::new(),
+    }
+}
+
+/// The package a folder is: its name, with the names of the parents above it that hold an
+/// `__init__.py` (`.../transformers/models/llama` is `transformers.models.llama`); empty for a
+/// folder that is not a package.
+fn package_of(folder: &Path) -> String {
+    let Ok(real) = std::fs::canonicalize(folder) else {
+        return String::new();
+    };
+    if !real.join("__init__.py").is_file() {
+        return String::new();
+    }
+    let mut names = Vec::new();
+    let mut at = Some(real.as_path());
+    while let Some(dir) = at {
+        match dir.file_name() {
+            Some(name) if dir.join("__init__.py").is_file() => names.push(name.to_string_lossy().into_owned()),
+            _ => break,
+        }
+        at = dir.parent();
+    }
+    names.reverse();
+    names.join(".")
+}
+
+/// The dotted module name of the file at `rel` in `package`.
+fn module_name(package: &str, rel: &str) -> String {
+    let rel = rel.strip_suffix(".py").unwrap_or(rel);
+    let rel = rel.strip_suffix("/__init__").unwrap_or(if rel == "__init__" { "" } else { rel });
+    let dotted = rel.replace('/', ".");
+    match (package.is_empty(), dotted.is_empty()) {
+        (true, _) => dotted,
+        (false, true) => package.to_string(),
+        (false, false) => format!("{package}.{dotted}"),
+    }
+}
+
+fn run_one(recipe: &Recipe, path: &Path, op: Op) -> FileRun {
+    match DiskFile::read(path) {
+        Ok(file) => finish(path.to_path_buf(), file, op, recipe),
+        Err(err) => failed(path.to_path_buf(), err),
+    }
+}
+
+/// Runs `op` with `recipe` on a file read.
+fn finish(path: PathBuf, file: DiskFile, op: Op, recipe: &Recipe) -> FileRun {
     let (result, outcomes) = match op {
         Op::Apply => {
             let attempt = apply_reporting(recipe, file.source().clone());
@@ -152,7 +343,7 @@ fn run_one(recipe: &Recipe, path: &Path, op: Op) -> FileRun {
         }
     };
     FileRun {
-        path: path.to_path_buf(),
+        path,
         file: Some(file),
         result,
         outcomes,

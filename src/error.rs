@@ -18,9 +18,9 @@ pub use reason::{MarkerReason, PlacementReason, SelectionReason, SelectorProblem
 pub struct Location {
     /// The file's name as given to the library.
     pub file: String,
-    /// 1-based line.
+    /// 1-based line; 0 for what has no line (a folder, a file as a whole: [`Location::whole`]).
     pub line: usize,
-    /// 1-based column, in UTF-8 bytes.
+    /// 1-based column, in UTF-8 bytes; 0 with line 0.
     pub column: usize,
 }
 
@@ -34,12 +34,22 @@ impl Location {
             column,
         }
     }
+
+    /// A path as a whole (a folder, a file that is not read), with no line or column.
+    #[must_use]
+    pub fn whole(file: impl Into<String>) -> Location {
+        Location::new(file, 0, 0)
+    }
 }
 
 impl fmt::Display for Location {
-    /// `file:line:column`, the file's name with control characters escapes
-    /// ([`crate::report::printable`]): a name from outside cannot fake a line or drive a terminal.
+    /// `file:line:column` (`file` alone at line 0), the file's name with control characters
+    /// escaped ([`crate::report::printable`]): a name from outside cannot fake a line or drive a
+    /// terminal.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            return write!(f, "{}", crate::report::printable(&self.file));
+        }
         write!(
             f,
             "{}:{}:{}",
@@ -105,6 +115,16 @@ pub enum ErrorKind {
         candidates: Box<[String]>,
         /// When the enclosing class exists, the names of its members.
         members: Box<[String]>,
+    },
+
+    /// In a folder run, a required hook's target is defined in none of the files (the location
+    /// is the folder).
+    #[error("`{path}` is not defined in {} of this folder", files_text(*files))]
+    NotInFolder {
+        /// The hook's target.
+        path: String,
+        /// How many `.py` files the folder run looked at.
+        files: usize,
     },
 
     /// A target path names several definitions and no ordinal picks one (the location is the
@@ -407,6 +427,15 @@ impl std::error::Error for Error {
             ErrorKind::Spec { cause: Some(cause), .. } | ErrorKind::PartialWrite { cause, .. } => Some(cause.as_ref()),
             kind => std::error::Error::source(kind),
         }
+    }
+}
+
+/// `the one .py file`, `any of the 12 .py files`.
+fn files_text(files: usize) -> String {
+    match files {
+        0 => "any .py file (there are none)".to_string(),
+        1 => "its one .py file".to_string(),
+        n => format!("any of the {n} .py files"),
     }
 }
 

@@ -59,6 +59,9 @@ pub struct DiskFile {
     identity: (u64, u64),
     /// Device and inode of the folder the file was read from: the only folder written into.
     folder_identity: (u64, u64),
+    /// Whether the file had no write permission bit when read: it is never written (an atomic
+    /// rename would replace it all the same).
+    read_only: bool,
 }
 
 impl DiskFile {
@@ -87,6 +90,7 @@ impl DiskFile {
             links: sys::links(&meta),
             identity: sys::identity(&meta),
             folder_identity,
+            read_only: meta.permissions().readonly(),
         })
     }
 

@@ -291,6 +291,9 @@ pub enum SpecReason {
         /// The variable.
         name: String,
     },
+    /// An empty entry in `[recipe] files`.
+    #[error("an entry of `files` is empty; give a path glob (`**/modeling_llama.py`) or a module name")]
+    EmptyFileGlob,
     /// Code with a line that looks like a pysplice marker.
     #[error("the code has a line that looks like a pysplice marker; the next run would take it for one")]
     MarkerLikeCode,

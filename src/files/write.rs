@@ -59,6 +59,15 @@ const KEPT_SUFFIX: &str = ".orig";
 /// [`ErrorKind::PartialWrite`] when putting back the files already written failed too: it names
 /// the files that hold the new text and where their old bytes are kept.
 pub fn write_all(changes: &[(&DiskFile, &str)]) -> Result<(), Error> {
+    for (file, _) in changes {
+        if file.read_only {
+            let source = io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the file is read-only (no write permission); make it writable (chmod u+w) to patch it",
+            );
+            return Err(io_error(file.name(), "cannot write", source));
+        }
+    }
     for (file, text) in changes {
         if text.len() as u64 > read::MAX_FILE_BYTES {
             return Err(ErrorKind::OutputTooLarge {

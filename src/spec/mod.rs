@@ -193,6 +193,9 @@ pub struct Recipe {
     pub summary: String,
     /// Notes for the user (launch flags, caveats).
     pub notes: Vec<String>,
+    /// The files of a folder run the recipe is for (`[recipe] files`): path globs or dotted
+    /// module names; empty for every `.py` file. Files given by name are always patched.
+    pub files: Vec<String>,
     /// Template variables.
     pub vars: BTreeMap<String, String>,
     /// The hooks, in the order they are planned.
@@ -315,6 +318,13 @@ impl Recipe {
         for note in &raw.recipe.notes {
             check_line(file, note, recipe_key("notes"), "note", None)?;
         }
+        for glob in &raw.recipe.files {
+            check_line(file, glob, recipe_key("files"), "file glob", None)?;
+            if glob.trim().is_empty() {
+                let reason = SpecReason::EmptyFileGlob;
+                return Err(spec_error(file, recipe_key("files"), reason, None));
+            }
+        }
         for (name, value) in &raw.vars {
             if value.lines().any(marker::looks_like_marker) {
                 let key = key_offset(file, &(0..text.len()), name);
@@ -342,6 +352,7 @@ impl Recipe {
             id: raw.recipe.id,
             summary: raw.recipe.summary,
             notes: raw.recipe.notes,
+            files: raw.recipe.files,
             vars: raw.vars,
             hooks,
             selectors,

@@ -92,6 +92,12 @@ pub(super) struct RawRecipe {
     pub(super) summary: String,
     #[serde(default)]
     pub(super) notes: Vec<String>,
+    /// The files of a folder run the recipe is for: path globs (`**/modeling_llama.py`, `*`
+    /// and `?` within a segment, `**` across) or dotted module names
+    /// (`transformers.models.llama.modeling_llama`), neither anchored at the folder run. Absent:
+    /// every `.py` file.
+    #[serde(default)]
+    pub(super) files: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

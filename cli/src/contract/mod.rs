@@ -74,11 +74,13 @@ impl ErrorInfo {
 impl From<&Error> for ErrorInfo {
     fn from(err: &Error) -> ErrorInfo {
         let at = err.location();
+        // Line 0: the error is about a path as a whole (a folder), with no line or column.
+        let known = |n: usize| (n > 0).then_some(n);
         ErrorInfo {
             message: err.to_string(),
             file: Some(at.file.clone()),
-            line: Some(at.line),
-            column: Some(at.column),
+            line: known(at.line),
+            column: known(at.column),
             hook: err.hook().map(str::to_string),
         }
     }
@@ -121,6 +123,10 @@ pub struct Splice {
     pub hooks: Vec<HookResult>,
     /// A unified diff (with `--dry-run`, and for the demo of `sglang-hs-dump`).
     pub diff: Option<String>,
+    /// The recipe's notes for the user (`[recipe] notes`), on a file `apply` patched or would
+    /// patch; absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The verdict on one file.
@@ -143,6 +149,10 @@ pub enum FileStatus {
     NothingToRevert,
     /// `--arch`: nothing to patch for the architectures named (`skipped` says why).
     Skipped,
+    /// A file of a folder run that the recipe does not target (no hook's target is defined
+    /// there, it carries none of the recipe's markers, or `[recipe] files` leaves it out):
+    /// untouched.
+    NotTargeted,
     /// The command failed; `error` says why and nothing was written.
     Failed,
 }
@@ -268,6 +278,7 @@ impl Splice {
             written: false,
             hooks: outcomes.iter().map(|o| HookResult::new(o, words)).collect(),
             diff: None,
+            notes: Vec::new(),
         }
     }
 }

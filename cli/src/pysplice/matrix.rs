@@ -68,6 +68,7 @@ pub fn matrix(args: &MatrixArgs) -> u8 {
                         written: false,
                         hooks: hook_results(&recipe, &outcomes, Words::Apply),
                         diff: None,
+                        notes: Vec::new(),
                     };
                     Output::failed(name, Body::Matrix(splice), ErrorInfo::from(err))
                 }

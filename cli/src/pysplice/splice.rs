@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pysplice::batch::{self, Batch, FileRun, Op};
+use pysplice::batch::{self, Batch, FileRun, Op, RunOptions};
 use pysplice::report::printable;
 use pysplice::{report, Error, ErrorKind, HookOutcome, Patched, Recipe};
 use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
@@ -16,9 +16,20 @@ pub struct FilesArgs {
     /// `builtin:sglang-hs-dump-models`).
     #[arg(long)]
     pub spec: PathBuf,
-    /// Python files.
-    #[arg(required = true)]
+    /// Python files, and folders (every `.py` file below them that the recipe targets).
+    #[arg(required_unless_present = "installed")]
     pub files: Vec<PathBuf>,
+    /// The installed package NAME (`transformers`, `transformers.models.llama`), as the
+    /// interpreter of `--python` would import it (located without importing it).
+    #[arg(long, value_name = "NAME")]
+    pub installed: Option<String>,
+    /// The interpreter `--installed` asks (the environment's `bin/python`).
+    #[arg(long, value_name = "PY", default_value = "python3", requires = "installed")]
+    pub python: String,
+    /// Leave out the paths below a folder that this glob names (`tests/**`, `**/conftest.py`);
+    /// may be given several times.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -60,12 +71,65 @@ pub fn exit_code(err: &Error) -> u8 {
 /// recipe and every file's result, or the exit code of bad usage.
 fn run_all(args: &FilesArgs, op: Op) -> Result<(Recipe, Batch), u8> {
     let recipe = load_recipe(&args.spec)?;
-    if let Some(path) = batch::duplicate(&args.files) {
+    let mut paths = args.files.clone();
+    if let Some(name) = &args.installed {
+        let wanted = pysplice_cli::installed::Wanted {
+            name,
+            shown: name,
+            remedy: "activate the environment that has it, or pass --python with its interpreter",
+        };
+        match pysplice_cli::installed::package_folder(&args.python, wanted, pysplice_cli::installed::PROBE_TIMEOUT) {
+            Ok(folder) => paths.push(folder),
+            Err(message) => {
+                errln!("{message}");
+                return Err(2);
+            }
+        }
+    }
+    if let Some(path) = batch::duplicate(&paths) {
         errln!("{}: given more than once", path.display());
         return Err(2);
     }
-    let batch = Batch::run(&recipe, &args.files, op);
+    let options = RunOptions {
+        exclude: args.exclude.clone(),
+    };
+    let batch = Batch::run_with(&recipe, &paths, op, &options);
+    for (link, target) in &batch.not_followed {
+        errln!(
+            "note: {}: a symbolic link (to {}), not followed",
+            printable(&link.display().to_string()),
+            printable(&target.display().to_string())
+        );
+    }
     Ok((recipe, batch))
+}
+
+/// The files of the folders that the recipe does not target: one line of text, or a JSON
+/// object each.
+fn report_not_targeted(batch: &Batch, json: bool, body: fn(Splice) -> Body, beside_diff: bool) {
+    if json {
+        for path in &batch.not_targeted {
+            let splice = Splice {
+                status: FileStatus::NotTargeted,
+                changed: false,
+                written: false,
+                hooks: Vec::new(),
+                diff: None,
+                notes: Vec::new(),
+            };
+            outln!("{}", Output::new(path.display().to_string(), body(splice)).to_line());
+        }
+    } else if !batch.not_targeted.is_empty() {
+        let n = batch.not_targeted.len();
+        let files = if n == 1 { "file" } else { "files" };
+        let line = format!("Not targeted: {n} {files} (no hook's target is defined there; left untouched)");
+        // Beside a diff on standard output, on standard error: the diff stays one to `patch`.
+        if beside_diff {
+            errln!("{line}");
+        } else {
+            outln!("{line}");
+        }
+    }
 }
 
 /// The per-hook results of `done` in `words`; every hook as not run when none are known.
@@ -85,6 +149,7 @@ fn failure(recipe: &Recipe, done: &FileRun, words: Words, body: fn(Splice) -> Bo
         written: false,
         hooks: hook_results(recipe, &done.outcomes, words),
         diff: None,
+        notes: Vec::new(),
     };
     Output::failed(done.path.display().to_string(), body(splice), error)
 }
@@ -93,10 +158,26 @@ fn failure(recipe: &Recipe, done: &FileRun, words: Words, body: fn(Splice) -> Bo
 /// `--json` every file gets its object: those that succeeded say that nothing was written.
 fn report_failures(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body: fn(Splice) -> Body) -> Option<u8> {
     let worst = batch
-        .files
+        .errors
         .iter()
-        .filter_map(|d| d.result.as_ref().err().map(exit_code))
+        .chain(batch.files.iter().filter_map(|d| d.result.as_ref().err()))
+        .map(exit_code)
         .max()?;
+    for err in &batch.errors {
+        if json {
+            let splice = Splice {
+                status: FileStatus::Failed,
+                changed: false,
+                written: false,
+                hooks: Vec::new(),
+                diff: None,
+                notes: Vec::new(),
+            };
+            outln!("{}", Output::failed(err.location().file.clone(), body(splice), ErrorInfo::from(err)).to_line());
+        } else {
+            errln!("{err}");
+        }
+    }
     for d in &batch.files {
         match (&d.result, json) {
             (Err(err), true) => outln!("{}", failure(recipe, d, words, body, ErrorInfo::from(err)).to_line()),
@@ -179,6 +260,9 @@ pub fn apply(args: &ApplyArgs) -> u8 {
             splice.changed = patched.changed();
             splice.written = !args.dry_run && patched.changed();
             splice.diff = args.dry_run.then(diff);
+            if placed(patched) {
+                splice.notes.clone_from(&recipe.notes);
+            }
             outln!("{}", Output::new(patched.name(), Body::Apply(splice)).to_line());
         } else if args.dry_run {
             out!("{}", diff());
@@ -186,7 +270,29 @@ pub fn apply(args: &ApplyArgs) -> u8 {
             out!("{}", report::applied_text(patched));
         }
     }
+    report_not_targeted(&batch, json, Body::Apply, args.dry_run);
+    // The recipe's notes, once, after a run that placed hooks.
+    if !json && batch.successes().any(|(_, p)| placed(p)) && !recipe.notes.is_empty() {
+        let print_notes = if args.dry_run { errln_notes } else { outln_notes };
+        print_notes(&recipe.notes);
+    }
     0
+}
+
+/// The recipe's notes on standard output.
+fn outln_notes(notes: &[String]) {
+    outln!("Notes:");
+    for note in notes {
+        outln!("  - {}", printable(note));
+    }
+}
+
+/// The recipe's notes on standard error, where they do not mix with a diff.
+fn errln_notes(notes: &[String]) {
+    errln!("Notes:");
+    for note in notes {
+        errln!("  - {}", printable(note));
+    }
 }
 
 /// Runs `check`: exit 0 when every required hook is applied and up to date.
@@ -222,6 +328,7 @@ pub fn check(args: &FilesArgs) -> u8 {
             }
         }
     }
+    report_not_targeted(&batch, args.json, Body::Check, false);
     code
 }
 
@@ -257,5 +364,6 @@ pub fn revert(args: &FilesArgs) -> u8 {
             outln!("Nothing to revert in {}", printable(patched.name()));
         }
     }
+    report_not_targeted(&batch, args.json, Body::Revert, false);
     0
 }

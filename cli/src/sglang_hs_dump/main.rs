@@ -93,6 +93,18 @@ struct Args {
     model_path: Option<PathBuf>,
 }
 
+/// The `deepseek_v2.py` of the SGLang that `python` would import (located without importing it:
+/// [`pysplice_cli::installed`]), `python` given `limit` to answer.
+fn installed_model_file(python: &str, limit: std::time::Duration) -> Result<std::path::PathBuf, String> {
+    let wanted = pysplice_cli::installed::Wanted {
+        name: "sglang",
+        shown: "SGLang",
+        remedy: pysplice_sglang::install::REMEDY,
+    };
+    let package = pysplice_cli::installed::package_folder(python, wanted, limit)?;
+    pysplice_sglang::install::package_model_file(&package, &format!("`{python}`")).map_err(|e| e.message)
+}
+
 /// `--probe-timeout`: a number of seconds, more than 0 and at most 3600.
 fn probe_timeout(text: &str) -> Result<std::time::Duration, String> {
     match text.parse::<f64>() {
@@ -176,6 +188,7 @@ fn fail(args: &Args, file: &Path, error: ErrorInfo, hooks: Vec<HookResult>, code
             written: false,
             hooks,
             diff: None,
+            notes: Vec::new(),
         };
         let body = Body::SglangHsDump(body(args, splice, None, None));
         outln!("{}", Output::failed(file.display().to_string(), body, error).to_line());

@@ -19,9 +19,8 @@ fn failed(args: &Args, file: &Path, message: &str, code: u8) -> u8 {
 /// The models folder, from PATH or `--installed`.
 fn models_dir(args: &Args) -> Result<PathBuf, String> {
     let base = if args.installed {
-        sglang_install::installed_model_file_within(&args.python, args.probe_timeout)
+        crate::installed_model_file(&args.python, args.probe_timeout)
             .map(|f| f.parent().map(Path::to_path_buf).unwrap_or(f))
-            .map_err(|err| err.message)
     } else if let Some(path) = &args.path {
         Ok(path.clone())
     } else {

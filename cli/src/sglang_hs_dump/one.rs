@@ -47,7 +47,7 @@ fn apply(args: &Args, recipe: &Recipe, file: &DiskFile) -> Result<Patched, u8> {
 /// The file to patch and its release, or the exit code of a failure already reported.
 fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<Release>), u8> {
     let path = if args.installed {
-        sglang_install::installed_model_file_within(&args.python, args.probe_timeout).map_err(|e| e.message)
+        crate::installed_model_file(&args.python, args.probe_timeout)
     } else if let Some(path) = &args.path {
         sglang_install::model_file(path).map_err(|e| e.message)
     } else {

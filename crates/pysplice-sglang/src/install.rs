@@ -1,6 +1,5 @@
 //! An SGLang install, as the [`SGLANG_HS_DUMP`](crate::recipes::SGLANG_HS_DUMP) recipe needs it: the model
-//! file in a folder ([`model_file`]) or in the package an interpreter would import
-//! ([`installed_model_file`]), the release it belongs to ([`Release::detect`]), and how to start
+//! file in a folder ([`model_file`]) or in a package folder ([`package_model_file`]), the release it belongs to ([`Release::detect`]), and how to start
 //! the server for it ([`launch_for`]), with the recipe's own facts (the hook that turns on aux
 //! capture, [`CAPTURE_HOOK`]) so that the flags and the recipe cannot drift apart.
 //!
@@ -13,12 +12,8 @@
 //! assert!(launch.flags.contains(&"--disable-radix-cache"));
 //! ```
 
-mod probe;
-
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
 
 use crate::launch::{self as sglang, Launch, ReleaseVersion};
 use pysplice::engine::{HookOutcome, Status};
@@ -51,6 +46,27 @@ const NO_CAPTURE: &str = "this file has no aux capture (set_eagle3_layers_to_cap
 pub fn env_var(recipe: &Recipe) -> &str {
     recipe.vars.get(ENV_VAR).map_or(DEFAULT_ENV, String::as_str)
 }
+
+/// The model file of the SGLang package at `package` (the folder an interpreter would import
+/// `sglang` from), the interpreter described as `who` in the message.
+///
+/// # Errors
+/// The package holds no `srt/models/deepseek_v2.py`.
+pub fn package_model_file(package: &Path, who: &str) -> Result<PathBuf, InstallError> {
+    let file = package.join("srt/models/deepseek_v2.py");
+    if !file.is_file() {
+        return fail(format!(
+            "{}: the SGLang that {who} has at {} holds no such file",
+            file.display(),
+            package.display()
+        ));
+    }
+    Ok(file)
+}
+
+/// What to do when SGLang is not installed where an interpreter looks.
+pub const REMEDY: &str =
+    "activate the environment that has SGLang, pass --python, or give the path of deepseek_v2.py";
 
 /// Why an SGLang install or its model file could not be found, in words that say what to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -200,170 +216,6 @@ pub fn model_file(path: &Path) -> Result<PathBuf, InstallError> {
     }
 }
 
-/// Asks an interpreter where it would import `sglang` from, without importing it: isolated mode
-/// (`-I`: the current directory and `PYTHONPATH` are not searched, so a `sglang/` folder where the
-/// command runs decides nothing) and `importlib.util.find_spec`, which locates the package
-/// without running its code. `-I` also leaves out the per-user site-packages (`pip install
-/// --user`), which a plain start searches outside virtual environments: it is put back where a
-/// plain start has it. Prints one JSON object.
-const FIND_SGLANG: &str = r#"
-import importlib.util, json, os, site, sys
-answer = {"executable": sys.executable, "version": sys.version.split()[0]}
-try:
-    user = site.getusersitepackages()
-    same_user = not hasattr(os, "geteuid") or os.geteuid() == os.getuid()
-    if sys.prefix == sys.base_prefix and same_user and os.path.isdir(user) and user not in sys.path:
-        sites = [i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))]
-        sys.path.insert(sites[0] if sites else len(sys.path), user)
-except Exception:
-    pass
-try:
-    spec = importlib.util.find_spec("sglang")
-except Exception as err:
-    answer["error"] = "%s: %s" % (type(err).__name__, err)
-else:
-    if spec is not None:
-        answer["origin"] = spec.origin
-        answer["has_location"] = bool(spec.has_location)
-        locations = spec.submodule_search_locations
-        answer["package"] = locations is not None
-        answer["locations"] = [str(p) for p in (locations or [])]
-print(json.dumps(answer))
-"#;
-
-/// How long the interpreter asked by [`installed_model_file`] may take to answer: it only starts
-/// and looks up a package (well under a second), but a cold start on a network file system can
-/// take seconds. Past it the interpreter and everything it started are killed.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// What to do when the install is not found.
-const REMEDY: &str = "activate the environment that has SGLang, pass --python, or give the path of deepseek_v2.py";
-
-/// The `deepseek_v2.py` of the SGLang that the interpreter `python` would import (located
-/// without importing it, see the module docs), the interpreter given [`PROBE_TIMEOUT`] to answer.
-///
-/// # Errors
-/// As [`installed_model_file_within`].
-pub fn installed_model_file(python: &str) -> Result<PathBuf, InstallError> {
-    installed_model_file_within(python, PROBE_TIMEOUT)
-}
-
-/// [`installed_model_file`] with the interpreter given `limit` to answer. The interpreter runs in
-/// a process group of its own; its answer (one JSON line) is read once it exits, without waiting
-/// for children it may have left holding its output; then the group is killed, so nothing it
-/// started outlives the question. Output beyond 1 MiB is dropped.
-///
-/// # Errors
-/// The interpreter cannot be run, does not answer within `limit`, or gives no answer, or its
-/// `sglang` is missing, a single module, a namespace package (a leftover folder), or holds no
-/// `srt/models/deepseek_v2.py`.
-pub fn installed_model_file_within(python: &str, limit: Duration) -> Result<PathBuf, InstallError> {
-    let output = probe::run(Command::new(python).args(["-I", "-c", FIND_SGLANG]), limit)
-        .map_err(|err| InstallError {
-            message: match err.kind() {
-                std::io::ErrorKind::NotFound => format!(
-                    "cannot run `{python}`: no such program; pass --python with the interpreter of the SGLang environment"
-                ),
-                _ => format!("cannot run `{python}`: {err}"),
-            },
-        })?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let last_error = clip(
-        stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no message")
-            .trim(),
-    );
-    let Some(status) = output.status else {
-        return fail(format!(
-            "`{python}` did not answer within {} when asked where SGLang is, and was stopped with all it started \
-             (raise the limit with --probe-timeout SECONDS); is it a Python 3 interpreter? {REMEDY}",
-            seconds(limit)
-        ));
-    };
-    if !status.success() {
-        return fail(format!(
-            "`{python}` could not look for SGLang ({last_error}); is it a Python 3 interpreter? {REMEDY}"
-        ));
-    }
-    let Some(answer) = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .rev()
-        .find_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-    else {
-        return fail(format!(
-            "`{python}` gave no answer when asked where SGLang is ({last_error})"
-        ));
-    };
-    package_file(python, &answer)
-}
-
-/// A duration as people read it: `20 s`, `0.5 s`.
-fn seconds(limit: Duration) -> String {
-    if limit.subsec_millis() == 0 {
-        format!("{} s", limit.as_secs())
-    } else {
-        format!("{:.1} s", limit.as_secs_f64())
-    }
-}
-
-/// At most 300 characters of an interpreter's message.
-fn clip(text: &str) -> String {
-    match text.char_indices().nth(300) {
-        Some((at, _)) => format!("{}...", &text[..at]),
-        None => text.to_string(),
-    }
-}
-
-/// The model file from the interpreter's answer, or what is wrong with the package it found.
-fn package_file(python: &str, answer: &serde_json::Value) -> Result<PathBuf, InstallError> {
-    use serde_json::Value;
-    let field = |key: &str| answer.get(key).and_then(Value::as_str).unwrap_or("?").to_string();
-    let who = format!("`{python}` ({}, Python {})", field("executable"), field("version"));
-    if let Some(error) = answer.get("error").and_then(Value::as_str) {
-        return fail(format!("{who} could not look for the sglang package: {error}"));
-    }
-    let Some(origin) = answer.get("origin") else {
-        return fail(format!(
-            "no installed SGLang: {who} has no package `sglang` (looked in isolated mode: the current directory \
-             and PYTHONPATH are not searched); {REMEDY}"
-        ));
-    };
-    let locations: Vec<&str> = answer
-        .get("locations")
-        .and_then(Value::as_array)
-        .map(|l| l.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    if answer.get("package") != Some(&Value::Bool(true)) {
-        return fail(format!(
-            "{who} finds `sglang` as a single module ({}), not the SGLang package; {REMEDY}",
-            origin.as_str().unwrap_or("?")
-        ));
-    }
-    let origin = match origin.as_str() {
-        Some(origin) if answer.get("has_location") == Some(&Value::Bool(true)) => origin,
-        _ => {
-            return fail(format!(
-                "{who} finds `sglang` only as a namespace package (folders without __init__.py: {}), not an \
-                 installed SGLang; a leftover of an uninstalled SGLang? {REMEDY}",
-                locations.join(", ")
-            ))
-        }
-    };
-    let package = Path::new(origin).parent().unwrap_or(Path::new(origin));
-    let file = package.join("srt/models/deepseek_v2.py");
-    if !file.is_file() {
-        return fail(format!(
-            "{}: the SGLang that {who} has at {} holds no such file",
-            file.display(),
-            package.display()
-        ));
-    }
-    Ok(file)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,22 +259,6 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let err = model_file(empty.path()).unwrap_err();
         assert!(err.message.contains("no deepseek_v2.py in this folder"), "{err}");
-    }
-
-    #[test]
-    fn the_interpreters_answer_is_judged() {
-        let err = |answer: serde_json::Value| package_file("py", &answer).unwrap_err().message;
-        assert!(err(serde_json::json!({})).contains("no installed SGLang"));
-        assert!(err(serde_json::json!({"origin": "/x/sglang.py", "package": false})).contains("single module"));
-        assert!(
-            err(serde_json::json!({"origin": null, "package": true, "locations": ["/a"]}))
-                .contains("namespace package (folders without __init__.py: /a)")
-        );
-        let missing =
-            err(serde_json::json!({"origin": "/nowhere/sglang/__init__.py", "package": true, "has_location": true}));
-        assert!(missing.contains("holds no such file"), "{missing}");
-        let cannot = installed_model_file("/no/such/python-interpreter").unwrap_err();
-        assert!(cannot.message.contains("no such program"), "{cannot}");
     }
 
     #[test]
