@@ -64,7 +64,11 @@ fn pysplice_schema_prints_the_checked_in_spec_schema() {
         .expect("pysplice runs");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.stdout, stored_spec_schema(), "`pysplice schema` differs from schemas/");
+    assert_eq!(
+        out.stdout,
+        stored_spec_schema(),
+        "`pysplice schema` differs from schemas/"
+    );
     let schema: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the output is JSON");
     assert_eq!(schema["$schema"], "http://json-schema.org/draft-07/schema#");
     assert!(schema["properties"]["hook"].is_object(), "{schema:#}");
@@ -77,7 +81,11 @@ fn the_wheel_data_folder_holds_the_spec_schema() {
     let data = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/wheel-data/data/share/pysplice"));
     let file = data.join("hook-spec.schema.json");
     let meta = std::fs::symlink_metadata(&file).expect("the schema in the wheel's data folder");
-    assert!(meta.file_type().is_symlink(), "{} must link to schemas/", file.display());
+    assert!(
+        meta.file_type().is_symlink(),
+        "{} must link to schemas/",
+        file.display()
+    );
     assert_eq!(std::fs::read(&file).expect("the link resolves"), stored_spec_schema());
     let pyproject = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/pyproject.toml")).unwrap();
     assert!(pyproject.contains("data = \"wheel-data\""), "{pyproject}");
