@@ -2,7 +2,8 @@
 # The two ways users install pysplice, tried from this checkout as a new user would:
 #   1. `cargo install --locked --path cli` into an empty root: the three commands run;
 #   2. the wheel from scripts/build-wheel.sh, `pip install`ed into a fresh venv: the three
-#      commands run, `pysplice --version` and the demo (`sglang-hs-dump` with no path) work.
+#      commands run, `pysplice --version` and the demo (`sglang-hs-dump` with no path) work, the
+#      spec schema is installed where `pysplice schema --path` says.
 # PYSPLICE_INSTALL_PROFILE=dev builds both in the dev profile instead of release (CI: it reuses
 # the build of `cargo test` rather than compiling the workspace again with optimisations).
 set -euo pipefail
@@ -41,6 +42,12 @@ python3 -m venv "$scratch/venv"
 for cmd in pysplice sglang-hs-dump pysplice-lsp; do
   expect_version "$scratch/venv/bin/$cmd" "$cmd"
 done
+# The spec schema: installed under the prefix, found by `pysplice schema --path`, the same bytes
+# as `pysplice schema` and the checked-in schemas/hook-spec.schema.json.
+schema="$scratch/venv/share/pysplice/hook-spec.schema.json"
+cmp "$schema" schemas/hook-spec.schema.json || { echo "check-install: the wheel did not install $schema as schemas/ has it" >&2; exit 1; }
+[ "$("$scratch/venv/bin/pysplice" schema --path)" = "$schema" ] || { echo "check-install: 'pysplice schema --path' does not name $schema" >&2; exit 1; }
+"$scratch/venv/bin/pysplice" schema | cmp - schemas/hook-spec.schema.json || { echo "check-install: 'pysplice schema' differs from schemas/" >&2; exit 1; }
 # The demo, run from an unrelated folder with only the venv's bin on PATH.
 (cd "$scratch" && PATH="$scratch/venv/bin:/usr/bin:/bin" sglang-hs-dump > demo.out)
 grep -q "Successfully patched" "$scratch/demo.out" || { cat "$scratch/demo.out" >&2; echo "check-install: the demo did not patch" >&2; exit 1; }

@@ -1,15 +1,13 @@
 //! Code actions: apply and revert a recipe on one file (eagerly, through `codeAction/resolve`,
-//! or through a command), and on every file of the workspace.
+//! or through a command). The workspace command is `workspace.rs`'s.
 
 use lsp_server::ErrorCode;
-use lsp_types::{
-    CodeAction, CodeActionDisabled, CodeActionKind, CodeActionOrCommand, CodeActionParams, Diagnostic, Uri,
-};
-use pysplice::document::{Document, DocumentPlan, TextEdit};
+use lsp_types::{CodeAction, CodeActionDisabled, CodeActionKind, CodeActionOrCommand, CodeActionParams, Diagnostic};
+use pysplice::document::DocumentPlan;
 use pysplice::Recipe;
 use pysplice::Status;
 
-use crate::convert::{path_uri, python_files, workspace_edit, workspace_edits};
+use crate::convert::workspace_edit;
 use crate::open::{edits_of, plan_of, Open};
 use crate::server::{Client, Server, APPLY_ACTION};
 
@@ -101,73 +99,6 @@ impl Server<'_> {
         let edits = edits_of(open, recipe, revert).map_err(|reason| (ErrorCode::RequestFailed, reason))?;
         action.edit = Some(workspace_edit(&open.uri, open.doc.version(), edits, document_changes));
         Ok(action)
-    }
-
-    /// Applies `recipe` (or the only recipe) to every Python file of the workspace that it
-    /// concerns and that is not up to date: one `workspace/applyEdit` with all the files. Open
-    /// files are taken as typed. Answers with the files changed and those that could not be.
-    pub fn apply_to_workspace(&mut self, recipe: Option<&str>) -> Result<serde_json::Value, (ErrorCode, String)> {
-        let recipe = match (recipe, self.recipes.as_slice()) {
-            (Some(id), recipes) => recipes.iter().find(|r| r.id == id),
-            (None, [only]) => Some(only),
-            (None, _) => None,
-        };
-        let Some(recipe) = recipe.cloned() else {
-            let ids: Vec<&str> = self.recipes.iter().map(|r| r.id.as_str()).collect();
-            return Err((ErrorCode::InvalidParams, format!("name one of the recipes: {ids:?}")));
-        };
-        let Some(root) = self.root.clone() else {
-            return Err((ErrorCode::InvalidParams, "no workspace folder".into()));
-        };
-        let mut changes: Vec<(Uri, Option<i32>, Vec<TextEdit>)> = Vec::new();
-        let mut failed = Vec::new();
-        for path in python_files(&root) {
-            let Some(uri) = path_uri(&path) else { continue };
-            let (doc, version) = match self.open.get(uri.as_str()) {
-                Some(open) => (open.doc.clone(), Some(open.doc.version())),
-                None => match pysplice::files::read_text(&path) {
-                    Ok(text) => (Document::new(path.display().to_string(), &text), None),
-                    Err(err) => {
-                        failed.push(err.to_string());
-                        continue;
-                    }
-                },
-            };
-            if let Some(failure) = crate::open::too_large(&doc) {
-                failed.push(format!("{}: {}", path.display(), failure.message));
-                continue;
-            }
-            // Files that do not parse are not the recipe's business here; they are listed.
-            let (plan, kept) = match doc.plan_keeping(&recipe) {
-                Ok(pair) => pair,
-                Err(err) => {
-                    failed.push(err.to_string());
-                    continue;
-                }
-            };
-            if !plan.relevant || !plan.pending {
-                if plan.relevant && !plan.is_complete() {
-                    failed.push(format!("{}: a hook cannot be placed", path.display()));
-                }
-                continue;
-            }
-            match doc.apply_edits_from(&recipe, kept) {
-                Ok(edits) if !edits.is_empty() => changes.push((uri, version, edits)),
-                Ok(_) => {}
-                Err(err) => failed.push(err.to_string()),
-            }
-        }
-        let files: Vec<&str> = changes.iter().map(|(uri, _, _)| uri.as_str()).collect();
-        let answer = serde_json::json!({ "recipe": recipe.id, "changed": files, "failed": failed });
-        if !changes.is_empty() {
-            let edit = workspace_edits(changes, self.client.document_changes);
-            let label = format!("Apply recipe {} to the workspace", recipe.id);
-            self.request_client(
-                "workspace/applyEdit",
-                serde_json::json!({ "label": label, "edit": edit }),
-            );
-        }
-        Ok(answer)
     }
 }
 

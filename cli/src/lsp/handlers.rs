@@ -2,21 +2,22 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use lsp_server::{ErrorCode, Message, Notification, Request, Response};
+use lsp_server::{ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::{
-    DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument, Notification as _,
+    Cancel, DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument, Notification as _,
 };
 use lsp_types::request::{CodeActionRequest, CodeActionResolveRequest, ExecuteCommand, HoverRequest, Request as _};
 use lsp_types::{
-    CodeAction, CodeActionParams, Diagnostic, DidChangeTextDocumentParams, DidChangeWatchedFilesParams,
+    CancelParams, CodeAction, CodeActionParams, Diagnostic, DidChangeTextDocumentParams, DidChangeWatchedFilesParams,
     DidCloseTextDocumentParams, DidOpenTextDocumentParams, ExecuteCommandParams, Hover, HoverContents, HoverParams,
-    MarkupContent, MarkupKind, Uri,
+    MarkupContent, MarkupKind, NumberOrString, Uri,
 };
 use pysplice::document::{Document, Utf16Position};
 
 use crate::convert::{diagnostic, from_range, to_range, uri_name, uri_path};
 use crate::open::{hook_diagnostic, plan_of, Open};
 use crate::server::{Server, APPLY_ACTION, APPLY_TO_WORKSPACE};
+use crate::workspace::{Answer, LIST_RECIPES};
 
 impl Server<'_> {
     pub fn request(&mut self, request: Request) {
@@ -24,36 +25,41 @@ impl Server<'_> {
         let method = request.method.clone();
         let result = catch_unwind(AssertUnwindSafe(|| self.dispatch(request)));
         let response = match result {
-            Ok(Ok(value)) => Response::new_ok(id, value),
+            Ok(Ok(Some(value))) => Response::new_ok(id, value),
+            // Answered once the client has answered a question (`workspace.rs`).
+            Ok(Ok(None)) => return,
             Ok(Err((code, message))) => Response::new_err(id, code as i32, message),
             Err(_) => Response::new_err(id, ErrorCode::InternalError as i32, format!("{method} failed (a bug)")),
         };
         self.send(Message::Response(response));
     }
 
-    pub fn dispatch(&mut self, request: Request) -> Result<serde_json::Value, (ErrorCode, String)> {
+    /// The result of `request`: now, or `None` when it is answered later (a question to the
+    /// client is out).
+    pub fn dispatch(&mut self, request: Request) -> Answer {
         let bad = |err: serde_json::Error| (ErrorCode::InvalidParams, err.to_string());
-        match request.method.as_str() {
+        let value = match request.method.as_str() {
             HoverRequest::METHOD => {
                 let params: HoverParams = serde_json::from_value(request.params).map_err(bad)?;
-                Ok(serde_json::to_value(self.hover(&params)).unwrap_or_default())
+                serde_json::to_value(self.hover(&params)).unwrap_or_default()
             }
             CodeActionRequest::METHOD => {
                 let params: CodeActionParams = serde_json::from_value(request.params).map_err(bad)?;
-                Ok(serde_json::to_value(self.code_actions(&params)).unwrap_or_default())
+                serde_json::to_value(self.code_actions(&params)).unwrap_or_default()
             }
             CodeActionResolveRequest::METHOD => {
                 let action: CodeAction = serde_json::from_value(request.params).map_err(bad)?;
                 let action = self.resolve(action)?;
-                Ok(serde_json::to_value(action).unwrap_or_default())
+                serde_json::to_value(action).unwrap_or_default()
             }
             ExecuteCommand::METHOD => {
                 let params: ExecuteCommandParams = serde_json::from_value(request.params).map_err(bad)?;
                 match params.command.as_str() {
                     APPLY_TO_WORKSPACE => {
                         let recipe = params.arguments.first().and_then(serde_json::Value::as_str);
-                        self.apply_to_workspace(recipe)
+                        return self.apply_to_workspace(request.id, recipe);
                     }
+                    LIST_RECIPES => self.list_recipes(),
                     APPLY_ACTION => {
                         let data = params.arguments.into_iter().next().unwrap_or_default();
                         let action = CodeAction {
@@ -64,15 +70,26 @@ impl Server<'_> {
                         if let Some(edit) = self.resolve(action)?.edit {
                             self.request_client("workspace/applyEdit", serde_json::json!({ "edit": edit }));
                         }
-                        Ok(serde_json::Value::Null)
+                        serde_json::Value::Null
                     }
-                    other => Err((ErrorCode::InvalidParams, format!("unknown command `{other}`"))),
+                    other => return Err((ErrorCode::InvalidParams, format!("unknown command `{other}`"))),
                 }
             }
-            other => Err((
-                ErrorCode::MethodNotFound,
-                format!("pysplice-lsp does not handle `{other}`"),
-            )),
+            other => {
+                return Err((
+                    ErrorCode::MethodNotFound,
+                    format!("pysplice-lsp does not handle `{other}`"),
+                ))
+            }
+        };
+        Ok(Some(value))
+    }
+
+    /// A response from the client: the answer to a question, or to a request whose answer is
+    /// not awaited (`client/registerCapability`, `workspace/applyEdit`).
+    pub fn response(&mut self, response: Response) {
+        if catch_unwind(AssertUnwindSafe(|| self.answered(response))).is_err() {
+            errln!("pysplice-lsp: handling a response failed (a bug)");
         }
     }
 
@@ -88,6 +105,14 @@ impl Server<'_> {
 
     pub fn notify(&mut self, notification: Notification) -> Result<(), serde_json::Error> {
         match notification.method.as_str() {
+            Cancel::METHOD => {
+                let params: CancelParams = serde_json::from_value(notification.params)?;
+                let id = match params.id {
+                    NumberOrString::Number(n) => RequestId::from(n),
+                    NumberOrString::String(s) => RequestId::from(s),
+                };
+                self.cancel_question(&id);
+            }
             DidChangeWatchedFiles::METHOD => {
                 let params: DidChangeWatchedFilesParams = serde_json::from_value(notification.params)?;
                 let concerns = |uri: &Uri| {

@@ -18,7 +18,10 @@
 //! code action request after a keystroke only needs the plan the diagnostics made; eagerly for
 //! clients that can do neither. `workspace/executeCommand` `pysplice.applyRecipeToWorkspace`
 //! `[recipe id]` applies a recipe to every Python file of the workspace it concerns, in one
-//! `workspace/applyEdit`. Hovering over a marker line (or a block) shows the hook's summary.
+//! `workspace/applyEdit`; without an id, with several recipes, each file gets the recipe that
+//! targets it, and where several target a file (or none targets any) the client is asked first
+//! with `window/showMessageRequest` (`lsp/workspace.rs`); `pysplice.listRecipes` lists them.
+//! Hovering over a marker line (or a block) shows the hook's summary.
 //! Text sync is incremental; positions are UTF-16.
 //!
 //! Without any configuration the server stays quiet (a log line). Recipe files and
@@ -66,6 +69,7 @@ mod lifecycle;
 mod open;
 mod server;
 mod transport;
+mod workspace;
 
 use std::process::ExitCode;
 
@@ -77,6 +81,7 @@ use lsp_types::{
 };
 
 use server::{Server, APPLY_ACTION, APPLY_TO_WORKSPACE};
+use workspace::LIST_RECIPES;
 
 /// The program's name, `pysplice-lsp`.
 const PROGRAM: &str = env!("CARGO_BIN_NAME");
@@ -133,6 +138,9 @@ fn serve(connection: &Connection) -> ExitCode {
                 }
             }
             Step::Shutdown(id) => {
+                if let Some(server) = server.as_mut() {
+                    server.drop_questions();
+                }
                 send(connection, Message::Response(Response::new_ok(id, ())));
                 phase = Phase::ShutDown;
             }
@@ -149,8 +157,8 @@ fn serve(connection: &Connection) -> ExitCode {
                         }
                         Message::Request(request) => server.request(request),
                         Message::Notification(notification) => server.notification(notification),
-                        // Answers to our `client/registerCapability` and `workspace/applyEdit`.
-                        Message::Response(_) => {}
+                        // Answers to our questions, `client/registerCapability` and `workspace/applyEdit`.
+                        Message::Response(response) => server.response(response),
                     }
                 }
             }
@@ -245,7 +253,11 @@ fn initialize<'c>(connection: &'c Connection, params: serde_json::Value) -> (Ser
             ..CodeActionOptions::default()
         })),
         execute_command_provider: Some(ExecuteCommandOptions {
-            commands: vec![APPLY_TO_WORKSPACE.to_string(), APPLY_ACTION.to_string()],
+            commands: vec![
+                APPLY_TO_WORKSPACE.to_string(),
+                APPLY_ACTION.to_string(),
+                LIST_RECIPES.to_string(),
+            ],
             ..ExecuteCommandOptions::default()
         }),
         ..ServerCapabilities::default()

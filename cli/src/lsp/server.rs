@@ -15,6 +15,7 @@ use pysplice::{Error, Recipe};
 
 use crate::convert::{diagnostic, path_uri, same_file, uri_path, workspace_root};
 use crate::open::Open;
+use crate::workspace::Question;
 
 /// Verified edits, or why there are none.
 pub type Edits = Result<Vec<TextEdit>, String>;
@@ -49,6 +50,9 @@ pub struct Server<'c> {
     pub dirty: BTreeSet<String>,
     pub client: Client,
     pub next_request: i32,
+    /// The questions to the client (`window/showMessageRequest`) waiting for an answer, by the
+    /// id of the request that asked them.
+    pub questions: HashMap<lsp_server::RequestId, Question>,
     /// The last revision number given to a text (see `open.rs`).
     pub last_revision: u64,
 }
@@ -91,6 +95,7 @@ impl<'c> Server<'c> {
             dirty: BTreeSet::new(),
             client,
             next_request: 0,
+            questions: HashMap::new(),
             last_revision: 0,
         }
     }
@@ -163,11 +168,12 @@ impl<'c> Server<'c> {
         self.request_client("client/registerCapability", params);
     }
 
-    /// Sends a request to the client; its answer is not awaited.
-    pub fn request_client(&mut self, method: &str, params: serde_json::Value) {
-        self.next_request += 1;
+    /// Sends a request to the client and gives its id; its answer is not awaited.
+    pub fn request_client(&mut self, method: &str, params: serde_json::Value) -> lsp_server::RequestId {
+        self.next_request = self.next_request.wrapping_add(1);
         let id = lsp_server::RequestId::from(format!("pysplice-{}", self.next_request));
-        self.send(Message::Request(Request::new(id, method.to_string(), params)));
+        self.send(Message::Request(Request::new(id.clone(), method.to_string(), params)));
+        id
     }
 
     /// Publishes the diagnostics of a recipe file: its spec error, or none.

@@ -13,6 +13,7 @@ mod alloc;
 mod graph;
 mod locate;
 mod matrix;
+mod schema;
 mod splice;
 
 use std::process::ExitCode;
@@ -45,6 +46,8 @@ enum Command {
     Reach(graph::ReachArgs),
     /// Public methods of a delegate that a wrapper class does not expose.
     Forwards(graph::ForwardsArgs),
+    /// Print the JSON Schema of hook specs (for a recipe's `#:schema` line).
+    Schema(schema::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Graph(args) => graph::graph(&args),
         Command::Reach(args) => graph::reach(&args),
         Command::Forwards(args) => graph::forwards(&args),
+        Command::Schema(args) => schema::run(&args),
     };
     output::finish(code)
 }

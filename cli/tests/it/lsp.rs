@@ -71,17 +71,17 @@ fn server_binary() -> PathBuf {
     common::program("pysplice_lsp")
 }
 
-struct Client {
+pub(crate) struct Client {
     child: Child,
     stdin: ChildStdin,
     incoming: Receiver<Value>,
     next_id: i64,
     /// Notifications read while waiting for something else.
-    backlog: Vec<Value>,
+    pub(crate) backlog: Vec<Value>,
 }
 
 impl Client {
-    fn start(dir: &Path) -> Client {
+    pub(crate) fn start(dir: &Path) -> Client {
         let mut child = Command::new(server_binary())
             .current_dir(dir)
             .stdin(Stdio::piped())
@@ -101,18 +101,18 @@ impl Client {
         }
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         let body = message.to_string();
         write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).expect("the server reads");
         self.stdin.flush().expect("the server reads");
     }
 
-    fn notify(&mut self, method: &str, params: Value) {
+    pub(crate) fn notify(&mut self, method: &str, params: Value) {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
     /// Sends a request and waits for its response (`result` or `error` object).
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -120,7 +120,7 @@ impl Client {
     }
 
     /// The next message matching `wanted`, keeping the others; fails after [`TIMEOUT`].
-    fn wait_for(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_for(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
         if let Some(i) = self.backlog.iter().position(&wanted) {
             return self.backlog.remove(i);
         }
@@ -148,7 +148,7 @@ impl Client {
         message["params"]["diagnostics"].as_array().cloned().unwrap_or_default()
     }
 
-    fn wait_exit(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait_exit(&mut self) -> std::process::ExitStatus {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             if let Some(status) = self.child.try_wait().expect("the server can be waited for") {
@@ -202,7 +202,7 @@ fn position_offset(text: &str, position: &Value) -> usize {
 }
 
 /// Applies LSP `TextEdit`s (all relative to `text`) the way a client does.
-fn apply_text_edits(text: &str, edits: &[Value]) -> String {
+pub(crate) fn apply_text_edits(text: &str, edits: &[Value]) -> String {
     let mut spans: Vec<(usize, usize, &str)> = edits
         .iter()
         .map(|e| {
@@ -258,7 +258,7 @@ fn did_change(client: &mut Client, uri: &str, version: i64, edits: &[Value]) {
     );
 }
 
-fn temp_dir() -> PathBuf {
+pub(crate) fn temp_dir() -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());

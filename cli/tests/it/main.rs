@@ -14,6 +14,7 @@ mod launch_flags;
 mod lsp;
 mod lsp_config_files;
 mod lsp_transport;
+mod lsp_workspace;
 mod schemas;
 mod sglang_dump;
 mod sglang_installed_probe;
