@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fetch the projects pinned in tests/py-corpus.txt (pure-Python wheels from PyPI) and unpack
 # every .py file of each into $PYSPLICE_PY_CORPUS/<name>-<version>/ (default
-# <repo>/target/py-corpus). Wheels are cached in $PYSPLICE_PY_WHEELS (default
+# <repo>/target/py-corpus), and those of tests/py-packages.txt into $PYSPLICE_PY_PACKAGES
+# (default <repo>/target/py-packages). Wheels are cached in $PYSPLICE_PY_WHEELS (default
 # <repo>/target/py-wheels) and a project whose .complete marker exists is skipped, so re-runs
 # are offline and near-instant. Called by scripts/fetch-corpus.sh.
 set -euo pipefail
@@ -11,12 +12,22 @@ corpus=${PYSPLICE_PY_CORPUS:-$repo/target/py-corpus}
 wheels=${PYSPLICE_PY_WHEELS:-$repo/target/py-wheels}
 mkdir -p "$corpus" "$wheels"
 
-mapfile -t pins < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$repo/tests/py-corpus.txt" | grep -v '^$')
-[ ${#pins[@]} -gt 0 ] || { echo "no projects in tests/py-corpus.txt" >&2; exit 1; }
+packages=${PYSPLICE_PY_PACKAGES:-$repo/target/py-packages}
+mkdir -p "$packages"
 
-for pin in "${pins[@]}"; do
+# name==version lines of a list, comments and blanks left out.
+pins_of() { sed -e 's/#.*//' -e 's/[[:space:]]//g' "$1" | grep -v '^$' || true; }
+mapfile -t corpus_pins < <(pins_of "$repo/tests/py-corpus.txt")
+mapfile -t package_pins < <(pins_of "$repo/tests/py-packages.txt")
+[ ${#corpus_pins[@]} -gt 0 ] || { echo "no projects in tests/py-corpus.txt" >&2; exit 1; }
+pins=()
+for pin in "${corpus_pins[@]}"; do pins+=("$pin=$corpus"); done
+for pin in "${package_pins[@]}"; do pins+=("$pin=$packages"); done
+
+for entry in "${pins[@]}"; do
+  pin=${entry%=*} into=${entry##*=}
   name=${pin%%==*} version=${pin#*==}
-  dest="$corpus/$name-$version" note=cached
+  dest="$into/$name-$version" note=cached
   if [ ! -e "$dest/.complete" ]; then
     start=$SECONDS
     wheel=$(compgen -G "$wheels/$name-$version-py3-none-any.whl" | head -n1 || true)

@@ -150,7 +150,11 @@ impl Batch {
                     for (file, rel) in walked.files {
                         if seen.insert(std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone())) {
                             let module = module_name(&package, &rel);
-                            found.push(Found { path: file, rel, module });
+                            found.push(Found {
+                                path: file,
+                                rel,
+                                module,
+                            });
                         }
                     }
                 }
@@ -268,9 +272,10 @@ fn judge(scope: &Scope<'_>, path: PathBuf, op: Op) -> Verdict {
     let recipe = scope.for_file(&here);
     let run = finish(path.clone(), file, op, &recipe);
     // Module-level hooks go only where a targeted hook is placed (or blocks are to be updated).
-    let placed = run.outcomes.iter().any(|o| {
-        here.iter().any(|&i| recipe.hooks[i].id == o.hook) && !matches!(o.status, Status::Skipped { .. })
-    });
+    let placed = run
+        .outcomes
+        .iter()
+        .any(|o| here.iter().any(|&i| recipe.hooks[i].id == o.hook) && !matches!(o.status, Status::Skipped { .. }));
     if !marked && scope.has_targets() && run.result.is_ok() && !placed {
         return Verdict::NotTargeted(path);
     }
@@ -313,7 +318,9 @@ fn package_of(folder: &Path) -> String {
 /// The dotted module name of the file at `rel` in `package`.
 fn module_name(package: &str, rel: &str) -> String {
     let rel = rel.strip_suffix(".py").unwrap_or(rel);
-    let rel = rel.strip_suffix("/__init__").unwrap_or(if rel == "__init__" { "" } else { rel });
+    let rel = rel
+        .strip_suffix("/__init__")
+        .unwrap_or(if rel == "__init__" { "" } else { rel });
     let dotted = rel.replace('/', ".");
     match (package.is_empty(), dotted.is_empty()) {
         (true, _) => dotted,

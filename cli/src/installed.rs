@@ -68,7 +68,9 @@ pub struct Wanted<'a> {
 pub fn package_folder(python: &str, wanted: Wanted<'_>, limit: Duration) -> Result<PathBuf, String> {
     let Wanted { name, shown, remedy } = wanted;
     if name.is_empty() || !name.split('.').all(is_identifier) {
-        return Err(format!("`{name}` is not a package name (dotted Python names: `transformers`, `a.b`)"));
+        return Err(format!(
+            "`{name}` is not a package name (dotted Python names: `transformers`, `a.b`)"
+        ));
     }
     if Path::new(python).is_dir() {
         let bin = Path::new(python).join("bin/python");
@@ -87,7 +89,14 @@ pub fn package_folder(python: &str, wanted: Wanted<'_>, limit: Duration) -> Resu
         }
     })?;
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let last_error = clip(stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim());
+    let last_error = clip(
+        stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message")
+            .trim(),
+    );
     let Some(status) = output.status else {
         return Err(format!(
             "`{python}` did not answer within {} when asked where {shown} is, and was stopped with all it started \
@@ -105,7 +114,9 @@ pub fn package_folder(python: &str, wanted: Wanted<'_>, limit: Duration) -> Resu
         .rev()
         .find_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
     else {
-        return Err(format!("`{python}` gave no answer when asked where {shown} is ({last_error})"));
+        return Err(format!(
+            "`{python}` gave no answer when asked where {shown} is ({last_error})"
+        ));
     };
     let folder = judge(python, Wanted { name: top, ..wanted }, &answer)?;
     match below {
@@ -115,7 +126,10 @@ pub fn package_folder(python: &str, wanted: Wanted<'_>, limit: Duration) -> Resu
             if sub.is_dir() {
                 Ok(sub)
             } else {
-                Err(format!("{}: no such folder in the {top} that `{python}` has; {remedy}", sub.display()))
+                Err(format!(
+                    "{}: no such folder in the {top} that `{python}` has; {remedy}",
+                    sub.display()
+                ))
             }
         }
     }
@@ -197,8 +211,10 @@ mod tests {
         let err = |answer: serde_json::Value| judge("py", SGLANG, &answer).unwrap_err();
         assert!(err(serde_json::json!({})).contains("no installed SGLang"));
         assert!(err(serde_json::json!({"origin": "/x/sglang.py", "package": false})).contains("single module"));
-        assert!(err(serde_json::json!({"origin": null, "package": true, "locations": ["/a"]}))
-            .contains("namespace package (folders without __init__.py: /a)"));
+        assert!(
+            err(serde_json::json!({"origin": null, "package": true, "locations": ["/a"]}))
+                .contains("namespace package (folders without __init__.py: /a)")
+        );
         let found = judge(
             "py",
             SGLANG,
@@ -212,9 +228,14 @@ mod tests {
     #[test]
     fn names_and_folders_are_refused_before_anything_runs() {
         let bad = Wanted { name: "a;b", ..SGLANG };
-        assert!(package_folder("python3", bad, PROBE_TIMEOUT).unwrap_err().contains("not a package name"));
+        assert!(package_folder("python3", bad, PROBE_TIMEOUT)
+            .unwrap_err()
+            .contains("not a package name"));
         let dir = tempfile::tempdir().unwrap();
         let err = package_folder(dir.path().to_str().unwrap(), SGLANG, PROBE_TIMEOUT).unwrap_err();
-        assert!(err.contains("is a folder, not an interpreter") && err.contains("bin/python"), "{err}");
+        assert!(
+            err.contains("is a folder, not an interpreter") && err.contains("bin/python"),
+            "{err}"
+        );
     }
 }

@@ -33,9 +33,9 @@ fn segments(pattern: &[&str], parts: &[&str]) -> bool {
     match pattern.split_first() {
         None => parts.is_empty(),
         Some((&"**", rest)) => (0..=parts.len()).any(|skip| segments(rest, &parts[skip..])),
-        Some((first, rest)) => {
-            parts.split_first().is_some_and(|(part, more)| segment(first.as_bytes(), part.as_bytes()) && segments(rest, more))
-        }
+        Some((first, rest)) => parts
+            .split_first()
+            .is_some_and(|(part, more)| segment(first.as_bytes(), part.as_bytes()) && segments(rest, more)),
     }
 }
 
@@ -73,7 +73,10 @@ mod tests {
 
     #[test]
     fn globs_match_paths_at_any_depth() {
-        let (rel, module) = ("models/llama/modeling_llama.py", "transformers.models.llama.modeling_llama");
+        let (rel, module) = (
+            "models/llama/modeling_llama.py",
+            "transformers.models.llama.modeling_llama",
+        );
         for yes in [
             "modeling_llama.py",
             "llama/modeling_llama.py",
@@ -103,6 +106,10 @@ mod tests {
     #[test]
     fn stars_do_not_blow_up() {
         let text = "a".repeat(200);
-        assert!(!names_file(&format!("{}b.py", "*a".repeat(50)), &format!("{text}.py"), "m"));
+        assert!(!names_file(
+            &format!("{}b.py", "*a".repeat(50)),
+            &format!("{text}.py"),
+            "m"
+        ));
     }
 }

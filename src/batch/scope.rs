@@ -103,7 +103,10 @@ pub(crate) fn describe(target: &Target) -> String {
         Target::Definition { path, ordinal: Some(n) } => format!("{path}#{n}"),
         Target::Paths(paths) => paths.join("`, `"),
         Target::Select { selector, method: None } => format!("a class of [select.{selector}]"),
-        Target::Select { selector, method: Some(m) } => format!("{m} of a class of [select.{selector}]"),
+        Target::Select {
+            selector,
+            method: Some(m),
+        } => format!("{m} of a class of [select.{selector}]"),
     }
 }
 

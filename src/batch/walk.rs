@@ -31,7 +31,10 @@ pub(crate) fn walk(root: &Path, exclude: &[String]) -> Result<Walked, Error> {
     let mut stack = vec![(root.to_path_buf(), String::new(), 0usize)];
     while let Some((dir, rel_dir, depth)) = stack.pop() {
         if depth > MAX_DEPTH {
-            let err = std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("nested more than {MAX_DEPTH} folders deep"));
+            let err = std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("nested more than {MAX_DEPTH} folders deep"),
+            );
             return Err(io_error(&dir, "cannot read the folder", err));
         }
         let mut entries: Vec<_> = std::fs::read_dir(&dir)
@@ -42,7 +45,11 @@ pub(crate) fn walk(root: &Path, exclude: &[String]) -> Result<Walked, Error> {
         for entry in entries {
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
-            let rel = if rel_dir.is_empty() { name.clone() } else { format!("{rel_dir}/{name}") };
+            let rel = if rel_dir.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel_dir}/{name}")
+            };
             if exclude.iter().any(|glob| glob::names_file(glob, &rel, "")) {
                 continue;
             }
@@ -90,10 +97,17 @@ const ELOOP: i32 = 62;
 
 fn loop_error(link: &Path, target: Option<&Path>) -> Error {
     let message = match target {
-        Some(target) => format!("a symbolic link loop: it points to {}, which holds it", target.display()),
+        Some(target) => format!(
+            "a symbolic link loop: it points to {}, which holds it",
+            target.display()
+        ),
         None => "a symbolic link loop: the link leads back to itself".to_string(),
     };
-    io_error(link, "cannot read", std::io::Error::new(std::io::ErrorKind::InvalidInput, message))
+    io_error(
+        link,
+        "cannot read",
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
+    )
 }
 
 fn io_error(path: &Path, action: &str, source: std::io::Error) -> Error {

@@ -122,7 +122,15 @@ fn report_not_targeted(batch: &Batch, json: bool, body: fn(Splice) -> Body, besi
     } else if !batch.not_targeted.is_empty() {
         let n = batch.not_targeted.len();
         let files = if n == 1 { "file" } else { "files" };
-        let line = format!("Not targeted: {n} {files} (no hook's target is defined there; left untouched)");
+        let why = if matches!(
+            body(Splice::new(FileStatus::NotTargeted, &[], Words::Revert)),
+            Body::Revert(_)
+        ) {
+            "none of the recipe's markers there"
+        } else {
+            "no hook's target is defined there"
+        };
+        let line = format!("Not targeted: {n} {files} ({why}; left untouched)");
         // Beside a diff on standard output, on standard error: the diff stays one to `patch`.
         if beside_diff {
             errln!("{line}");
@@ -173,7 +181,10 @@ fn report_failures(recipe: &Recipe, batch: &Batch, json: bool, words: Words, bod
                 diff: None,
                 notes: Vec::new(),
             };
-            outln!("{}", Output::failed(err.location().file.clone(), body(splice), ErrorInfo::from(err)).to_line());
+            outln!(
+                "{}",
+                Output::failed(err.location().file.clone(), body(splice), ErrorInfo::from(err)).to_line()
+            );
         } else {
             errln!("{err}");
         }

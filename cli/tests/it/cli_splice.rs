@@ -662,8 +662,6 @@ fn unreadable_or_unparsable_input_exits_2() {
     let missing = t.0.join("no-such-file.py");
     let not_utf8 = t.write("latin1.py", b"x = '\xe9'\n");
     let syntax = t.write("syntax.py", b"class Model:\n    def f(self:\n        pass\n");
-    let folder = t.0.join("a-folder.py");
-    std::fs::create_dir_all(&folder).unwrap();
     for command in ["apply", "check", "revert"] {
         assert_fails(
             &[p(command), p("--spec"), &spec, &missing],
@@ -678,7 +676,6 @@ fn unreadable_or_unparsable_input_exits_2() {
             "latin1.py:1:6: the file is not valid UTF-8",
         );
         assert_fails(&[p(command), p("--spec"), &spec, &syntax], 2, &syntax, "invalid Python");
-        assert_fails(&[p(command), p("--spec"), &spec, &folder], 2, &folder, "a-folder.py");
     }
     assert!(!missing.exists(), "apply created a missing file");
 }

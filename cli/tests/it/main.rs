@@ -3,6 +3,7 @@
 
 mod common;
 
+mod cli_folders;
 mod cli_locate;
 mod cli_markers;
 mod cli_splice;

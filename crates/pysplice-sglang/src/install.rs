@@ -65,8 +65,7 @@ pub fn package_model_file(package: &Path, who: &str) -> Result<PathBuf, InstallE
 }
 
 /// What to do when SGLang is not installed where an interpreter looks.
-pub const REMEDY: &str =
-    "activate the environment that has SGLang, pass --python, or give the path of deepseek_v2.py";
+pub const REMEDY: &str = "activate the environment that has SGLang, pass --python, or give the path of deepseek_v2.py";
 
 /// Why an SGLang install or its model file could not be found, in words that say what to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
