@@ -137,8 +137,12 @@ impl Batch {
         let mut found: Vec<Found> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut folders = Vec::new();
+        // A file given by name is not run again as a file of a folder given.
+        for path in paths.iter().filter(|p| !is_folder(p)) {
+            seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
+        }
         for path in paths {
-            if !std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            if !is_folder(path) {
                 batch.files.push(run_one(recipe, path, op));
                 continue;
             }
@@ -282,6 +286,10 @@ fn judge(scope: &Scope<'_>, path: PathBuf, op: Op) -> Verdict {
     Verdict::Run(run, here)
 }
 
+fn is_folder(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_dir())
+}
+
 /// A file that could not be read or parsed.
 fn failed(path: PathBuf, err: Error) -> FileRun {
     FileRun {
@@ -405,6 +413,28 @@ mod tests {
         assert!(again.write().unwrap().unwrap().is_empty(), "nothing left to write");
         Batch::run(&recipe, &paths, Op::Revert).write().unwrap().unwrap();
         assert_eq!(std::fs::read_to_string(&paths[1]).unwrap(), original);
+    }
+
+    #[test]
+    fn a_folder_run_targets_only_the_files_that_define_the_target() {
+        let recipe = Recipe::from_toml("r.toml", RECIPE).unwrap();
+        let (dir, paths) = files(&["def f():\n    pass\n", "def g():\n    pass\n", "x = 'def f'\n"]);
+        let batch = Batch::run(&recipe, &[dir.path().to_path_buf()], Op::Apply);
+        assert!(batch.first_error().is_none(), "{:?}", batch.first_error());
+        assert_eq!(batch.files.len(), 1);
+        assert_eq!(batch.files[0].path, paths[0]);
+        assert_eq!(batch.not_targeted, [paths[1].clone(), paths[2].clone()]);
+        // The file given by name as well as its folder is run once.
+        let both = Batch::run(&recipe, &[dir.path().to_path_buf(), paths[0].clone()], Op::Apply);
+        assert_eq!(both.files.len(), 1);
+        assert_eq!(both.write().unwrap().unwrap().len(), 1);
+        // No file of the folder defines the target: the run fails, naming the folder.
+        let other = Recipe::from_toml("r.toml", &RECIPE.replace("in = \"f\"", "in = \"h\"")).unwrap();
+        let none = Batch::run(&other, &[dir.path().to_path_buf()], Op::Apply);
+        let err = none.first_error().expect("no target anywhere");
+        assert!(matches!(err.kind(), ErrorKind::NotInFolder { files: 3, .. }), "{err}");
+        assert_eq!(err.location().line, 0);
+        assert!(none.write().is_none());
     }
 
     #[test]
