@@ -190,6 +190,15 @@ pub enum ErrorKind {
     #[error("the file changed on disk since it was read; nothing was written, run again")]
     Changed,
 
+    /// A plan applied to another text than the one it was made from ([`crate::Plan::apply_to`]):
+    /// its edits are of that text. The location is the first place where the two differ (the
+    /// start when only the names differ); nothing was applied.
+    #[error("this is not the text the plan was made from (`{}` as planned); plan this text and apply that plan", crate::report::printable(planned))]
+    PlanMismatch {
+        /// The name of the file the plan was made from.
+        planned: String,
+    },
+
     /// The folder the file was read from is no longer at its path (moved away, or replaced by
     /// a link or another folder) when writing: nothing was written there or anywhere else.
     #[error("its folder {folder} is no longer the folder the file was read from (moved, or replaced by a link); nothing was written")]
@@ -491,6 +500,7 @@ mod tests {
                 bound_line: 9,
             },
             ErrorKind::Changed,
+            ErrorKind::PlanMismatch { planned: "g.py".into() },
             ErrorKind::Locked,
             ErrorKind::NotRegular { what: "a FIFO".into() },
             ErrorKind::TooLarge { size: 2, limit: 1 },

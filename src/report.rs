@@ -90,6 +90,9 @@ pub fn outcome_line(outcome: &HookOutcome) -> String {
         Status::Failed { reason } => format!("FAILED `{}`: {reason}", outcome.hook),
         Status::Reverted => format!("removed: {}", outcome.summary),
         Status::NotPresent => format!("not present: {}", outcome.summary),
+        Status::WouldApply => format!("{} [would apply]", outcome.summary),
+        Status::WouldUpdate => format!("{} [would update]", outcome.summary),
+        Status::WouldRemove => format!("would remove: {}", outcome.summary),
     }
 }
 
@@ -105,13 +108,14 @@ pub fn check_status(outcome: &HookOutcome) -> String {
     }
 }
 
-/// The unified diff of a patch's input and output with `name` in the headers, as
+/// The unified diff of a patch's input and output with its name ([`Patched::name`], relative
+/// to `/` when absolute; [`Patched::with_name`] shows it under another) in the headers, as
 /// [`unified_diff`] writes it, made from the edits the patch knows where it knows them: only
 /// the lines around them are compared. Where a change could be shown in more than one place
 /// (it inserts or removes a copy of a neighbouring line), it may be shown in another of them.
 #[must_use]
-pub fn patch_diff(name: &str, patched: &Patched) -> String {
-    let name = printable(name);
+pub fn patch_diff(patched: &Patched) -> String {
+    let name = printable(patched.name());
     let name = name.as_ref();
     let (old, new) = (patched.input(), patched.output());
     patched
