@@ -51,7 +51,7 @@
 //! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`Selector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`] |
 //! | plan, apply, revert | [`plan`], [`Plan`], [`apply`], [`revert`], [`Patched`], [`Edit`] |
 //! | outcomes | [`HookOutcome`], [`Status`], [`HookState`], [`Reason`], [`SkipReason`] |
-//! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
+//! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`BuilderReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
 //! | files | [`DiskFile`] |
 //! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
 //! | recipes by name | [`recipes`]: a spec path or `builtin:NAME` from the caller's catalogue ([`recipes::BundledRecipe`]), and the recipes a workspace names |
@@ -123,7 +123,8 @@ pub use document::{Document, DocumentHook, DocumentPlan, MarkerRef, TextEdit, Ut
 pub use edit::Edit;
 pub use engine::{apply, plan, revert, HookOutcome, Patched, Plan, Reason, SkipReason, Status};
 pub use error::{
-    Error, ErrorKind, Location, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason,
+    BuilderReason, Error, ErrorKind, Location, MarkerReason, PlacementReason, SelectionReason, SelectorProblem,
+    SpecReason,
     VerifyReason,
 };
 pub use files::DiskFile;
