@@ -226,7 +226,10 @@ pub enum ErrorKind {
     /// A plan applied to another text than the one it was made from ([`crate::Plan::apply_to`]):
     /// its edits are of that text. The location is the first place where the two differ (the
     /// start when only the names differ); nothing was applied.
-    #[error("this is not the text the plan was made from (`{}` as planned); plan this text and apply that plan", crate::report::printable(planned))]
+    #[error(
+        "this is not the text the plan was made from (`{}` as planned); plan this text and apply that plan",
+        crate::report::printable(planned)
+    )]
     PlanMismatch {
         /// The name of the file the plan was made from.
         planned: String,

@@ -108,22 +108,6 @@ pub fn check_status(outcome: &HookOutcome) -> String {
     }
 }
 
-/// The unified diff of a patch's input and output with its name ([`Patched::name`], relative
-/// to `/` when absolute; [`Patched::with_name`] shows it under another) in the headers, as
-/// [`unified_diff`] writes it, made from the edits the patch knows where it knows them: only
-/// the lines around them are compared. Where a change could be shown in more than one place
-/// (it inserts or removes a copy of a neighbouring line), it may be shown in another of them.
-#[must_use]
-pub fn patch_diff(patched: &Patched) -> String {
-    let name = printable(patched.name());
-    let name = name.as_ref();
-    let (old, new) = (patched.input(), patched.output());
-    patched
-        .changes()
-        .and_then(|changes| crate::diff::unified(name.trim_start_matches('/'), old, new, changes))
-        .unwrap_or_else(|| unified_diff(name, old, new))
-}
-
 /// A unified diff of `old` and `new` with `name` in the headers (empty when equal).
 #[must_use]
 pub fn unified_diff(name: &str, old: &str, new: &str) -> String {

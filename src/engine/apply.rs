@@ -65,8 +65,23 @@ impl Patched {
         crate::outcome::is_up_to_date(&self.outcomes, self.changed())
     }
 
+    /// The unified diff of the input and the output (empty when equal), with the name (relative
+    /// to `/` when absolute) in the `a/` and `b/` headers, three lines of context. It is made
+    /// from the edits the patch knows where it knows them: only the lines around them are
+    /// compared. Where a change could be shown in more than one place (it inserts or removes a
+    /// copy of a neighbouring line), it may be shown in another of them.
+    #[must_use]
+    pub fn diff(&self) -> String {
+        let name = crate::report::printable(&self.name);
+        let name = name.as_ref();
+        let (old, new) = (self.input.as_str(), self.output.as_str());
+        self.changes()
+            .and_then(|changes| crate::diff::unified(name.trim_start_matches('/'), old, new, changes))
+            .unwrap_or_else(|| crate::report::unified_diff(name, old, new))
+    }
+
     /// The same result under another name (a path relative to a folder, for the headers of
-    /// [`crate::report::patch_diff`]).
+    /// [`Patched::diff`]).
     #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Patched {
         self.name = name.into();

@@ -195,7 +195,10 @@ fn translate(err: &Error, hook: Option<&HookBuilder>) -> (BuilderReason, Option<
         // Every rule reports a spec error; anything else is kept whole as the cause.
         let reason = SpecReason::Value;
         return (
-            BuilderReason::Refused { call: ".build()", reason },
+            BuilderReason::Refused {
+                call: ".build()",
+                reason,
+            },
             Some(Box::new(err.clone())),
         );
     };
@@ -383,10 +386,16 @@ impl HookBuilder {
         if !has_pattern {
             let with = ".at(Anchor::before(...)), .at(Anchor::after(...)) or .replace(...)";
             if self.nth.is_some() {
-                return Err(BuilderReason::Alone { call: ".nth(...)", with });
+                return Err(BuilderReason::Alone {
+                    call: ".nth(...)",
+                    with,
+                });
             }
             if self.depth.is_some() {
-                return Err(BuilderReason::Alone { call: ".depth(...)", with });
+                return Err(BuilderReason::Alone {
+                    call: ".depth(...)",
+                    with,
+                });
             }
         }
         let targeted = self.target.is_some();

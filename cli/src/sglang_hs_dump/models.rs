@@ -122,7 +122,7 @@ struct Finished<'a> {
 
 impl Finished<'_> {
     fn diff(p: &FilePatch) -> String {
-        report::patch_diff(&p.patched.clone().with_name(&p.relative))
+        p.patched.clone().with_name(&p.relative).diff()
     }
 
     /// The contract's layout: one object per file, then one per architecture skipped.
