@@ -328,9 +328,12 @@ impl<'a> Prepared<'a> {
     }
 }
 
-/// This recipe's frames in `current`, where each sits in the original text, and the original
-/// text when it differs from `current` (`None`: no frames).
-fn read_frames(recipe: &Recipe, current: &SourceFile) -> Result<(Vec<Frame>, Vec<usize>, Option<SourceFile>), Error> {
+/// What [`read_frames`] finds: this recipe's frames, where each sits in the original text, and
+/// the original text when it differs from the file's (`None`: no frames).
+type FoundFrames = (Vec<Frame>, Vec<usize>, Option<SourceFile>);
+
+/// This recipe's frames in `current` ([`FoundFrames`]).
+fn read_frames(recipe: &Recipe, current: &SourceFile) -> Result<FoundFrames, Error> {
     if let Some((other, line)) = marker::stacked_inside(current, &recipe.id) {
         // Taking this recipe's expansion out would take the other recipe's changes with it.
         let offset = current.lines().line_start(line).unwrap_or(0);
