@@ -10,9 +10,12 @@ use std::fmt;
 
 mod reason;
 
-pub use reason::{MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason, VerifyReason};
+pub use reason::{
+    BuilderReason, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason, VerifyReason,
+};
 
-/// A place in a file, for messages: `file:line:column`, 1-based, columns in UTF-8 bytes.
+/// A place in a file, for messages: `file:line:column`, 1-based, columns in UTF-8 bytes. Line
+/// 0 is no place in a text ([`Location::nowhere`]: a recipe built in code).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Location {
@@ -39,6 +42,21 @@ impl Location {
     #[must_use]
     pub fn whole(file: impl Into<String>) -> Location {
         Location::new(file, 0, 0)
+    }
+}
+
+impl Location {
+    /// No place in a text: the location of an error about something built in code
+    /// ([`ErrorKind::Builder`]); an [`Error`] there is shown without it.
+    #[must_use]
+    pub fn nowhere() -> Location {
+        Location::new("", 0, 0)
+    }
+
+    /// Whether this is a place in a text (not [`Location::nowhere`]).
+    #[must_use]
+    pub fn is_somewhere(&self) -> bool {
+        self.line != 0
     }
 }
 
@@ -148,6 +166,21 @@ pub enum ErrorKind {
         cause: Option<Box<Error>>,
     },
 
+    /// A recipe built in code ([`crate::RecipeBuilder::build`]) is incomplete or has a value the
+    /// rules of a recipe refuse. The message names the hook (or the recipe) and the builder call
+    /// at fault; the location is [`Location::nowhere`], the hook is [`Error::hook`].
+    #[error("{}", builder_text(reason, cause.as_deref()))]
+    Builder {
+        /// The recipe's id, as given to [`crate::Recipe::builder`].
+        recipe: String,
+        /// What is wrong.
+        reason: BuilderReason,
+        /// The error of the value itself (code that does not parse, a bad target path), shown
+        /// after the message.
+        #[source]
+        cause: Option<Box<Error>>,
+    },
+
     /// A required hook cannot be placed in the file (the location is the target, or the file
     /// start).
     #[error("cannot place hook: {reason}")]
@@ -209,6 +242,18 @@ pub enum ErrorKind {
     /// The file changed on disk between reading and writing; nothing was written.
     #[error("the file changed on disk since it was read; nothing was written, run again")]
     Changed,
+
+    /// A plan applied to another text than the one it was made from ([`crate::Plan::apply_to`]):
+    /// its edits are of that text. The location is the first place where the two differ (the
+    /// start when only the names differ); nothing was applied.
+    #[error(
+        "this is not the text the plan was made from (`{}` as planned); plan this text and apply that plan",
+        crate::report::printable(planned)
+    )]
+    PlanMismatch {
+        /// The name of the file the plan was made from.
+        planned: String,
+    },
 
     /// The folder the file was read from is no longer at its path (moved away, or replaced by
     /// a link or another folder) when writing: nothing was written there or anywhere else.
@@ -349,6 +394,7 @@ impl Error {
                 | ErrorKind::Syntax { .. }
                 | ErrorKind::BadPath { .. }
                 | ErrorKind::Spec { .. }
+                | ErrorKind::Builder { .. }
                 | ErrorKind::Selection { .. }
                 | ErrorKind::Io { .. }
                 | ErrorKind::NotRegular { .. }
@@ -406,6 +452,13 @@ pub struct Message<'a>(&'a Error);
 
 impl fmt::Display for Message<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A builder's error says first what was being built, as the builder's calls name it.
+        if let ErrorKind::Builder { recipe, .. } = &self.0 .0.kind {
+            return match &self.0 .0.hook {
+                Some(id) => write!(f, "hook \"{}\": {}", crate::suggest::shown(id), self.0 .0.kind),
+                None => write!(f, "recipe \"{}\": {}", crate::suggest::shown(recipe), self.0 .0.kind),
+            };
+        }
         write!(f, "{}", self.0 .0.kind)?;
         match &self.0 .0.hook {
             Some(id) => write!(f, " [hook {id}]"),
@@ -416,7 +469,11 @@ impl fmt::Display for Message<'_> {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.0.location, self.message())
+        if self.0.location.is_somewhere() {
+            write!(f, "{}: {}", self.0.location, self.message())
+        } else {
+            write!(f, "{}", self.message())
+        }
     }
 }
 
@@ -424,7 +481,9 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         // The wrapped `Error` itself (not its box), so that a caller can downcast to it.
         match &self.0.kind {
-            ErrorKind::Spec { cause: Some(cause), .. } | ErrorKind::PartialWrite { cause, .. } => Some(cause.as_ref()),
+            ErrorKind::Spec { cause: Some(cause), .. }
+            | ErrorKind::Builder { cause: Some(cause), .. }
+            | ErrorKind::PartialWrite { cause, .. } => Some(cause.as_ref()),
             kind => std::error::Error::source(kind),
         }
     }
@@ -451,6 +510,14 @@ fn by_recipe(recipe: Option<&str>) -> String {
 fn spec_text(reason: &SpecReason, cause: Option<&Error>) -> String {
     match cause {
         Some(cause) if *reason == SpecReason::Value => cause.message().to_string(),
+        Some(cause) => format!("{reason}: {}", cause.message()),
+        None => reason.to_string(),
+    }
+}
+
+/// A builder's message and, when there is one, the message of the value's own error after it.
+fn builder_text(reason: &BuilderReason, cause: Option<&Error>) -> String {
+    match cause {
         Some(cause) => format!("{reason}: {}", cause.message()),
         None => reason.to_string(),
     }
@@ -520,6 +587,7 @@ mod tests {
                 bound_line: 9,
             },
             ErrorKind::Changed,
+            ErrorKind::PlanMismatch { planned: "g.py".into() },
             ErrorKind::Locked,
             ErrorKind::NotRegular { what: "a FIFO".into() },
             ErrorKind::TooLarge { size: 2, limit: 1 },

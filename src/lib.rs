@@ -2,32 +2,41 @@
 //! from declarative hook specs: idempotently, reversibly, formatting-preserved, verified.
 //!
 //! The data flows one way: text is parsed once into a [`ParsedFile`] (outline and syntax tree);
-//! a [`Recipe`] (TOML) is compiled into validated hooks; [`plan`] turns both into edits or the
-//! reason there are none; [`apply`] applies and verifies them; [`revert`] gives back the original
-//! bytes. [`Document`] does the same for editors, [`Project`](project::Project) answers
-//! questions about a whole package (inheritance, composition, which entry classes reach a method).
+//! a [`Recipe`] (TOML, or built in code: [`Recipe::builder`]) is compiled into validated hooks;
+//! [`plan`] turns both into a [`Plan`] that holds them: per hook its edits or the reason there
+//! are none, and what applying would do ([`Plan::outcomes`]); [`Plan::apply`] applies and
+//! verifies them into a [`Patched`] (what happened, the text, [`Patched::diff`]); [`revert`]
+//! gives back the original bytes. [`apply`] is plan and apply in one call. [`Document`] does
+//! the same for editors, [`Project`](project::Project) answers questions about a whole package
+//! (inheritance, composition, which entry classes reach a method).
 //!
 //! ```
-//! use pysplice::{apply, revert, Recipe, SourceFile};
+//! use pysplice::{plan, revert, Anchor, Hook, ParsedFile, Recipe, SourceFile, Status};
 //!
-//! let recipe = Recipe::from_toml("r.toml", r#"
-//! [recipe]
-//! id = "trace"
-//! summary = "Trace forward calls"
-//! [[hook]]
-//! id = "imports"
-//! summary = "Added imports"
-//! ensure-imports = ["logging"]
-//! [[hook]]
-//! id = "log"
-//! summary = "Logged each call"
-//! in = "Model.forward"
-//! at = "start"
-//! code = "logging.debug('forward %s', {param.1})"
-//! "#)?;
+//! let recipe = Recipe::builder("trace", "Trace forward calls")
+//!     .hook(Hook::builder("imports", "Added imports").ensure_imports(["logging"]))
+//!     .hook(
+//!         Hook::builder("log", "Logged each call")
+//!             .target("Model.forward")
+//!             .at(Anchor::Start)
+//!             .code("logging.debug('forward %s', {param.1})"),
+//!     )
+//!     .build()?;
 //! let original = "class Model:\n    def forward(self, x):\n        return x\n";
-//! let patched = apply(&recipe, SourceFile::new("m.py", original))?;
-//! assert!(patched.output().contains("        logging.debug('forward %s', x)\n"));
+//! let parsed = ParsedFile::parse(SourceFile::new("m.py", original))?;
+//!
+//! // Plan on what was parsed: what would happen, before anything is applied.
+//! let planned = plan(&recipe, &parsed)?;
+//! assert!(planned.outcomes().iter().all(|o| o.status == Status::WouldApply));
+//!
+//! // Apply that plan (verified); the result says what happened and shows its diff.
+//! let patched = planned.apply()?;
+//! assert!(patched.outcomes().iter().all(|o| o.status == Status::Applied));
+//! assert!(patched.diff().contains("\n+        logging.debug('forward %s', x)\n"));
+//!
+//! // Planned again, the patched text is up to date; revert gives back the original bytes.
+//! let again = ParsedFile::parse(SourceFile::new("m.py", patched.output()))?;
+//! assert!(plan(&recipe, &again)?.outcomes().iter().all(|o| o.status == Status::AlreadyApplied));
 //! let back = revert(&recipe, SourceFile::new("m.py", patched.output()))?;
 //! assert_eq!(back.output(), original);
 //! # Ok::<(), pysplice::Error>(())
@@ -49,9 +58,9 @@
 //! | parse | [`SourceFile`], [`Style`], [`Newline`], [`LineIndex`], [`LineColumn`], [`ParsedFile`], [`Node`] |
 //! | find | [`Target`], [`Definition`], [`DefKind`], [`Pattern`], [`Depth`] |
 //! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`Selector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`] |
-//! | plan, apply, revert | [`plan`], [`Plan`], [`apply`], [`revert`], [`Patched`], [`Edit`] |
+//! | plan, apply, revert | [`plan`], [`Plan`], [`Plan::apply`], [`apply`], [`revert`], [`Patched`], [`Patched::diff`], [`Edit`] |
 //! | outcomes | [`HookOutcome`], [`Status`], [`HookState`], [`Reason`], [`SkipReason`] |
-//! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
+//! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`BuilderReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
 //! | files | [`DiskFile`] |
 //! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
 //! | recipes by name | [`recipes`]: a spec path or `builtin:NAME` from the caller's catalogue ([`recipes::BundledRecipe`]), and the recipes a workspace names |
@@ -123,8 +132,8 @@ pub use document::{Document, DocumentHook, DocumentPlan, MarkerRef, TextEdit, Ut
 pub use edit::Edit;
 pub use engine::{apply, plan, revert, HookOutcome, Patched, Plan, Reason, SkipReason, Status};
 pub use error::{
-    Error, ErrorKind, Location, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason,
-    VerifyReason,
+    BuilderReason, Error, ErrorKind, Location, MarkerReason, PlacementReason, SelectionReason, SelectorProblem,
+    SpecReason, VerifyReason,
 };
 pub use files::DiskFile;
 pub use locate::Target;

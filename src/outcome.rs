@@ -52,6 +52,12 @@ pub enum Status {
     Reverted,
     /// Revert found nothing of this hook.
     NotPresent,
+    /// Before apply ([`crate::Plan::outcomes`]): would be placed.
+    WouldApply,
+    /// Before apply: there from an older spec; would be replaced.
+    WouldUpdate,
+    /// Before apply: a block of a hook the recipe no longer has; would be taken out.
+    WouldRemove,
 }
 
 /// The outcome for one hook.
@@ -326,18 +332,11 @@ pub(crate) fn failed(mut planned: Vec<HookOutcome>, err: &Error) -> Vec<HookOutc
     planned
 }
 
-/// Whether applying would do something for this hook: place it, update it, or take out the
-/// blocks of a hook the recipe no longer has.
-#[must_use]
-pub fn is_pending(status: &Status) -> bool {
-    matches!(status, Status::Applied | Status::Updated | Status::Reverted)
-}
-
-/// The `check` rule: a file is up to date when no hook is pending ([`is_pending`]) and applying
+/// The `check` rule: a file is up to date when no hook is pending ([`Status::is_pending`]) and applying
 /// leaves the text as it is (`changed` is false).
 #[must_use]
 pub fn is_up_to_date(outcomes: &[HookOutcome], changed: bool) -> bool {
-    !changed && !outcomes.iter().any(|o| is_pending(&o.status))
+    !changed && !outcomes.iter().any(|o| o.status.is_pending())
 }
 
 /// What became of a hook, named for the operation that ran: the one mapping from a [`Status`]
@@ -393,9 +392,32 @@ impl HookState {
 }
 
 impl Status {
+    /// Whether applying does (or did) something for this hook: place it, update it, or take out
+    /// the blocks of a hook the recipe no longer has. The `check` rule ([`is_up_to_date`]) reads
+    /// it from the outcomes of an apply in memory.
+    ///
+    /// ```
+    /// use pysplice::Status;
+    /// assert!(Status::WouldApply.is_pending() && Status::Applied.is_pending());
+    /// assert!(!Status::AlreadyApplied.is_pending());
+    /// ```
+    #[must_use]
+    pub fn is_pending(&self) -> bool {
+        matches!(
+            self,
+            Status::Applied
+                | Status::Updated
+                | Status::Reverted
+                | Status::WouldApply
+                | Status::WouldUpdate
+                | Status::WouldRemove
+        )
+    }
+
     /// This status as a state: `checking` when nothing was written (a dry run, `check`), so
     /// that what would be placed reads [`HookState::Missing`] and a hook already there
-    /// [`HookState::Applied`].
+    /// [`HookState::Applied`]. A plan's pending statuses read the same either way
+    /// ([`Status::WouldApply`] is [`HookState::Missing`]).
     #[must_use]
     pub fn state(&self, checking: bool) -> HookState {
         match (self, checking) {
@@ -408,6 +430,9 @@ impl Status {
             (Status::Reverted, true) => HookState::ToRemove,
             (Status::Reverted, false) => HookState::Reverted,
             (Status::NotPresent, _) => HookState::NotPresent,
+            (Status::WouldApply, _) => HookState::Missing,
+            (Status::WouldUpdate, _) => HookState::Outdated,
+            (Status::WouldRemove, _) => HookState::ToRemove,
             (Status::Skipped { .. }, _) => HookState::Skipped,
             (Status::Failed { .. }, _) => HookState::Failed,
         }

@@ -90,6 +90,9 @@ pub fn outcome_line(outcome: &HookOutcome) -> String {
         Status::Failed { reason } => format!("FAILED `{}`: {reason}", outcome.hook),
         Status::Reverted => format!("removed: {}", outcome.summary),
         Status::NotPresent => format!("not present: {}", outcome.summary),
+        Status::WouldApply => format!("{} [would apply]", outcome.summary),
+        Status::WouldUpdate => format!("{} [would update]", outcome.summary),
+        Status::WouldRemove => format!("would remove: {}", outcome.summary),
     }
 }
 
@@ -103,21 +106,6 @@ pub fn check_status(outcome: &HookOutcome) -> String {
         (_, HookState::NotPresent) => "not present".to_string(),
         (_, state) => state.word().to_string(),
     }
-}
-
-/// The unified diff of a patch's input and output with `name` in the headers, as
-/// [`unified_diff`] writes it, made from the edits the patch knows where it knows them: only
-/// the lines around them are compared. Where a change could be shown in more than one place
-/// (it inserts or removes a copy of a neighbouring line), it may be shown in another of them.
-#[must_use]
-pub fn patch_diff(name: &str, patched: &Patched) -> String {
-    let name = printable(name);
-    let name = name.as_ref();
-    let (old, new) = (patched.input(), patched.output());
-    patched
-        .changes()
-        .and_then(|changes| crate::diff::unified(name.trim_start_matches('/'), old, new, changes))
-        .unwrap_or_else(|| unified_diff(name, old, new))
 }
 
 /// A unified diff of `old` and `new` with `name` in the headers (empty when equal).

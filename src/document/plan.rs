@@ -1,6 +1,6 @@
 //! Plans in LSP terms: per hook, its status, the line it concerns and its blocks.
 
-use crate::engine::{self, Prepared, Reason, Status};
+use crate::engine::{self, HookPlans, Plan, Prepared, Reason, Status};
 use crate::error::{Error, Location};
 use crate::locate::Target;
 use crate::marker::{self, Frame};
@@ -67,8 +67,8 @@ pub struct DocumentHook {
 pub struct KeptPlan {
     recipe: String,
     version: i32,
-    prepared: Prepared,
-    plan: engine::Plan,
+    prepared: Prepared<'static>,
+    hooks: HookPlans,
 }
 
 impl KeptPlan {
@@ -108,17 +108,18 @@ impl Document {
         self.parses.put(&recipe.id, prepared.original_shared());
         let current = prepared.current();
         let original = prepared.original();
-        let plan = engine::plan(recipe, original);
+        let plans = engine::plan_hooks(recipe, original);
         // A change whose marker line is gone is a damaged frame, like a hand edit.
-        engine::check_orphans(recipe, &prepared, &plan)?;
-        let edits = plan.edits();
+        engine::check_orphans(recipe, &prepared, &plans)?;
+        let edits = engine::edits_of(&plans);
         let frames_now = prepared.frames();
         let to_current = |offset: usize| marker::to_framed(frames_now, offset).min(current.text().len());
         // The planned result: its frames tell "already applied" from "updated" (a conflict
         // between hooks is reported on both of them, and leaves no result).
-        let (outcomes, planned) = engine::preview(recipe, &prepared, &plan);
+        let (outcomes, planned) = engine::preview(recipe, &prepared, &plans);
         let changed = planned.as_ref().is_some_and(|p| p.as_str() != current.text());
-        let pending = planned.is_some() && plan.is_complete() && !outcome::is_up_to_date(&outcomes, changed);
+        let complete = !plans.iter().any(|(_, _, p)| matches!(p, engine::HookPlan::Failed(_)));
+        let pending = planned.is_some() && complete && !outcome::is_up_to_date(&outcomes, changed);
         let mut relevant = !frames_now.is_empty();
         let mut hooks = Vec::with_capacity(recipe.hooks.len());
         for (hook, outcome) in recipe.hooks.iter().zip(outcomes) {
@@ -182,8 +183,8 @@ impl Document {
         let kept = KeptPlan {
             recipe: recipe.id.clone(),
             version: self.version,
-            plan,
             prepared,
+            hooks: plans,
         };
         Ok((document_plan, kept))
     }
@@ -200,8 +201,8 @@ impl Document {
         if kept.recipe != recipe.id || self.rope != kept.prepared.current().text() {
             return self.apply_edits(recipe);
         }
-        let patched = engine::apply_plan(recipe, &kept.prepared, kept.plan)?;
-        Ok(self.diff(kept.prepared.current().text(), patched.output()))
+        let patched = Plan::from_parts(recipe, kept.prepared, kept.hooks).apply()?;
+        Ok(self.diff(patched.input(), patched.output()))
     }
 
     /// The edits that turn the current text into the text with `recipe` applied and verified
@@ -262,5 +263,10 @@ fn message(status: &Status, summary: &str, file: &str) -> String {
         Status::Failed { reason } => shown(reason, true),
         Status::Reverted => format!("removed: {summary}"),
         Status::NotPresent => format!("not present: {summary}"),
+        Status::WouldApply => format!("can be applied: {summary}"),
+        Status::WouldUpdate => {
+            format!("applied from an older version of the recipe; apply again to update: {summary}")
+        }
+        Status::WouldRemove => format!("would be removed: {summary}"),
     }
 }

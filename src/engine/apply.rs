@@ -9,12 +9,12 @@ use crate::files::MAX_FILE_BYTES;
 use crate::marker::{self, Frame};
 use crate::outcome::{self, Blocks, HookOutcome, Status};
 use crate::outline::ParsedFile;
-use crate::source::SourceFile;
+use crate::source::{floor_char_boundary, SourceFile};
 use crate::spec::{Action, Recipe};
 
 use super::verify::verify;
 
-use super::{hook_definitions, parameter_names, plan, HookPlan, Plan, Prepared};
+use super::{edits_of, hook_definitions, parameter_names, planned_outcomes, HookPlan, HookPlans, Plan, Prepared};
 
 /// A verified result of applying a recipe to one file.
 #[derive(Clone, Debug)]
@@ -63,6 +63,29 @@ impl Patched {
     #[must_use]
     pub fn is_up_to_date(&self) -> bool {
         crate::outcome::is_up_to_date(&self.outcomes, self.changed())
+    }
+
+    /// The unified diff of the input and the output (empty when equal), with the name (relative
+    /// to `/` when absolute) in the `a/` and `b/` headers, three lines of context. It is made
+    /// from the edits the patch knows where it knows them: only the lines around them are
+    /// compared. Where a change could be shown in more than one place (it inserts or removes a
+    /// copy of a neighbouring line), it may be shown in another of them.
+    #[must_use]
+    pub fn diff(&self) -> String {
+        let name = crate::report::printable(&self.name);
+        let name = name.as_ref();
+        let (old, new) = (self.input.as_str(), self.output.as_str());
+        self.changes()
+            .and_then(|changes| crate::diff::unified(name.trim_start_matches('/'), old, new, changes))
+            .unwrap_or_else(|| crate::report::unified_diff(name, old, new))
+    }
+
+    /// The same result under another name (a path relative to a folder, for the headers of
+    /// [`Patched::diff`]).
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Patched {
+        self.name = name.into();
+        self
     }
 
     /// The edits that made the output from the input (range in each), when known.
@@ -123,9 +146,7 @@ pub fn compiler_errors(file: &ParsedFile) -> Vec<Error> {
 /// The first failing required hook ([`ErrorKind::NotFound`], [`ErrorKind::Placement`]...), a conflict
 /// between hooks, damaged markers, or a failed verification. Nothing is changed on error.
 pub fn apply(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
-    let prepared = Prepared::new(recipe, source)?;
-    let plan = plan(recipe, prepared.original());
-    apply_plan(recipe, &prepared, plan)
+    Plan::new(recipe, Prepared::new(recipe, source)?).apply()
 }
 
 /// What [`apply_reporting`] found: the result, and what became of every hook.
@@ -155,15 +176,11 @@ pub fn apply_reporting(recipe: &Recipe, source: SourceFile) -> Attempt {
             }
         }
     };
-    let plan = plan(recipe, prepared.original());
+    let plan = Plan::new(recipe, prepared);
     let planned = plan.is_complete();
     // Without a verified result, the hooks are classified on the planned text, as a document is.
-    let fallback = if planned {
-        plan.outcomes()
-    } else {
-        preview(recipe, &prepared, &plan).0
-    };
-    let (result, outcomes) = match apply_plan(recipe, &prepared, plan) {
+    let fallback = if planned { plan.planned() } else { plan.preview().0 };
+    let (result, outcomes) = match plan.apply() {
         Ok(patched) => {
             let outcomes = patched.outcomes().to_vec();
             (Ok(patched), outcomes)
@@ -181,13 +198,17 @@ pub fn apply_reporting(recipe: &Recipe, source: SourceFile) -> Attempt {
     }
 }
 
-/// What `plan` would make of `prepared`, unverified: every hook's outcome (see
-/// [`crate::outcome`]; the two hooks of a conflict fail) and the planned text, `None` when the
-/// edits conflict.
-pub(crate) fn preview(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> (Vec<HookOutcome>, Option<String>) {
+/// What `hooks`, planned on `prepared`, would make of it, unverified: every hook's outcome
+/// (see [`crate::outcome`]; the two hooks of a conflict fail) and the planned text, `None` when
+/// the edits conflict.
+pub(crate) fn preview(
+    recipe: &Recipe,
+    prepared: &Prepared<'_>,
+    hooks: &HookPlans,
+) -> (Vec<HookOutcome>, Option<String>) {
     let source = prepared.original().source();
-    match apply_edits(source, &plan.edits()) {
-        Err(err) => (outcome::failed(plan.outcomes(), &err), None),
+    match apply_edits(source, &edits_of(hooks)) {
+        Err(err) => (outcome::failed(planned_outcomes(hooks), &err), None),
         Ok((text, _)) => {
             // Only a hook with blocks now can be "already applied" or "updated": a file without
             // them needs no scan of the planned text.
@@ -202,56 +223,89 @@ pub(crate) fn preview(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> (Vec
                 marker::strip_with_anchors(&text, &frames).1
             };
             let after = Blocks::new(&frames, &anchors);
-            let outcomes = outcome::classify(recipe, plan.outcomes(), &prepared.blocks(), &after);
+            let outcomes = outcome::classify(recipe, planned_outcomes(hooks), &prepared.blocks(), &after);
             (outcomes, Some(text))
         }
     }
 }
 
-/// Applies an already computed plan of `prepared`'s original text.
-///
-/// # Errors
-/// As [`apply`].
-pub fn apply_plan(recipe: &Recipe, prepared: &Prepared, plan: Plan) -> Result<Patched, Error> {
-    if !plan.is_complete() {
-        let failure = plan.hooks.into_iter().find_map(|(_, _, p)| match p {
-            HookPlan::Failed(err) => Some(err),
-            _ => None,
-        });
-        return Err(failure.expect("an incomplete plan has a failure"));
+impl Plan<'_> {
+    /// [`preview`] of this plan.
+    pub(crate) fn preview(&self) -> (Vec<HookOutcome>, Option<String>) {
+        preview(self.recipe(), self.prepared(), self.hooks())
     }
-    let original = prepared.original();
-    check_orphans(recipe, prepared, &plan)?;
-    let edits = plan.edits();
-    let (output, map) = apply_edits(original.source(), &edits)?;
-    too_large(recipe, prepared.current(), &edits, output.len())?;
-    let out_file = SourceFile::new(original.source().name(), output);
-    let (out_frames, out_anchors) = verify(recipe, original, &out_file, &map)?;
-    let before = prepared.blocks();
-    let after = Blocks::new(&out_frames, &out_anchors);
-    let mut outcomes = outcome::classify(recipe, plan.outcomes(), &before, &after);
-    for outcome in &mut outcomes {
-        if matches!(
-            outcome.status,
-            Status::Applied | Status::AlreadyApplied | Status::Updated
-        ) {
-            outcome.lines = frame_lines(&out_file, &out_frames, &outcome.hook);
+
+    /// [`check_orphans`] of this plan.
+    pub(crate) fn check_orphans(&self) -> Result<(), Error> {
+        check_orphans(self.recipe(), self.prepared(), self.hooks())
+    }
+
+    /// Applies the plan to the file it was made from and verifies the result; the
+    /// [`Patched`] says per hook what happened ([`Patched::outcomes`]).
+    ///
+    /// # Errors
+    /// As [`apply`]: the first failing required hook, a conflict between hooks, a change of the
+    /// recipe already in the file without its marker, or a failed verification.
+    pub fn apply(self) -> Result<Patched, Error> {
+        if let Some(err) = self.first_failure() {
+            return Err(err.clone());
         }
+        let recipe = self.recipe();
+        self.check_orphans()?;
+        let prepared = self.prepared();
+        let original = prepared.original();
+        let edits = self.edits();
+        let (output, map) = apply_edits(original.source(), &edits)?;
+        too_large(recipe, prepared.current(), &edits, output.len())?;
+        let out_file = SourceFile::new(original.source().name(), output);
+        let (out_frames, out_anchors) = verify(recipe, original, &out_file, &map)?;
+        let before = prepared.blocks();
+        let after = Blocks::new(&out_frames, &out_anchors);
+        let mut outcomes = outcome::classify(recipe, self.planned(), &before, &after);
+        for outcome in &mut outcomes {
+            if matches!(
+                outcome.status,
+                Status::Applied | Status::AlreadyApplied | Status::Updated
+            ) {
+                outcome.lines = frame_lines(&out_file, &out_frames, &outcome.hook);
+            }
+        }
+        // The edits are of the original text: the input's own when it holds no frames.
+        let changes = (prepared.current().text() == original.source().text()).then(|| {
+            map.spans
+                .iter()
+                .map(|(old, new, _)| (old.clone(), new.clone()))
+                .collect()
+        });
+        Ok(Patched {
+            name: prepared.current().name().to_string(),
+            input: prepared.current().text().to_string(),
+            output: out_file.text().to_string(),
+            outcomes,
+            changes,
+        })
     }
-    // The edits are of the original text: the input's own when it holds no frames.
-    let changes = (prepared.current().text() == original.source().text()).then(|| {
-        map.spans
-            .iter()
-            .map(|(old, new, _)| (old.clone(), new.clone()))
-            .collect()
-    });
-    Ok(Patched {
-        name: prepared.current().name().to_string(),
-        input: prepared.current().text().to_string(),
-        output: out_file.text().to_string(),
-        outcomes,
-        changes,
-    })
+
+    /// [`Plan::apply`], for `file` as it is now (read again before writing, say): it must be
+    /// the text the plan was made from, under the same name.
+    ///
+    /// # Errors
+    /// [`ErrorKind::PlanMismatch`] at the first place where `file` differs from the text
+    /// planned on (its start when only the name differs); otherwise as [`Plan::apply`].
+    pub fn apply_to(self, file: &SourceFile) -> Result<Patched, Error> {
+        let planned = self.source();
+        let (old, new) = (planned.text().as_bytes(), file.text().as_bytes());
+        let differs = old.iter().zip(new).position(|(a, b)| a != b);
+        let at = differs.or_else(|| (old.len() != new.len()).then(|| old.len().min(new.len())));
+        if at.is_some() || planned.name() != file.name() {
+            // The start of the character the first difference splits.
+            return Err(ErrorKind::PlanMismatch {
+                planned: planned.name().to_string(),
+            }
+            .at(file.location(floor_char_boundary(file.text(), at.unwrap_or(0)))));
+        }
+        self.apply()
+    }
 }
 
 /// Refuses an output that pysplice would refuse to read back ([`MAX_FILE_BYTES`]), naming the
@@ -287,12 +341,12 @@ fn too_large(recipe: &Recipe, file: &SourceFile, edits: &[Edit], size: usize) ->
 /// return that is already the template around some value, a block next to its own code. Apply
 /// and revert look at the same original text, so they agree: code that merely happens to be
 /// what the recipe would add there is refused too (applying would duplicate it).
-pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -> Result<(), Error> {
+pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared<'_>, hooks: &HookPlans) -> Result<(), Error> {
     let file = prepared.original();
     let text = file.source().text();
     let current = prepared.current();
     let foreign = marker::block_ranges(file.source());
-    for (id, _, planned) in &plan.hooks {
+    for (id, _, planned) in hooks {
         let (HookPlan::Edits(edits), Some(hook)) = (planned, recipe.hooks.iter().find(|h| &h.id == id)) else {
             continue;
         };
@@ -329,7 +383,7 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -
                 _ => None,
             };
             if let Some(at) = found {
-                let at = marker::to_framed(&prepared.frames, at);
+                let at = marker::to_framed(prepared.frames(), at);
                 let line = current.lines().line_of(at);
                 let reason = MarkerReason::Unmarked {
                     line,
@@ -353,14 +407,15 @@ fn frame_lines(file: &SourceFile, frames: &[Frame], hook: &str) -> Option<(usize
 /// [`ErrorKind::Marker`] for damaged or hand-edited frames, [`ErrorKind::Syntax`] when the result does
 /// not parse.
 pub fn revert(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
-    let prepared = Prepared::new(recipe, source)?;
+    let plan = Plan::new(recipe, Prepared::new(recipe, source)?);
     // A change of this recipe whose marker line is gone would stay behind: refuse, as apply does.
-    check_orphans(recipe, &prepared, &plan(recipe, prepared.original()))?;
+    plan.check_orphans()?;
+    let prepared = plan.prepared();
     let outcomes = outcome::reverted(recipe, &prepared.blocks());
     Ok(Patched {
-        name: prepared.current.name().to_string(),
-        input: prepared.current.text().to_string(),
-        output: prepared.original.source().text().to_string(),
+        name: prepared.current().name().to_string(),
+        input: prepared.current().text().to_string(),
+        output: prepared.original().source().text().to_string(),
         outcomes,
         changes: None,
     })

@@ -15,11 +15,11 @@ use crate::spec::{Action, Hook, Recipe};
 use crate::syntax::{kind, Node};
 use crate::template::{Bindings, Template};
 
-use super::{HookPlan, Plan};
+use super::{HookPlan, HookPlans};
 
-/// Plans `recipe` on an (unpatched) parsed file.
-#[must_use]
-pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
+/// Plans every hook of `recipe` on a parsed file without the recipe's blocks (the original
+/// text of [`super::Prepared`]).
+pub(crate) fn plan_hooks(recipe: &Recipe, file: &ParsedFile) -> HookPlans {
     // Lines inside string literals are never marker lines; read them once for all hooks, and
     // only where a marker can be (every marker line holds " pysplice ").
     let text = file.source().text();
@@ -31,7 +31,7 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
     // What the hooks add to the file, hook by hook: every edit's text ends up in the output, so
     // more than the file limit could never be written (and is not built further).
     let mut added = 0usize;
-    let mut hooks: Vec<(String, String, HookPlan)> = recipe
+    let mut hooks: HookPlans = recipe
         .hooks
         .iter()
         .map(|hook| {
@@ -76,10 +76,7 @@ pub fn plan(recipe: &Recipe, file: &ParsedFile) -> Plan {
             }
         }
     }
-    Plan {
-        recipe_id: recipe.id.clone(),
-        hooks,
-    }
+    hooks
 }
 
 /// `Ok(Ok(edits))` placed, `Ok(Err(reason))` skipped on purpose, `Err` cannot be placed.

@@ -255,6 +255,86 @@ pub enum MarkerReason {
     },
 }
 
+/// What is wrong with a recipe built in code ([`ErrorKind::Builder`](crate::ErrorKind::Builder)),
+/// in the builder's terms: the calls of [`crate::RecipeBuilder`] and [`crate::HookBuilder`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuilderReason {
+    /// A call that sets one value was made twice (the recipe would depend on their order).
+    #[error("{call} is called twice; call it once")]
+    Twice {
+        /// The call (`.code(...)`).
+        call: &'static str,
+    },
+    /// The hook has no placement.
+    #[error("the hook needs a placement: call one of .at(...), .replace(...), .wrap_returns(...), .ensure_imports(...), .add_forwarder(...)")]
+    NoPlacement,
+    /// The hook has two placements.
+    #[error("the hook has two placements, {first} and {second}: keep one")]
+    TwoPlacements {
+        /// The first of them, in the order of the builder's calls.
+        first: &'static str,
+        /// The second.
+        second: &'static str,
+    },
+    /// `.at(...)` or `.replace(...)` without `.code(...)`.
+    #[error("the placement needs code: call .code(...)")]
+    CodeMissing,
+    /// `.code(...)` with a placement that takes none.
+    #[error(".code(...) is only used with .at(...) or .replace(...)")]
+    CodeUnused,
+    /// A call that goes only with another.
+    #[error("{call} is only used with {with}")]
+    Alone {
+        /// The call made (`.unless_inside(...)`).
+        call: &'static str,
+        /// What it goes with.
+        with: &'static str,
+    },
+    /// A placement that needs a target, without `.target(...)`.
+    #[error("{placement} needs {what}: call .target(...)")]
+    NeedsTarget {
+        /// The placement (`.wrap_returns(...)`).
+        placement: &'static str,
+        /// What it needs (`a function`).
+        what: &'static str,
+    },
+    /// A placement for the module, with `.target(...)`.
+    #[error("{placement} works on the module: drop .target(...)")]
+    ModuleOnly {
+        /// The placement (`.ensure_imports(...)`).
+        placement: &'static str,
+    },
+    /// A placeholder that names no variable of the recipe.
+    #[error("`{{{name}}}` names no variable: call .var(\"{name}\", ...) on the recipe, or write `{{{{{name}}}}}` for literal braces")]
+    UnknownVariable {
+        /// The placeholder's name.
+        name: String,
+    },
+    /// `{value}` in code other than `.wrap_returns(...)`.
+    #[error("`{{value}}` (the returned value) exists only in .wrap_returns(...)")]
+    ValueOutsideWrap,
+    /// Two hooks with one id.
+    #[error("another hook of the recipe has this id")]
+    DuplicateHook,
+    /// The value given to a call is refused by the rule a TOML recipe follows too.
+    #[error("{call}{}", refused_words(reason))]
+    Refused {
+        /// The call (`.code(...)`, `Hook::builder(id, ..)`).
+        call: &'static str,
+        /// The rule's reason, as a TOML recipe would be told.
+        reason: SpecReason,
+    },
+}
+
+/// The reason of [`BuilderReason::Refused`] after its call (none when the cause says it all).
+fn refused_words(reason: &SpecReason) -> String {
+    match reason {
+        SpecReason::Value => String::new(),
+        reason => format!(": {reason}"),
+    }
+}
+
 /// What is wrong with a hook spec ([`ErrorKind::Spec`](crate::ErrorKind::Spec)); the error's
 /// location is the key or table at fault.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -1,103 +1,265 @@
 //! Recipes built in code ([`Recipe::builder`], [`Hook::builder`]): the same fields as a TOML
-//! recipe, checked by the same rules when [`RecipeBuilder::build`] compiles them.
+//! recipe, with typed placements ([`Anchor`], [`Pattern`], [`Nth`], [`Depth`]), checked by the
+//! same rules when [`RecipeBuilder::build`] compiles them, and refused in the builder's terms
+//! ([`ErrorKind::Builder`]): the call at fault, never a place in a TOML text.
+//!
+//! The calls can come in any order: each one sets its own field, a field set twice is an error
+//! (so the recipe never depends on which call came last), and `.nth`/`.depth` apply to the
+//! hook's pattern whichever call gave it.
+
+use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use crate::error::Error;
-use crate::pattern::Depth;
+use crate::error::{BuilderReason, Error, ErrorKind, Location, SpecReason};
+use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;
 
 use super::raw::{RawAnchor, RawAt, RawHook, RawIn, RawSpec};
-use super::{Hook, Nth, Recipe};
+use super::{Anchor, Hook, Nth, Recipe};
 
 /// A recipe being built in code; [`RecipeBuilder::build`] checks it.
 #[derive(Debug)]
 #[must_use]
 pub struct RecipeBuilder {
-    raw: RawSpec,
+    id: String,
+    summary: String,
+    notes: Vec<String>,
+    vars: BTreeMap<String, String>,
+    hooks: Vec<HookBuilder>,
+    /// The first call made twice.
+    twice: Option<&'static str>,
 }
 
 /// A hook being built in code, for [`RecipeBuilder::hook`]. Its fields are those of a
-/// `[[hook]]` table, named the same (`in` is [`HookBuilder::target`]).
+/// `[[hook]]` table (`in` is [`HookBuilder::target`]); placements are typed.
 #[derive(Debug)]
 #[must_use]
 pub struct HookBuilder {
-    raw: RawHook,
+    id: String,
+    summary: String,
+    target: Option<String>,
+    /// Every placement given, with the call that gave it (one is right).
+    placements: Vec<(&'static str, Placement)>,
+    code: Option<String>,
+    nth: Option<Nth>,
+    depth: Option<Depth>,
+    unless_inside: Option<Pattern>,
+    when: Option<Pattern>,
+    optional: bool,
+    requires: Vec<String>,
+    /// The first call made twice.
+    twice: Option<&'static str>,
+}
+
+/// What a hook does, as the builder's calls give it.
+#[derive(Debug)]
+enum Placement {
+    At(Anchor),
+    Replace(Pattern),
+    WrapReturns(String),
+    EnsureImports(Vec<String>),
+    AddForwarder { method: String, via: String },
+}
+
+const AT: &str = ".at(...)";
+const REPLACE: &str = ".replace(...)";
+const WRAP: &str = ".wrap_returns(...)";
+const IMPORTS: &str = ".ensure_imports(...)";
+const FORWARDER: &str = ".add_forwarder(...)";
+const CODE: &str = ".code(...)";
+
+/// Sets `slot` to `value`, noting `call` in `twice` when it was set already.
+fn set<T>(slot: &mut Option<T>, value: T, call: &'static str, twice: &mut Option<&'static str>) {
+    if slot.replace(value).is_some() {
+        twice.get_or_insert(call);
+    }
 }
 
 impl Recipe {
     /// A recipe built in code, with the id written into every marker and a one-line summary.
     ///
     /// ```
-    /// use pysplice::{apply, Hook, Recipe, SourceFile};
+    /// use pysplice::{apply, Anchor, Hook, Nth, Pattern, Recipe, SourceFile};
     ///
     /// let recipe = Recipe::builder("demo", "Count calls")
     ///     .var("attr", "calls")
     ///     .hook(
     ///         Hook::builder("count", "Counted calls of Model.forward")
     ///             .target("Model.forward")
-    ///             .at("start")
+    ///             .at(Anchor::Start)
     ///             .code("self.{attr} = getattr(self, '{attr}', 0) + 1"),
+    ///     )
+    ///     .hook(
+    ///         Hook::builder("seen", "Noted each return")
+    ///             .nth(Nth::All) // any order: it applies to the anchor's pattern
+    ///             .code("self.seen = True")
+    ///             .at(Anchor::before(Pattern::parse("return $X")?))
+    ///             .target("Model.forward"),
     ///     )
     ///     .build()?;
     /// let file = SourceFile::new("m.py", "class Model:\n    def forward(self, x):\n        return x\n");
     /// let patched = apply(&recipe, file)?;
     /// assert!(patched.output().contains("        self.calls = getattr(self, 'calls', 0) + 1\n"));
     ///
-    /// // The rules of a TOML recipe hold: a hook needs exactly one placement.
-    /// let err = Recipe::builder("demo", "Nothing").hook(Hook::builder("idle", "Idle")).build();
-    /// assert!(err.unwrap_err().to_string().contains("a hook needs exactly one of"));
+    /// // Errors name the hook and the call: a placement needs code.
+    /// let err = Recipe::builder("demo", "Log")
+    ///     .hook(Hook::builder("log", "Logged").target("Model.forward").at(Anchor::End))
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), "hook \"log\": the placement needs code: call .code(...)");
     /// # Ok::<(), pysplice::Error>(())
     /// ```
     pub fn builder(id: &str, summary: &str) -> RecipeBuilder {
-        let mut raw = RawSpec::default();
-        raw.recipe.id = id.to_string();
-        raw.recipe.summary = summary.to_string();
-        RecipeBuilder { raw }
+        RecipeBuilder {
+            id: id.to_string(),
+            summary: summary.to_string(),
+            notes: Vec::new(),
+            vars: BTreeMap::new(),
+            hooks: Vec::new(),
+            twice: None,
+        }
     }
 }
 
 impl RecipeBuilder {
-    /// Adds a note for the user (`notes` in TOML).
+    /// Adds a note for the user (`notes` in TOML), after those added so far.
     pub fn note(mut self, note: &str) -> RecipeBuilder {
-        self.raw.recipe.notes.push(note.to_string());
+        self.notes.push(note.to_string());
         self
     }
 
-    /// Sets the template variable `name` (`[vars]` in TOML).
+    /// Sets the template variable `name` (`[vars]` in TOML); once per name.
     pub fn var(mut self, name: &str, value: &str) -> RecipeBuilder {
-        self.raw.vars.insert(name.to_string(), value.to_string());
+        if self.vars.insert(name.to_string(), value.to_string()).is_some() {
+            self.twice.get_or_insert(".var(name, ...) for one name");
+        }
         self
     }
 
-    /// Adds a hook after those added so far.
+    /// Adds a hook after those added so far (hooks are planned in this order).
     pub fn hook(mut self, hook: HookBuilder) -> RecipeBuilder {
-        self.raw.hooks.push(Spanned::new(0..0, hook.raw));
+        self.hooks.push(hook);
         self
     }
 
     /// The recipe, checked as [`Recipe::from_toml`] checks a TOML recipe.
     ///
     /// # Errors
-    /// [`ErrorKind::Spec`](crate::ErrorKind::Spec) naming the hook, at line 1 of a file named
-    /// `<recipe ID>`, for what the TOML reader refuses too (see [`Recipe::from_toml`]).
+    /// [`ErrorKind::Builder`] naming the hook ([`Error::hook`]; the recipe when no hook is at
+    /// fault) and the call to change, at [`Location::nowhere`]: a call made twice, a hook
+    /// without a placement or with two, a placement without the code or target it needs, and
+    /// what [`Recipe::from_toml`] refuses in a value (an id, code that does not parse, a
+    /// placeholder naming no variable, ...), that error's own cause kept as the source.
     pub fn build(self) -> Result<Recipe, Error> {
-        let file = SourceFile::new(format!("<recipe {}>", self.raw.recipe.id), "");
-        Recipe::compile(&file, self.raw, true)
+        let recipe = self.id.clone();
+        let fail = |hook: Option<&str>, reason: BuilderReason, cause: Option<Box<Error>>| {
+            let err = ErrorKind::Builder {
+                recipe: recipe.clone(),
+                reason,
+                cause,
+            }
+            .at(Location::nowhere());
+            match hook {
+                Some(id) => err.with_hook(id),
+                None => err,
+            }
+        };
+        if let Some(call) = self.twice {
+            return Err(fail(None, BuilderReason::Twice { call }, None));
+        }
+        for hook in &self.hooks {
+            hook.check().map_err(|reason| fail(Some(&hook.id), reason, None))?;
+        }
+        let mut raw = RawSpec::default();
+        raw.recipe.id = self.id.clone();
+        raw.recipe.summary = self.summary.clone();
+        raw.recipe.notes = self.notes.clone();
+        raw.vars = self.vars.clone();
+        raw.hooks = self.hooks.iter().map(|h| Spanned::new(0..0, h.raw())).collect();
+        // No text: the compiled rules' locations mean nothing here, their reasons are kept.
+        let file = SourceFile::new("", "");
+        Recipe::compile(&file, raw, true).map_err(|err| {
+            let hook = err.hook().map(str::to_string);
+            let builder = hook.as_deref().and_then(|id| self.hooks.iter().find(|h| h.id == id));
+            let (reason, cause) = translate(&err, builder);
+            fail(hook.as_deref(), reason, cause)
+        })
     }
+}
+
+/// A rule of [`Recipe::compile`] broken by a built recipe (`hook` the builder at fault, if
+/// any), in the builder's terms: the reason and the value's own error.
+fn translate(err: &Error, hook: Option<&HookBuilder>) -> (BuilderReason, Option<Box<Error>>) {
+    let ErrorKind::Spec { reason, cause } = err.kind() else {
+        // Every rule reports a spec error; anything else is kept whole as the cause.
+        let reason = SpecReason::Value;
+        return (
+            BuilderReason::Refused {
+                call: ".build()",
+                reason,
+            },
+            Some(Box::new(err.clone())),
+        );
+    };
+    let code_call = hook.map_or(CODE, |h| {
+        if h.placements.iter().any(|(call, _)| *call == WRAP) {
+            WRAP
+        } else {
+            CODE
+        }
+    });
+    let call = match reason {
+        SpecReason::UnknownVariable { name } => {
+            return (BuilderReason::UnknownVariable { name: name.clone() }, None);
+        }
+        SpecReason::ValueOutsideWrap => return (BuilderReason::ValueOutsideWrap, None),
+        SpecReason::DuplicateHook { .. } => return (BuilderReason::DuplicateHook, None),
+        SpecReason::BadId { .. } if hook.is_some() => "Hook::builder(id, ..)",
+        SpecReason::BadId { .. } => "Recipe::builder(id, ..)",
+        SpecReason::NotOneLine { what: "note", .. } => ".note(...)",
+        SpecReason::NotOneLine { .. } if hook.is_some() => "Hook::builder(.., summary)",
+        SpecReason::NotOneLine { .. } => "Recipe::builder(.., summary)",
+        SpecReason::MarkerLikeVariable { .. } => ".var(...)",
+        SpecReason::WrapNeedsValue => WRAP,
+        SpecReason::NotOneImport { .. } | SpecReason::ImportSpansLines { .. } => IMPORTS,
+        SpecReason::ForwarderNotAName { .. } => FORWARDER,
+        SpecReason::InvalidPattern { .. } => ".when(...)",
+        SpecReason::Value => match cause.as_deref().map(Error::kind) {
+            Some(ErrorKind::BadPath { path, .. }) if hook.is_some_and(|h| h.requires.contains(path)) => {
+                ".requires(...)"
+            }
+            Some(ErrorKind::BadPath { .. }) => ".target(...)",
+            _ => code_call,
+        },
+        _ => code_call,
+    };
+    let reason = BuilderReason::Refused {
+        call,
+        reason: reason.clone(),
+    };
+    (reason, cause.clone())
 }
 
 impl Hook {
     /// A hook built in code, with its id (unique in the recipe) and a one-line summary; give it
-    /// exactly one placement (`at`, `before`, `after`, `replace`, `wrap_returns`,
-    /// `ensure_imports`, `add_forwarder`).
+    /// exactly one placement ([`HookBuilder::at`], [`HookBuilder::replace`],
+    /// [`HookBuilder::wrap_returns`], [`HookBuilder::ensure_imports`],
+    /// [`HookBuilder::add_forwarder`]).
     pub fn builder(id: &str, summary: &str) -> HookBuilder {
         HookBuilder {
-            raw: RawHook {
-                id: id.to_string(),
-                summary: summary.to_string(),
-                ..RawHook::default()
-            },
+            id: id.to_string(),
+            summary: summary.to_string(),
+            target: None,
+            placements: Vec::new(),
+            code: None,
+            nth: None,
+            depth: None,
+            unless_inside: None,
+            when: None,
+            optional: false,
+            requires: Vec::new(),
+            twice: None,
         }
     }
 }
@@ -105,107 +267,202 @@ impl Hook {
 impl HookBuilder {
     /// The definition the hook works in (`in = "Class.method"`); the module when not given.
     pub fn target(mut self, path: &str) -> HookBuilder {
-        self.raw.target = Some(RawIn::Path(path.to_string()));
+        set(&mut self.target, path.to_string(), ".target(...)", &mut self.twice);
         self
     }
 
-    /// Inserts `code` at a named anchor: `start`, `end` or `after-imports` (`at = "start"`).
-    pub fn at(mut self, anchor: &str) -> HookBuilder {
-        self.raw.at = Some(RawAt::Named(anchor.to_string()));
-        self
+    /// Inserts [`HookBuilder::code`] at `anchor`: [`Anchor::Start`], [`Anchor::End`],
+    /// [`Anchor::AfterImports`] (the module), [`Anchor::before`] or [`Anchor::after`] a pattern.
+    pub fn at(self, anchor: Anchor) -> HookBuilder {
+        self.place(AT, Placement::At(anchor))
     }
 
-    /// Inserts `code` before the statements matching `pattern` (`at = { before = ... }`).
-    pub fn before(mut self, pattern: &str) -> HookBuilder {
-        self.raw.at = Some(RawAt::Anchor(RawAnchor {
-            before: Some(pattern.to_string()),
-            ..RawAnchor::default()
-        }));
-        self
+    /// Replaces the statements matching `pattern` by [`HookBuilder::code`].
+    pub fn replace(self, pattern: Pattern) -> HookBuilder {
+        self.place(REPLACE, Placement::Replace(pattern))
     }
 
-    /// Inserts `code` after the statements matching `pattern` (`at = { after = ... }`).
-    pub fn after(mut self, pattern: &str) -> HookBuilder {
-        self.raw.at = Some(RawAt::Anchor(RawAnchor {
-            after: Some(pattern.to_string()),
-            ..RawAnchor::default()
-        }));
-        self
-    }
-
-    /// Replaces the statements matching `pattern` by `code`.
-    pub fn replace(mut self, pattern: &str) -> HookBuilder {
-        self.raw.replace = Some(pattern.to_string());
-        self
-    }
-
-    /// Which matches of the `before`, `after` or `replace` pattern are used (call it after
-    /// that one).
+    /// Which matches of the hook's pattern (of [`Anchor::before`], [`Anchor::after`] or
+    /// [`HookBuilder::replace`]) are used; the first when not given.
     pub fn nth(mut self, nth: Nth) -> HookBuilder {
-        match &mut self.raw.at {
-            Some(RawAt::Anchor(anchor)) => anchor.nth = nth,
-            _ => self.raw.nth = Some(nth),
-        }
+        set(&mut self.nth, nth, ".nth(...)", &mut self.twice);
         self
     }
 
-    /// How deep the `before`, `after` or `replace` pattern looks (call it after that one).
+    /// How deep the hook's pattern looks (as for [`HookBuilder::nth`]); at any depth of the
+    /// body ([`Depth::Nested`]) when not given.
     pub fn depth(mut self, depth: Depth) -> HookBuilder {
-        match &mut self.raw.at {
-            Some(RawAt::Anchor(anchor)) => anchor.depth = depth,
-            _ => self.raw.depth = Some(depth),
-        }
+        set(&mut self.depth, depth, ".depth(...)", &mut self.twice);
         self
     }
 
-    /// The code an `at`, `before`, `after` or `replace` hook writes (a template over the
-    /// recipe's variables and `{param.N}`).
+    /// The code an [`HookBuilder::at`] or [`HookBuilder::replace`] hook writes (a template over
+    /// the recipe's variables and `{param.N}`).
     pub fn code(mut self, code: &str) -> HookBuilder {
-        self.raw.code = Some(code.to_string());
+        set(&mut self.code, code.to_string(), CODE, &mut self.twice);
         self
     }
 
     /// Makes sure the module has these imports (`os`, `numpy as np`, `from a import b`).
-    pub fn ensure_imports<I: IntoIterator<Item = S>, S: Into<String>>(mut self, imports: I) -> HookBuilder {
-        self.raw.ensure_imports = Some(imports.into_iter().map(Into::into).collect());
-        self
+    pub fn ensure_imports<I: IntoIterator<Item = S>, S: Into<String>>(self, imports: I) -> HookBuilder {
+        let imports = imports.into_iter().map(Into::into).collect();
+        self.place(IMPORTS, Placement::EnsureImports(imports))
     }
 
     /// Wraps the value of every return of the target in `template` (around `{value}`).
-    pub fn wrap_returns(mut self, template: &str) -> HookBuilder {
-        self.raw.wrap_returns = Some(template.to_string());
-        self
+    pub fn wrap_returns(self, template: &str) -> HookBuilder {
+        self.place(WRAP, Placement::WrapReturns(template.to_string()))
     }
 
-    /// Leaves alone the returns inside statements matching `pattern` (with `wrap_returns`).
-    pub fn unless_inside(mut self, pattern: &str) -> HookBuilder {
-        self.raw.unless_inside = Some(pattern.to_string());
+    /// Leaves alone the returns inside statements matching `pattern` (with
+    /// [`HookBuilder::wrap_returns`]).
+    pub fn unless_inside(mut self, pattern: Pattern) -> HookBuilder {
+        set(&mut self.unless_inside, pattern, ".unless_inside(...)", &mut self.twice);
         self
     }
 
     /// Adds method `method` to the target class, forwarding to `self.<via>.<method>`.
-    pub fn add_forwarder(mut self, method: &str, via: &str) -> HookBuilder {
-        self.raw.add_forwarder = Some(method.to_string());
-        self.raw.via = Some(via.to_string());
-        self
+    pub fn add_forwarder(self, method: &str, via: &str) -> HookBuilder {
+        let placement = Placement::AddForwarder {
+            method: method.to_string(),
+            via: via.to_string(),
+        };
+        self.place(FORWARDER, placement)
     }
 
     /// Skips the hook (with the reason) instead of failing where it cannot be placed.
     pub fn optional(mut self) -> HookBuilder {
-        self.raw.optional = true;
+        self.optional = true;
         self
     }
 
     /// Applies the hook only where the target holds a match of `pattern`.
-    pub fn when(mut self, pattern: &str) -> HookBuilder {
-        self.raw.when = Some(pattern.to_string());
+    pub fn when(mut self, pattern: Pattern) -> HookBuilder {
+        set(&mut self.when, pattern, ".when(...)", &mut self.twice);
         self
     }
 
-    /// Skips the hook in files that do not define `path`.
+    /// Skips the hook in files that do not define `path` (each call adds one).
     pub fn requires(mut self, path: &str) -> HookBuilder {
-        self.raw.requires.push(path.to_string());
+        self.requires.push(path.to_string());
         self
+    }
+
+    fn place(mut self, call: &'static str, placement: Placement) -> HookBuilder {
+        if self.placements.iter().any(|(c, _)| *c == call) {
+            self.twice.get_or_insert(call);
+        }
+        self.placements.push((call, placement));
+        self
+    }
+
+    /// The rules the builder's calls must follow together, checked before the values are.
+    fn check(&self) -> Result<(), BuilderReason> {
+        if let Some(call) = self.twice {
+            return Err(BuilderReason::Twice { call });
+        }
+        let (call, placement) = match self.placements.as_slice() {
+            [] => return Err(BuilderReason::NoPlacement),
+            [one] => one,
+            [(first, _), (second, _), ..] => {
+                let (first, second) = (*first, *second);
+                return Err(BuilderReason::TwoPlacements { first, second });
+            }
+        };
+        let takes_code = matches!(placement, Placement::At(_) | Placement::Replace(_));
+        match (takes_code, self.code.is_some()) {
+            (true, false) => return Err(BuilderReason::CodeMissing),
+            (false, true) => return Err(BuilderReason::CodeUnused),
+            _ => {}
+        }
+        if self.unless_inside.is_some() && *call != WRAP {
+            let call = ".unless_inside(...)";
+            return Err(BuilderReason::Alone { call, with: WRAP });
+        }
+        let has_pattern = matches!(
+            placement,
+            Placement::Replace(_) | Placement::At(Anchor::Before(_) | Anchor::After(_))
+        );
+        if !has_pattern {
+            let with = ".at(Anchor::before(...)), .at(Anchor::after(...)) or .replace(...)";
+            if self.nth.is_some() {
+                return Err(BuilderReason::Alone {
+                    call: ".nth(...)",
+                    with,
+                });
+            }
+            if self.depth.is_some() {
+                return Err(BuilderReason::Alone {
+                    call: ".depth(...)",
+                    with,
+                });
+            }
+        }
+        let targeted = self.target.is_some();
+        match placement {
+            Placement::EnsureImports(_) if targeted => Err(BuilderReason::ModuleOnly { placement: IMPORTS }),
+            Placement::At(Anchor::AfterImports) if targeted => Err(BuilderReason::ModuleOnly {
+                placement: "Anchor::AfterImports",
+            }),
+            Placement::WrapReturns(_) if !targeted => Err(BuilderReason::NeedsTarget {
+                placement: WRAP,
+                what: "a function",
+            }),
+            Placement::AddForwarder { .. } if !targeted => Err(BuilderReason::NeedsTarget {
+                placement: FORWARDER,
+                what: "a class",
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The `[[hook]]` table these calls make (checked by [`HookBuilder::check`]).
+    fn raw(&self) -> RawHook {
+        let mut raw = RawHook {
+            id: self.id.clone(),
+            summary: self.summary.clone(),
+            target: self.target.clone().map(RawIn::Path),
+            code: self.code.clone(),
+            unless_inside: self.unless_inside.as_ref().map(|p| p.text().to_string()),
+            optional: self.optional,
+            when: self.when.as_ref().map(|p| p.text().to_string()),
+            requires: self.requires.clone(),
+            ..RawHook::default()
+        };
+        let Some((_, placement)) = self.placements.first() else {
+            return raw;
+        };
+        match placement {
+            Placement::At(anchor) => {
+                raw.at = Some(match anchor {
+                    Anchor::Start => RawAt::Named("start".into()),
+                    Anchor::End => RawAt::Named("end".into()),
+                    Anchor::AfterImports => RawAt::Named("after-imports".into()),
+                    Anchor::Before(selector) | Anchor::After(selector) => {
+                        let text = Some(selector.pattern.text().to_string());
+                        let before = matches!(anchor, Anchor::Before(_));
+                        RawAt::Anchor(RawAnchor {
+                            before: if before { text.clone() } else { None },
+                            after: if before { None } else { text },
+                            nth: self.nth.unwrap_or(selector.nth),
+                            depth: self.depth.unwrap_or(selector.depth),
+                        })
+                    }
+                });
+            }
+            Placement::Replace(pattern) => {
+                raw.replace = Some(pattern.text().to_string());
+                raw.nth = self.nth;
+                raw.depth = self.depth;
+            }
+            Placement::WrapReturns(template) => raw.wrap_returns = Some(template.clone()),
+            Placement::EnsureImports(imports) => raw.ensure_imports = Some(imports.clone()),
+            Placement::AddForwarder { method, via } => {
+                raw.add_forwarder = Some(method.clone());
+                raw.via = Some(via.clone());
+            }
+        }
+        raw
     }
 }
 
@@ -250,7 +507,20 @@ summary = "f"
 in = "Wrapper"
 add-forwarder = "forward"
 via = "inner"
+
+[[hook]]
+id = "swap"
+summary = "r"
+in = "Model.forward"
+replace = "y = 1"
+nth = "all"
+depth = "top"
+code = "y = 2"
 "#;
+
+    fn pattern(text: &str) -> Pattern {
+        Pattern::parse(text).unwrap()
+    }
 
     fn built() -> RecipeBuilder {
         Recipe::builder("r", "s")
@@ -260,70 +530,89 @@ via = "inner"
             .hook(
                 Hook::builder("log", "l")
                     .target("Model.forward")
-                    .after("h = self.norm(h)")
+                    .at(Anchor::after(pattern("h = self.norm(h)")))
                     .nth(Nth::Last)
                     .code("print({name})")
                     .optional()
-                    .when("h = self.norm(h)")
+                    .when(pattern("h = self.norm(h)"))
                     .requires("Model"),
             )
             .hook(
                 Hook::builder("wrap", "w")
                     .target("Model.forward")
                     .wrap_returns("g({value})")
-                    .unless_inside("if x: pass"),
+                    .unless_inside(pattern("if x: pass")),
             )
             .hook(
                 Hook::builder("fwd", "f")
                     .target("Wrapper")
                     .add_forwarder("forward", "inner"),
             )
+            .hook(
+                Hook::builder("swap", "r")
+                    .target("Model.forward")
+                    .replace(pattern("y = 1"))
+                    .nth(Nth::All)
+                    .depth(Depth::Top)
+                    .code("y = 2"),
+            )
+    }
+
+    /// Compiled hooks hold patterns and templates without equality: compare what they show.
+    fn shape(r: &Recipe) -> impl PartialEq + std::fmt::Debug {
+        let hooks: Vec<String> = r
+            .hooks
+            .iter()
+            .map(|h| {
+                format!(
+                    "{} {} {:?} {:?} {} {:?} {:?}",
+                    h.id,
+                    h.summary,
+                    h.target,
+                    h.action,
+                    h.optional,
+                    h.when.as_ref().map(Pattern::text),
+                    h.requires
+                )
+            })
+            .collect();
+        (r.id.clone(), r.summary.clone(), r.notes.clone(), r.vars.clone(), hooks)
     }
 
     #[test]
     fn a_built_recipe_is_the_toml_recipe() {
         let from_toml = Recipe::from_toml("r.toml", TOML).unwrap();
         let built = built().build().unwrap();
-        // Compiled hooks hold patterns and templates without equality: compare what they show.
-        let shape = |r: &Recipe| {
-            let hooks: Vec<String> = r
-                .hooks
-                .iter()
-                .map(|h| {
-                    format!(
-                        "{} {} {:?} {:?} {} {:?}",
-                        h.id, h.summary, h.target, h.action, h.optional, h.requires
-                    )
-                })
-                .collect();
-            (r.id.clone(), r.summary.clone(), r.notes.clone(), r.vars.clone(), hooks)
-        };
         assert_eq!(shape(&built), shape(&from_toml));
     }
 
     #[test]
-    fn a_built_recipe_is_checked_like_toml() {
+    fn a_built_recipe_is_checked_like_toml_in_builder_terms() {
         let err = built()
             .hook(
                 Hook::builder("bad", "b")
                     .target("Model.forward")
-                    .at("start")
+                    .at(Anchor::Start)
                     .code("x = ("),
             )
             .build()
             .unwrap_err();
         assert!(
             err.to_string()
-                .starts_with("<recipe r>:1:1: bad spec: code does not parse"),
+                .starts_with("hook \"bad\": .code(...): code does not parse as Python: invalid Python"),
             "{err}"
         );
         assert_eq!(err.hook(), Some("bad"));
+        assert!(!err.location().is_somewhere());
         let err = built()
-            .hook(Hook::builder("log", "again").at("end").code("pass"))
+            .hook(Hook::builder("log", "again").at(Anchor::End).code("pass"))
             .build()
             .unwrap_err();
-        assert!(err.to_string().contains("duplicate hook id"), "{err}");
+        assert_eq!(err.to_string(), "hook \"log\": another hook of the recipe has this id");
         let err = Recipe::builder("bad id", "s").build().unwrap_err();
-        assert!(err.to_string().contains("id `bad id` must be"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "recipe \"bad id\": Recipe::builder(id, ..): id `bad id` must be non-empty ASCII letters, digits, `-`, `_` or `.`"
+        );
     }
 }

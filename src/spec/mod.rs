@@ -82,6 +82,19 @@ pub struct Selector {
     pub depth: Depth,
 }
 
+impl Selector {
+    /// The statements matching `pattern`: the first match ([`Nth::First`]), looked for at any
+    /// depth of the body ([`Depth::Nested`]), as in a TOML recipe.
+    #[must_use]
+    pub fn new(pattern: Pattern) -> Selector {
+        Selector {
+            pattern,
+            nth: Nth::default(),
+            depth: Depth::default(),
+        }
+    }
+}
+
 /// Where inserted code goes.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -96,6 +109,20 @@ pub enum Anchor {
     Before(Selector),
     /// After the selected statements.
     After(Selector),
+}
+
+impl Anchor {
+    /// Before the statements matching `pattern` ([`Selector::new`]).
+    #[must_use]
+    pub fn before(pattern: Pattern) -> Anchor {
+        Anchor::Before(Selector::new(pattern))
+    }
+
+    /// After the statements matching `pattern` ([`Selector::new`]).
+    #[must_use]
+    pub fn after(pattern: Pattern) -> Anchor {
+        Anchor::After(Selector::new(pattern))
+    }
 }
 
 /// One import a hook makes sure the module has.

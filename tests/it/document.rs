@@ -13,7 +13,7 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<SourceFile>();
     assert_send_sync::<ParsedFile>();
     assert_send_sync::<Recipe>();
-    assert_send_sync::<Plan>();
+    assert_send_sync::<Plan<'static>>();
     assert_send_sync::<Patched>();
     assert_send_sync::<Error>();
     assert_send_sync::<Document>();

@@ -97,7 +97,7 @@ pub fn hook_diagnostic(recipe: &Recipe, plan: &DocumentPlan, hook: &pysplice::Do
         format!("{}/{}", recipe.id, hook.id),
         format!("pysplice {}/{}: {}", recipe.id, hook.id, hook.message),
     );
-    let fix = pysplice::outcome::is_pending(&hook.status) && plan.is_complete();
+    let fix = hook.status.is_pending() && plan.is_complete();
     d.data = Some(serde_json::json!({
         "recipe": recipe.id,
         "hook": hook.id,

@@ -260,7 +260,7 @@ pub fn apply(args: &ApplyArgs) -> u8 {
     }
     for (_, patched) in batch.successes() {
         // Computed only where it is printed.
-        let diff = || report::patch_diff(patched.name(), patched);
+        let diff = || patched.diff();
         if json {
             let status = match (placed(patched), args.dry_run) {
                 (true, true) => FileStatus::WouldPatch,

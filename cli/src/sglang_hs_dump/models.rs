@@ -121,7 +121,7 @@ struct Finished<'a> {
 
 impl Finished<'_> {
     fn diff(p: &FilePatch) -> String {
-        report::patch_diff(&p.relative, &p.patched)
+        p.patched.clone().with_name(&p.relative).diff()
     }
 
     /// The contract's layout: one object per file, then one per architecture skipped.

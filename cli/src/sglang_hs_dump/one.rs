@@ -164,7 +164,7 @@ impl Finished<'_> {
     /// The unified diff, headers `a/<path>`, `b/<path>` with the path as given (relative to /
     /// when absolute).
     fn diff(&self) -> String {
-        report::patch_diff(self.patched.name().trim_start_matches('/'), &self.patched)
+        self.patched.diff()
     }
 
     fn print_json(&self) -> u8 {

@@ -11,7 +11,6 @@
 use proptest::prelude::*;
 use pysplice::document::Document;
 use pysplice::engine::apply_reporting;
-use pysplice::outcome::is_pending;
 use pysplice::{apply, Error, ErrorKind, HookOutcome, Recipe, SourceFile, Status};
 
 // ---- generated modules ---------------------------------------------------------------------
@@ -242,7 +241,7 @@ fn agree(recipe: &Recipe, text: &str) -> Result<Option<String>, TestCaseError> {
             // `check`'s verdict and the document's `pending` are the same answer.
             prop_assert_eq!(plan.pending, !patched.is_up_to_date());
             // A pending hook changes the text: no "needs apply" that apply leaves alone.
-            let pending = patched.outcomes().iter().any(|o| is_pending(&o.status));
+            let pending = patched.outcomes().iter().any(|o| o.status.is_pending());
             if pending {
                 prop_assert!(patched.changed(), "pending without a change: {:?}", patched.outcomes());
             }
