@@ -15,7 +15,8 @@ pub use reason::{
 };
 
 /// A place in a file, for messages: `file:line:column`, 1-based, columns in UTF-8 bytes. Line
-/// 0 is no place in a text ([`Location::nowhere`]: a recipe built in code).
+/// 0 is a path as a whole ([`Location::whole`]: a folder), or, with no file either, no place at
+/// all ([`Location::nowhere`]: a recipe built in code).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 pub struct Location {
@@ -53,10 +54,10 @@ impl Location {
         Location::new("", 0, 0)
     }
 
-    /// Whether this is a place in a text (not [`Location::nowhere`]).
+    /// Whether this names a path or a place in a text (not [`Location::nowhere`]).
     #[must_use]
     pub fn is_somewhere(&self) -> bool {
-        self.line != 0
+        self.line != 0 || !self.file.is_empty()
     }
 }
 
