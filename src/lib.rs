@@ -95,6 +95,8 @@ pub mod outline;
 #[doc(hidden)]
 pub mod parse;
 // Not public API: statement patterns (their types are at the root).
+/// The parameters of a target function as templates count them.
+mod params;
 #[doc(hidden)]
 pub mod pattern;
 mod place;

@@ -30,7 +30,7 @@ use crate::syntax::Node;
 pub use apply::{apply, apply_plan, apply_reporting, compiler_errors, revert, Attempt, Patched};
 pub(crate) use apply::{check_orphans, preview};
 pub use plan::plan;
-pub(crate) use plan::{hook_definitions, parameter_names};
+pub(crate) use plan::{check_captured_markers, hook_definitions, when_captures};
 
 /// A hook's edits, or why it has none.
 #[derive(Debug)]

@@ -9,11 +9,11 @@ use crate::locate::Target;
 use crate::outcome::{Reason, SkipReason};
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::pattern::{Depth, Pattern};
-use crate::place::{Placer, Refusal, Refused, MAX_ADDED_BYTES};
+use crate::place::{oversized, Placer, Refusal, Refused, MAX_ADDED_BYTES};
 use crate::source::file_lines_inside_strings;
 use crate::spec::{Action, Hook, Recipe};
-use crate::syntax::{kind, Node};
-use crate::template::{Bindings, Template};
+use crate::syntax::Node;
+use crate::template::{Bindings, Captures, Parameters, Template};
 
 use super::{HookPlan, Plan};
 
@@ -146,19 +146,25 @@ fn plan_target(
     let body = target.map_or(file.module_block(), |def| {
         file.node(def).field("body").expect("definitions have a body")
     });
+    // What `when` captured at its first match, for `{$NAME}` the placement's pattern lacks.
+    let mut when_captures = Captures::new();
     if let Some(when) = &hook.when {
-        if when.find_in(body, Depth::Nested).is_empty() {
+        let Some(first) = when.find_in(body, Depth::Nested).into_iter().next() else {
             let pattern = when.text().to_string();
             return Ok(Err(SkipReason::NotApplicable { pattern }));
-        }
+        };
+        when_captures = when.captures(first, file.source().text()).unwrap_or_default();
     }
-    let params = target.map(|def| parameter_names(file.node(def))).unwrap_or_default();
+    let params = target
+        .map(|def| crate::params::parameters(file, def))
+        .unwrap_or_default();
     let ctx = OnTarget {
         recipe,
         hook,
         file,
         def: target,
         params: &params,
+        when: &when_captures,
     };
     let placer = Placer::new(file, &recipe.id, &hook.id, string_lines);
     let edits = match (&hook.action, target) {
@@ -169,15 +175,24 @@ fn plan_target(
             }
             edits
         }
-        (Action::Insert { at, code }, None) => placer
-            .insert_in_module(at, &ctx.render(code)?)
-            .map_err(placement_error)?,
-        (Action::Insert { at, code }, Some(def)) => placer
-            .insert_in_definition(def, at, &ctx.render(code)?)
-            .map_err(placement_error)?,
-        (Action::Replace { selector, code }, _) => placer
-            .replace_statements(body, selector, &ctx.render(code)?)
-            .map_err(placement_error)?,
+        (Action::Insert { at, code }, None) => {
+            ctx.check_params(code)?;
+            placer
+                .insert_in_module(at, &|stmt| ctx.render(code, anchor_pattern(at), stmt))
+                .map_err(placement_error)?
+        }
+        (Action::Insert { at, code }, Some(def)) => {
+            ctx.check_params(code)?;
+            placer
+                .insert_in_definition(def, at, &|stmt| ctx.render(code, anchor_pattern(at), stmt))
+                .map_err(placement_error)?
+        }
+        (Action::Replace { selector, code }, _) => {
+            ctx.check_params(code)?;
+            placer
+                .replace_statements(body, selector, &|stmt| ctx.render(code, Some(&selector.pattern), stmt))
+                .map_err(placement_error)?
+        }
         (
             Action::WrapReturns {
                 template,
@@ -251,44 +266,89 @@ fn refused(file: &ParsedFile, hook: &Hook, offset: usize, reason: PlacementReaso
         .with_hook(&hook.id)
 }
 
-/// One hook on one target (`def`, or the module), with the target's parameter names.
+/// The pattern of a pattern anchor (`before`, `after`).
+fn anchor_pattern(at: &crate::spec::Anchor) -> Option<&Pattern> {
+    match at {
+        crate::spec::Anchor::Before(selector) | crate::spec::Anchor::After(selector) => Some(&selector.pattern),
+        _ => None,
+    }
+}
+
+/// One hook on one target (`def`, or the module), with the target's parameters and what the
+/// hook's `when` captured there.
 struct OnTarget<'a> {
     recipe: &'a Recipe,
     hook: &'a Hook,
     file: &'a ParsedFile,
     def: Option<&'a Definition>,
-    params: &'a [String],
+    params: &'a Parameters,
+    when: &'a Captures,
 }
 
 impl OnTarget<'_> {
-    /// The hook's code for this target, refused when it names a parameter the target lacks or
-    /// would be too long with the target's parameter names.
-    fn render(&self, template: &Template) -> Result<String, Error> {
-        self.check_params(template)?;
+    /// The hook's code at one place: `stmt` is the statement `pattern` (the placement's own)
+    /// matched there, whose captures fill in `{$NAME}` (the `when` match's fill in the rest).
+    /// Refused when it would be too long, or when a capture brings a marker-like line.
+    fn render(&self, template: &Template, pattern: Option<&Pattern>, stmt: Option<&Node>) -> Result<String, Refusal> {
+        let used = template.capture_names();
+        let mut captures = Captures::new();
+        if !used.is_empty() {
+            captures.clone_from(self.when);
+            if let (Some(pattern), Some(stmt)) = (pattern, stmt) {
+                captures.extend(pattern.captures(stmt, self.file.source().text()).unwrap_or_default());
+            }
+        }
+        let offset = stmt.map_or(self.def.map_or(0, |d| d.range().start), |s| s.range().start);
         let bindings = Bindings {
             value: None,
             params: self.params,
+            captures: &captures,
         };
-        template.render(&self.recipe.vars, &bindings).map_err(|too_long| {
-            let offset = self.def.map_or(0, |d| d.range().start);
-            let what = "the code, with the target's parameter names filled in,";
-            oversized_error(self.file, self.hook, offset, what, too_long.bytes, too_long.limit)
-        })
+        let code = template.render(&self.recipe.vars, &bindings).map_err(|too_long| {
+            let what = "the code, with the target's parameter names and the pattern's captures filled in,";
+            oversized(offset, what, too_long.bytes, too_long.limit)
+        })?;
+        check_captured_markers(&code, &used, &captures).map_err(|reason| Refusal {
+            offset,
+            cause: Refused::Placement(reason),
+        })?;
+        Ok(code)
     }
 
+    /// Refuses `{param.KEY}` placeholders the target has no parameter for.
     fn check_params(&self, template: &Template) -> Result<(), Error> {
-        match template.param_indices().iter().find(|&&n| n >= self.params.len()) {
-            Some(&n) => Err(refused(
-                self.file,
-                self.hook,
-                self.def.map_or(0, |d| d.range().start),
-                PlacementReason::MissingParameter {
-                    index: n,
-                    count: self.params.len(),
-                },
-            )),
-            None => Ok(()),
-        }
+        let Some(key) = template
+            .param_keys()
+            .into_iter()
+            .find(|key| self.params.get(key).is_none())
+        else {
+            return Ok(());
+        };
+        let reason = match key {
+            "args" | "kwargs" => PlacementReason::MissingStarParameter { key: key.to_string() },
+            "0" if self.def.is_some_and(|d| d.kind() != DefKind::Class) => {
+                let def = self.def.map_or("", |d| d.path());
+                let what = if self.def.is_some_and(|d| d.kind() == DefKind::Method) {
+                    "static method"
+                } else {
+                    "function"
+                };
+                PlacementReason::NoBoundParameter {
+                    path: def.to_string(),
+                    what,
+                }
+            }
+            digits => PlacementReason::MissingParameter {
+                index: digits.parse().unwrap_or(usize::MAX),
+                count: self.params.named.len(),
+            },
+        };
+        Err(refused(
+            self.file,
+            self.hook,
+            self.def.map_or(0, |d| d.range().start),
+            reason,
+        ))
     }
 
     /// The edits wrapping the returns of `def` (refused when there is none to wrap).
@@ -311,6 +371,7 @@ impl OnTarget<'_> {
                 &Bindings {
                     value: Some(value),
                     params: self.params,
+                    captures: self.when,
                 },
             )
         };
@@ -349,16 +410,35 @@ fn target_text(target: &Target) -> String {
     }
 }
 
-/// Parameter names of a function node in order: positional-only, regular, `*args`, keyword-only, `**kwargs`.
-pub(crate) fn parameter_names(def: &Node) -> Vec<String> {
-    let Some(args) = def.children().iter().find(|c| c.is(kind::ARGUMENTS)) else {
-        return Vec::new();
+/// What `when` captured at its first match in `def` (the module when `None`): what `{$NAME}`
+/// is outside the placement's own pattern.
+pub(crate) fn when_captures(hook: &Hook, file: &ParsedFile, def: Option<&Definition>) -> Captures {
+    let body = def.map_or(Some(file.module_block()), |def| file.node(def).field("body"));
+    let (Some(when), Some(body)) = (&hook.when, body) else {
+        return Captures::new();
     };
-    args.parameters()
+    when.find_in(body, Depth::Nested)
+        .first()
+        .and_then(|first| when.captures(first, file.source().text()))
         .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(arg, _)| arg.label().map(str::to_string))
-        .collect()
+}
+
+/// Refuses code whose captures brought a line that looks like a marker comment (the template
+/// and the variables were checked when the recipe was read): the first such capture of `used`.
+pub(crate) fn check_captured_markers(code: &str, used: &[&str], captures: &Captures) -> Result<(), PlacementReason> {
+    if used.is_empty() || !code.lines().any(crate::marker::looks_like_marker) {
+        return Ok(());
+    }
+    let name = used
+        .iter()
+        .find(|name| {
+            captures
+                .get(**name)
+                .is_some_and(|text| text.lines().any(|line| line.contains(" pysplice ")))
+        })
+        .or(used.first())
+        .map_or(String::new(), |name| (*name).to_string());
+    Err(PlacementReason::CapturedMarker { name })
 }
 
 /// Where `class`, or a base class defined in the same file, binds `name` at class level: a
