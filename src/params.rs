@@ -2,9 +2,10 @@
 //! [`Parameters`]): the parameter a call binds is `param.0`, the named ones after it count from 1,
 //! `*args` and `**kwargs` apart.
 
+use crate::error::PlacementReason;
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::syntax::{kind, Node, ABSENT};
-use crate::template::Parameters;
+use crate::template::{Parameters, Template};
 
 /// The parameters of `def` in `file`: none for a class.
 pub(crate) fn parameters(file: &ParsedFile, def: &Definition) -> Parameters {
@@ -14,6 +15,29 @@ pub(crate) fn parameters(file: &ParsedFile, def: &Definition) -> Parameters {
         DefKind::Function | DefKind::Class => false,
     };
     of_function(node, binds_first)
+}
+
+/// Refuses the first `{param.KEY}` of `template` that `params` (those of `def`, or of the module
+/// when `None`) has no parameter for.
+pub(crate) fn check(params: &Parameters, template: &Template, def: Option<&Definition>) -> Result<(), PlacementReason> {
+    let Some(key) = template.param_keys().into_iter().find(|key| params.get(key).is_none()) else {
+        return Ok(());
+    };
+    Err(match (key, def.map(Definition::kind)) {
+        ("args" | "kwargs", _) => PlacementReason::MissingStarParameter { key: key.to_string() },
+        ("0", Some(kind @ (DefKind::Method | DefKind::Function))) => PlacementReason::NoBoundParameter {
+            path: def.map_or("", Definition::path).to_string(),
+            what: if kind == DefKind::Method {
+                "static method"
+            } else {
+                "function"
+            },
+        },
+        (digits, _) => PlacementReason::MissingParameter {
+            index: digits.parse().unwrap_or(usize::MAX),
+            count: params.named.len(),
+        },
+    })
 }
 
 /// The parameters of the function node `def`; `binds_first`: whether a call binds its first

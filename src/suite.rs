@@ -59,7 +59,7 @@ pub(crate) fn compose(
     for &i in indices {
         let hook = &recipe.hooks[i];
         // At the start or end of a body, or around a return, `{$NAME}` is what `when` captured.
-        let captures = crate::engine::when_captures(hook, file, Some(def));
+        let captures = crate::captures::of_when(hook, file, Some(def));
         let render = |code: &crate::template::Template| {
             let bindings = Bindings {
                 value: None,
@@ -70,11 +70,9 @@ pub(crate) fn compose(
                 let what = "the code, with the target's parameter names and the pattern's captures filled in,";
                 crate::place::oversized(def.range().start, what, e.bytes, e.limit)
             })?;
-            crate::engine::check_captured_markers(&text, &code.capture_names(), &captures).map_err(|reason| {
-                Refusal {
-                    offset: def.range().start,
-                    cause: crate::place::Refused::Placement(reason),
-                }
+            crate::captures::check_markers(&text, code, &captures).map_err(|reason| Refusal {
+                offset: def.range().start,
+                cause: crate::place::Refused::Placement(reason),
             })?;
             Ok(text)
         };

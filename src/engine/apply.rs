@@ -14,7 +14,7 @@ use crate::spec::{Action, Recipe};
 
 use super::verify::verify;
 
-use super::{hook_definitions, plan, when_captures, HookPlan, Plan, Prepared};
+use super::{hook_definitions, plan, HookPlan, Plan, Prepared};
 use crate::template::Bindings;
 
 /// A verified result of applying a recipe to one file.
@@ -309,7 +309,7 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared, plan: &Plan) -
             let found = match &hook.action {
                 Action::WrapReturns { template, .. } if !range.is_empty() => {
                     let params = def.map(|def| crate::params::parameters(file, def)).unwrap_or_default();
-                    let captures = when_captures(hook, file, def);
+                    let captures = crate::captures::of_when(hook, file, def);
                     let bindings = Bindings {
                         value: None,
                         params: &params,

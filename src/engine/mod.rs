@@ -29,8 +29,8 @@ use crate::spec::{Action, Recipe};
 use crate::syntax::Node;
 pub use apply::{apply, apply_plan, apply_reporting, compiler_errors, revert, Attempt, Patched};
 pub(crate) use apply::{check_orphans, preview};
+pub(crate) use plan::hook_definitions;
 pub use plan::plan;
-pub(crate) use plan::{check_captured_markers, hook_definitions, when_captures};
 
 /// A hook's edits, or why it has none.
 #[derive(Debug)]

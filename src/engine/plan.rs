@@ -146,15 +146,13 @@ fn plan_target(
     let body = target.map_or(file.module_block(), |def| {
         file.node(def).field("body").expect("definitions have a body")
     });
-    // What `when` captured at its first match, for `{$NAME}` the placement's pattern lacks.
-    let mut when_captures = Captures::new();
     if let Some(when) = &hook.when {
-        let Some(first) = when.find_in(body, Depth::Nested).into_iter().next() else {
+        if when.find_in(body, Depth::Nested).is_empty() {
             let pattern = when.text().to_string();
             return Ok(Err(SkipReason::NotApplicable { pattern }));
-        };
-        when_captures = when.captures(first, file.source().text()).unwrap_or_default();
+        }
     }
+    let when_captures = crate::captures::of_when(hook, file, target);
     let params = target
         .map(|def| crate::params::parameters(file, def))
         .unwrap_or_default();
@@ -178,13 +176,15 @@ fn plan_target(
         (Action::Insert { at, code }, None) => {
             ctx.check_params(code)?;
             placer
-                .insert_in_module(at, &|stmt| ctx.render(code, anchor_pattern(at), stmt))
+                .insert_in_module(at, &|stmt| ctx.render(code, crate::captures::anchor_pattern(at), stmt))
                 .map_err(placement_error)?
         }
         (Action::Insert { at, code }, Some(def)) => {
             ctx.check_params(code)?;
             placer
-                .insert_in_definition(def, at, &|stmt| ctx.render(code, anchor_pattern(at), stmt))
+                .insert_in_definition(def, at, &|stmt| {
+                    ctx.render(code, crate::captures::anchor_pattern(at), stmt)
+                })
                 .map_err(placement_error)?
         }
         (Action::Replace { selector, code }, _) => {
@@ -266,14 +266,6 @@ fn refused(file: &ParsedFile, hook: &Hook, offset: usize, reason: PlacementReaso
         .with_hook(&hook.id)
 }
 
-/// The pattern of a pattern anchor (`before`, `after`).
-fn anchor_pattern(at: &crate::spec::Anchor) -> Option<&Pattern> {
-    match at {
-        crate::spec::Anchor::Before(selector) | crate::spec::Anchor::After(selector) => Some(&selector.pattern),
-        _ => None,
-    }
-}
-
 /// One hook on one target (`def`, or the module), with the target's parameters and what the
 /// hook's `when` captured there.
 struct OnTarget<'a> {
@@ -290,14 +282,7 @@ impl OnTarget<'_> {
     /// matched there, whose captures fill in `{$NAME}` (the `when` match's fill in the rest).
     /// Refused when it would be too long, or when a capture brings a marker-like line.
     fn render(&self, template: &Template, pattern: Option<&Pattern>, stmt: Option<&Node>) -> Result<String, Refusal> {
-        let used = template.capture_names();
-        let mut captures = Captures::new();
-        if !used.is_empty() {
-            captures.clone_from(self.when);
-            if let (Some(pattern), Some(stmt)) = (pattern, stmt) {
-                captures.extend(pattern.captures(stmt, self.file.source().text()).unwrap_or_default());
-            }
-        }
+        let captures = crate::captures::at_match(template, self.when, pattern, stmt, self.file.source().text());
         let offset = stmt.map_or(self.def.map_or(0, |d| d.range().start), |s| s.range().start);
         let bindings = Bindings {
             value: None,
@@ -308,7 +293,7 @@ impl OnTarget<'_> {
             let what = "the code, with the target's parameter names and the pattern's captures filled in,";
             oversized(offset, what, too_long.bytes, too_long.limit)
         })?;
-        check_captured_markers(&code, &used, &captures).map_err(|reason| Refusal {
+        crate::captures::check_markers(&code, template, &captures).map_err(|reason| Refusal {
             offset,
             cause: Refused::Placement(reason),
         })?;
@@ -317,38 +302,8 @@ impl OnTarget<'_> {
 
     /// Refuses `{param.KEY}` placeholders the target has no parameter for.
     fn check_params(&self, template: &Template) -> Result<(), Error> {
-        let Some(key) = template
-            .param_keys()
-            .into_iter()
-            .find(|key| self.params.get(key).is_none())
-        else {
-            return Ok(());
-        };
-        let reason = match key {
-            "args" | "kwargs" => PlacementReason::MissingStarParameter { key: key.to_string() },
-            "0" if self.def.is_some_and(|d| d.kind() != DefKind::Class) => {
-                let def = self.def.map_or("", |d| d.path());
-                let what = if self.def.is_some_and(|d| d.kind() == DefKind::Method) {
-                    "static method"
-                } else {
-                    "function"
-                };
-                PlacementReason::NoBoundParameter {
-                    path: def.to_string(),
-                    what,
-                }
-            }
-            digits => PlacementReason::MissingParameter {
-                index: digits.parse().unwrap_or(usize::MAX),
-                count: self.params.named.len(),
-            },
-        };
-        Err(refused(
-            self.file,
-            self.hook,
-            self.def.map_or(0, |d| d.range().start),
-            reason,
-        ))
+        crate::params::check(self.params, template, self.def)
+            .map_err(|reason| refused(self.file, self.hook, self.def.map_or(0, |d| d.range().start), reason))
     }
 
     /// The edits wrapping the returns of `def` (refused when there is none to wrap).
@@ -408,37 +363,6 @@ fn target_text(target: &Target) -> String {
         Target::Paths(paths) => paths.join(", "),
         Target::Select { selector, method } => format!("{selector}.{}", method.as_deref().unwrap_or("")),
     }
-}
-
-/// What `when` captured at its first match in `def` (the module when `None`): what `{$NAME}`
-/// is outside the placement's own pattern.
-pub(crate) fn when_captures(hook: &Hook, file: &ParsedFile, def: Option<&Definition>) -> Captures {
-    let body = def.map_or(Some(file.module_block()), |def| file.node(def).field("body"));
-    let (Some(when), Some(body)) = (&hook.when, body) else {
-        return Captures::new();
-    };
-    when.find_in(body, Depth::Nested)
-        .first()
-        .and_then(|first| when.captures(first, file.source().text()))
-        .unwrap_or_default()
-}
-
-/// Refuses code whose captures brought a line that looks like a marker comment (the template
-/// and the variables were checked when the recipe was read): the first such capture of `used`.
-pub(crate) fn check_captured_markers(code: &str, used: &[&str], captures: &Captures) -> Result<(), PlacementReason> {
-    if used.is_empty() || !code.lines().any(crate::marker::looks_like_marker) {
-        return Ok(());
-    }
-    let name = used
-        .iter()
-        .find(|name| {
-            captures
-                .get(**name)
-                .is_some_and(|text| text.lines().any(|line| line.contains(" pysplice ")))
-        })
-        .or(used.first())
-        .map_or(String::new(), |name| (*name).to_string());
-    Err(PlacementReason::CapturedMarker { name })
 }
 
 /// Where `class`, or a base class defined in the same file, binds `name` at class level: a
