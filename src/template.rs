@@ -162,9 +162,27 @@ impl Template {
     pub fn rendered_len(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Option<usize> {
         let mut len = 0usize;
         let mut overflow = false;
-        self.pieces(vars, bindings, &mut |piece: &str| match len.checked_add(piece.len()) {
-            Some(n) => len = n,
-            None => overflow = true,
+        // A string literal's length is counted once per capture, however often it is used.
+        let mut literal_lens: Vec<(*const u8, usize)> = Vec::new();
+        self.pieces(vars, bindings, &mut |piece| {
+            let n = match piece {
+                Piece::Text(text) => text.len(),
+                Piece::Literal(text) => {
+                    let key = text.as_ptr();
+                    match literal_lens.iter().find(|(k, _)| *k == key) {
+                        Some(&(_, n)) => n,
+                        None => {
+                            let n = literal_len(text);
+                            literal_lens.push((key, n));
+                            n
+                        }
+                    }
+                }
+            };
+            match len.checked_add(n) {
+                Some(total) => len = total,
+                None => overflow = true,
+            }
         });
         (!overflow).then_some(len)
     }
@@ -191,43 +209,47 @@ impl Template {
         let bytes = self.rendered_len(vars, bindings);
         let len = bytes.filter(|&n| n <= limit).ok_or(TooLong { bytes, limit })?;
         let mut out = String::with_capacity(len);
-        self.pieces(vars, bindings, &mut |piece: &str| out.push_str(piece));
+        self.pieces(vars, bindings, &mut |piece| match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Literal(text) => push_literal(&mut out, text),
+        });
         Ok(out)
     }
 
     /// Calls `emit` with the rendered text piece by piece: literal runs, unescaped braces and
     /// the values of placeholders (never rendered again: a variable's value is taken as written).
-    fn pieces(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>, emit: &mut dyn FnMut(&str)) {
+    fn pieces(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>, emit: &mut dyn FnMut(Piece<'_>)) {
+        let text_of = |text| Piece::Text(text);
         let text = &self.text;
         let mut i = 0;
         while i < text.len() {
             let rest = &text[i..];
             if rest.starts_with("{{") {
-                emit("{");
+                emit(text_of("{"));
                 i += 2;
             } else if rest.starts_with("}}") {
-                emit("}");
+                emit(text_of("}"));
                 i += 2;
             } else if rest.starts_with('{') {
                 let end = rest.find('}').filter(|&end| is_placeholder_name(&rest[1..end]));
                 match end.and_then(|end| lookup(&rest[1..end], vars, bindings).map(|v| (end, v))) {
                     Some((end, Value::Text(value))) => {
-                        emit(value);
+                        emit(text_of(value));
                         i += end + 1;
                     }
                     Some((end, Value::Literal(value))) => {
-                        emit(&python_literal(value));
+                        emit(Piece::Literal(value));
                         i += end + 1;
                     }
                     None => {
-                        emit("{");
+                        emit(text_of("{"));
                         i += 1;
                     }
                 }
             } else {
                 let next = rest.find(['{', '}']).map_or(rest.len(), |n| n.max(1));
                 let next = if rest.starts_with('}') { 1 } else { next };
-                emit(&rest[..next]);
+                emit(text_of(&rest[..next]));
                 i += next;
             }
         }
@@ -285,6 +307,13 @@ fn is_capture_name(name: &str) -> bool {
     !name.is_empty() && name != "_" && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
+/// A piece of rendered text: as it is, or to be written as a Python string literal.
+#[derive(Clone, Copy)]
+enum Piece<'s> {
+    Text(&'s str),
+    Literal(&'s str),
+}
+
 /// What a placeholder is replaced by: text as it is, or as a Python string literal.
 enum Value<'s> {
     Text(&'s str),
@@ -307,27 +336,53 @@ fn lookup<'s>(name: &str, vars: &'s BTreeMap<String, String>, bindings: &Binding
     vars.get(name).map(|v| Value::Text(v))
 }
 
-/// `text` as a Python string literal: in single quotes, with backslashes, quotes, line breaks
-/// and other control characters escaped, so it is one line that evaluates to `text`.
-fn python_literal(text: &str) -> String {
+/// `text` as a Python string literal, appended to `out`: in single quotes, with backslashes,
+/// quotes, line breaks and other control characters escaped, so it is one line that evaluates to
+/// `text`.
+fn push_literal(out: &mut String, text: &str) {
     use std::fmt::Write as _;
-    let mut out = String::with_capacity(text.len() + 2);
     out.push('\'');
     for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
+        match escape(c) {
+            Escape::Short(short) => out.push_str(short),
+            Escape::Unicode => {
                 let _ = write!(out, "\\u{:04x}", u32::from(c));
             }
-            c => out.push(c),
+            Escape::None => out.push(c),
         }
     }
     out.push('\'');
-    out
+}
+
+/// The length of `text` as [`push_literal`] writes it, without writing it.
+fn literal_len(text: &str) -> usize {
+    text.chars().fold(2usize, |n, c| {
+        n.saturating_add(match escape(c) {
+            Escape::Short(short) => short.len(),
+            // `\uXXXX`: control characters are all below U+10000.
+            Escape::Unicode => 6,
+            Escape::None => c.len_utf8(),
+        })
+    })
+}
+
+/// How one character is written inside a single-quoted Python string literal.
+enum Escape {
+    Short(&'static str),
+    Unicode,
+    None,
+}
+
+fn escape(c: char) -> Escape {
+    match c {
+        '\\' => Escape::Short("\\\\"),
+        '\'' => Escape::Short("\\'"),
+        '\n' => Escape::Short("\\n"),
+        '\r' => Escape::Short("\\r"),
+        '\t' => Escape::Short("\\t"),
+        c if c.is_control() => Escape::Unicode,
+        _ => Escape::None,
+    }
 }
 
 #[cfg(test)]
@@ -384,6 +439,14 @@ mod tests {
         assert_eq!(
             t.rendered_len(&BTreeMap::new(), &b),
             Some(t.render(&BTreeMap::new(), &b).unwrap().len())
+        );
+        // A large capture as a literal many times: its length counted once, refused unbuilt.
+        let big = Captures::from([("B".to_string(), "\n".repeat(1 << 20))]);
+        let b = Bindings { captures: &big, ..b };
+        let t = Template::new("{$B!r}".repeat(10));
+        assert_eq!(
+            t.render(&BTreeMap::new(), &b).unwrap_err().bytes,
+            Some(10 * ((2 << 20) + 2))
         );
     }
 
