@@ -104,6 +104,10 @@ pub mod outline;
 #[doc(hidden)]
 pub mod parse;
 // Not public API: statement patterns (their types are at the root).
+/// What a hook's patterns captured where its code goes.
+mod captures;
+/// The parameters of a target function as templates count them.
+mod params;
 #[doc(hidden)]
 pub mod pattern;
 mod place;

@@ -53,23 +53,28 @@ pub(crate) fn compose(
     indices: &[usize],
     string_lines: &[usize],
 ) -> Result<Vec<Edit>, Refusal> {
-    let params = crate::engine::parameter_names(file.node(def));
+    let params = crate::params::parameters(file, def);
     let body = file.node(def).field("body").expect("definitions have a body");
     let mut parts: Vec<(&str, SuitePart<'_>)> = Vec::new();
     for &i in indices {
         let hook = &recipe.hooks[i];
+        // At the start or end of a body, or around a return, `{$NAME}` is what `when` captured.
+        let captures = crate::captures::of_when(hook, file, Some(def));
         let render = |code: &crate::template::Template| {
-            code.render(
-                &recipe.vars,
-                &Bindings {
-                    value: None,
-                    params: &params,
-                },
-            )
-            .map_err(|e| {
-                let what = "the code, with the target's parameter names filled in,";
+            let bindings = Bindings {
+                value: None,
+                params: &params,
+                captures: &captures,
+            };
+            let text = code.render(&recipe.vars, &bindings).map_err(|e| {
+                let what = "the code, with the target's parameter names and the pattern's captures filled in,";
                 crate::place::oversized(def.range().start, what, e.bytes, e.limit)
-            })
+            })?;
+            crate::captures::check_markers(&text, code, &captures).map_err(|reason| Refusal {
+                offset: def.range().start,
+                cause: crate::place::Refused::Placement(reason),
+            })?;
+            Ok(text)
         };
         let part = match &hook.action {
             Action::Insert {
@@ -101,6 +106,7 @@ pub(crate) fn compose(
                             &Bindings {
                                 value: Some(value),
                                 params,
+                                captures: &captures,
                             },
                         )
                     }),

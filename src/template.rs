@@ -1,8 +1,11 @@
 //! Code templates: `{name}` is replaced by a recipe variable or a built-in (`{value}`,
-//! `{param.N}`); `{{` and `}}` are literal braces. A placeholder is a Python name or `param.N`
-//! in braces; any other `{...}` (`{}`, `{x: 1}`, `{a, b}`, `{0}`, `{x!r}`) is left as written.
-//! A placeholder that names nothing is a spec error (see [`Template::placeholders`]): a set of
-//! one name or an f-string field is written with doubled braces, `{{x}}`.
+//! `{param.N}`, `{param.args}`, `{param.kwargs}`), `{$NAME}` by what the hook's pattern captured
+//! as `$NAME` (its source text; `{$NAME!r}` the same text as a Python string literal); `{{` and
+//! `}}` are literal braces. A placeholder is a Python name, `param.N`, `param.args`,
+//! `param.kwargs`, `$NAME` or `$NAME!r` in braces; any other `{...}` (`{}`, `{x: 1}`, `{a, b}`,
+//! `{0}`, `{x!r}`) is left as written. `$` is no Python token, so `{$NAME}` never clashes with
+//! code. A placeholder that names nothing is a spec error (see [`Template::placeholders`]): a set
+//! of one name or an f-string field is written with doubled braces, `{{x}}`.
 //!
 //! Rendering is bounded: [`Template::rendered_len`] adds up the length first (with checked
 //! arithmetic), and [`Template::render`] refuses text over [`MAX_RENDERED_BYTES`] before it
@@ -10,6 +13,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+
+pub use crate::pattern::Captures;
 
 /// The most bytes one template may render to: 16 MiB, the limit of a file pysplice reads and
 /// writes ([`crate::files::MAX_FILE_BYTES`]); longer code could never be written into one.
@@ -44,12 +49,48 @@ pub struct Template {
 }
 
 /// Built-in values available while rendering a template at one place in a file.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Bindings<'a> {
     /// `{value}`: the source text of a returned expression (wrap-returns).
     pub value: Option<&'a str>,
-    /// `{param.N}`: parameter names of the target function, in order (`self` is `param.0`).
-    pub params: &'a [String],
+    /// `{param.N}`, `{param.args}`, `{param.kwargs}`: the target function's parameters.
+    pub params: &'a Parameters,
+    /// `{$NAME}`: what the hook's pattern captured where the code goes.
+    pub captures: &'a Captures,
+}
+
+/// The parameters of a hook's target function, as `{param.N}` counts them: `param.0` is the
+/// parameter the call binds (`self` of a method, `cls` of a `@classmethod`; none for a
+/// `@staticmethod` or a function), `param.1` onwards the named parameters after it in order
+/// (positional-only, regular, keyword-only), so `{param.1}` is always the first argument a
+/// caller passes. `*args` and `**kwargs` are never counted: they are `{param.args}` and
+/// `{param.kwargs}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parameters {
+    /// `{param.0}`: the bound parameter, if the target has one.
+    pub bound: Option<String>,
+    /// `{param.1}`, `{param.2}`, ...: the named parameters after the bound one.
+    pub named: Vec<String>,
+    /// `{param.args}`: the name of the `*args` parameter.
+    pub args: Option<String>,
+    /// `{param.kwargs}`: the name of the `**kwargs` parameter.
+    pub kwargs: Option<String>,
+}
+
+impl Parameters {
+    /// The name `{param.KEY}` stands for (`KEY`: digits, `args` or `kwargs`), if the target has it.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "args" => self.args.as_deref(),
+            "kwargs" => self.kwargs.as_deref(),
+            "0" => self.bound.as_deref(),
+            digits => {
+                let n: usize = digits.parse().ok()?;
+                self.named.get(n.checked_sub(1)?).map(String::as_str)
+            }
+        }
+    }
 }
 
 impl Template {
@@ -96,21 +137,23 @@ impl Template {
         out
     }
 
-    /// The `{param.N}` indices the template uses.
+    /// The keys of the `{param.KEY}` placeholders the template uses (`1`, `args`...), in order.
     #[must_use]
-    pub fn param_indices(&self) -> Vec<usize> {
-        let mut out = Vec::new();
-        let mut rest = self.text.as_str();
-        while let Some(i) = rest.find("{param.") {
-            rest = &rest[i + 7..];
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            if rest[digits.len()..].starts_with('}') {
-                if let Ok(n) = digits.parse() {
-                    out.push(n);
-                }
-            }
-        }
-        out
+    pub fn param_keys(&self) -> Vec<&str> {
+        self.placeholders()
+            .into_iter()
+            .filter_map(|(_, name)| name.strip_prefix("param."))
+            .collect()
+    }
+
+    /// The capture names of the `{$NAME}` and `{$NAME!r}` placeholders (`NAME`), in order.
+    #[must_use]
+    pub fn capture_names(&self) -> Vec<&str> {
+        self.placeholders()
+            .into_iter()
+            .filter_map(|(_, name)| name.strip_prefix('$'))
+            .map(|name| name.strip_suffix("!r").unwrap_or(name))
+            .collect()
     }
 
     /// How long the rendered text would be, without rendering it; `None` when the length
@@ -119,9 +162,27 @@ impl Template {
     pub fn rendered_len(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Option<usize> {
         let mut len = 0usize;
         let mut overflow = false;
-        self.pieces(vars, bindings, &mut |piece| match len.checked_add(piece.len()) {
-            Some(n) => len = n,
-            None => overflow = true,
+        // A string literal's length is counted once per capture, however often it is used.
+        let mut literal_lens: Vec<(*const u8, usize)> = Vec::new();
+        self.pieces(vars, bindings, &mut |piece| {
+            let n = match piece {
+                Piece::Text(text) => text.len(),
+                Piece::Literal(text) => {
+                    let key = text.as_ptr();
+                    match literal_lens.iter().find(|(k, _)| *k == key) {
+                        Some(&(_, n)) => n,
+                        None => {
+                            let n = literal_len(text);
+                            literal_lens.push((key, n));
+                            n
+                        }
+                    }
+                }
+            };
+            match len.checked_add(n) {
+                Some(total) => len = total,
+                None => overflow = true,
+            }
         });
         (!overflow).then_some(len)
     }
@@ -148,44 +209,47 @@ impl Template {
         let bytes = self.rendered_len(vars, bindings);
         let len = bytes.filter(|&n| n <= limit).ok_or(TooLong { bytes, limit })?;
         let mut out = String::with_capacity(len);
-        self.pieces(vars, bindings, &mut |piece| out.push_str(piece));
+        self.pieces(vars, bindings, &mut |piece| match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Literal(text) => push_literal(&mut out, text),
+        });
         Ok(out)
     }
 
     /// Calls `emit` with the rendered text piece by piece: literal runs, unescaped braces and
     /// the values of placeholders (never rendered again: a variable's value is taken as written).
-    fn pieces<'s>(
-        &'s self,
-        vars: &'s BTreeMap<String, String>,
-        bindings: &Bindings<'s>,
-        emit: &mut dyn FnMut(&'s str),
-    ) {
+    fn pieces(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>, emit: &mut dyn FnMut(Piece<'_>)) {
+        let text_of = |text| Piece::Text(text);
         let text = &self.text;
         let mut i = 0;
         while i < text.len() {
             let rest = &text[i..];
             if rest.starts_with("{{") {
-                emit("{");
+                emit(text_of("{"));
                 i += 2;
             } else if rest.starts_with("}}") {
-                emit("}");
+                emit(text_of("}"));
                 i += 2;
             } else if rest.starts_with('{') {
                 let end = rest.find('}').filter(|&end| is_placeholder_name(&rest[1..end]));
                 match end.and_then(|end| lookup(&rest[1..end], vars, bindings).map(|v| (end, v))) {
-                    Some((end, value)) => {
-                        emit(value);
+                    Some((end, Value::Text(value))) => {
+                        emit(text_of(value));
+                        i += end + 1;
+                    }
+                    Some((end, Value::Literal(value))) => {
+                        emit(Piece::Literal(value));
                         i += end + 1;
                     }
                     None => {
-                        emit("{");
+                        emit(text_of("{"));
                         i += 1;
                     }
                 }
             } else {
                 let next = rest.find(['{', '}']).map_or(rest.len(), |n| n.max(1));
                 let next = if rest.starts_with('}') { 1 } else { next };
-                emit(&rest[..next]);
+                emit(text_of(&rest[..next]));
                 i += next;
             }
         }
@@ -195,14 +259,14 @@ impl Template {
     /// parameters): that value, if so. Recognises a change made earlier whose marker is gone.
     /// `None` for a template that adds nothing around `{value}`, which any text would fit.
     #[must_use]
-    pub fn unrender(&self, vars: &BTreeMap<String, String>, params: &[String], text: &str) -> Option<String> {
+    pub fn unrender(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>, text: &str) -> Option<String> {
         const PROBE: &str = "\u{0}";
         let render = |value: &str| {
             self.render(
                 vars,
                 &Bindings {
                     value: Some(value),
-                    params,
+                    ..*bindings
                 },
             )
             .ok()
@@ -220,72 +284,213 @@ impl Template {
     }
 }
 
-/// A Python name, or `param.` and digits.
+/// A Python name; `param.` and digits, `args` or `kwargs`; `$` and a metavariable name
+/// (letters, digits, `_`; not `_` alone), optionally followed by `!r`.
 fn is_placeholder_name(name: &str) -> bool {
     let is_name = |n: &str| {
         n.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
             && n.chars().all(|c| c == '_' || c.is_alphanumeric())
     };
+    if let Some(capture) = name.strip_prefix('$') {
+        let capture = capture.strip_suffix("!r").unwrap_or(capture);
+        return is_capture_name(capture);
+    }
     match name.strip_prefix("param.") {
+        Some("args" | "kwargs") => true,
         Some(digits) => !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()),
         None => is_name(name),
     }
 }
 
-fn lookup<'s>(name: &str, vars: &'s BTreeMap<String, String>, bindings: &Bindings<'s>) -> Option<&'s str> {
+/// Whether `name` can follow `$` as a named metavariable of a pattern.
+fn is_capture_name(name: &str) -> bool {
+    !name.is_empty() && name != "_" && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// A piece of rendered text: as it is, or to be written as a Python string literal.
+#[derive(Clone, Copy)]
+enum Piece<'s> {
+    Text(&'s str),
+    Literal(&'s str),
+}
+
+/// What a placeholder is replaced by: text as it is, or as a Python string literal.
+enum Value<'s> {
+    Text(&'s str),
+    Literal(&'s str),
+}
+
+fn lookup<'s>(name: &str, vars: &'s BTreeMap<String, String>, bindings: &Bindings<'s>) -> Option<Value<'s>> {
     if name == "value" {
-        return Some(bindings.value.unwrap_or("None"));
+        return Some(Value::Text(bindings.value.unwrap_or("None")));
     }
-    if let Some(n) = name.strip_prefix("param.") {
-        let n: usize = n.parse().ok()?;
-        return bindings.params.get(n).map(String::as_str);
+    if let Some(capture) = name.strip_prefix('$') {
+        return match capture.strip_suffix("!r") {
+            Some(capture) => bindings.captures.get(capture).map(|v| Value::Literal(v)),
+            None => bindings.captures.get(capture).map(|v| Value::Text(v)),
+        };
     }
-    vars.get(name).map(String::as_str)
+    if let Some(key) = name.strip_prefix("param.") {
+        return bindings.params.get(key).map(Value::Text);
+    }
+    vars.get(name).map(|v| Value::Text(v))
+}
+
+/// `text` as a Python string literal, appended to `out`: in single quotes, with backslashes,
+/// quotes, line breaks and other control characters escaped, so it is one line that evaluates to
+/// `text`.
+fn push_literal(out: &mut String, text: &str) {
+    use std::fmt::Write as _;
+    out.push('\'');
+    for c in text.chars() {
+        match escape(c) {
+            Escape::Short(short) => out.push_str(short),
+            Escape::Unicode => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            Escape::None => out.push(c),
+        }
+    }
+    out.push('\'');
+}
+
+/// The length of `text` as [`push_literal`] writes it, without writing it.
+fn literal_len(text: &str) -> usize {
+    text.chars().fold(2usize, |n, c| {
+        n.saturating_add(match escape(c) {
+            Escape::Short(short) => short.len(),
+            // `\uXXXX`: control characters are all below U+10000.
+            Escape::Unicode => 6,
+            Escape::None => c.len_utf8(),
+        })
+    })
+}
+
+/// How one character is written inside a single-quoted Python string literal.
+enum Escape {
+    Short(&'static str),
+    Unicode,
+    None,
+}
+
+fn escape(c: char) -> Escape {
+    match c {
+        '\\' => Escape::Short("\\\\"),
+        '\'' => Escape::Short("\\'"),
+        '\n' => Escape::Short("\\n"),
+        '\r' => Escape::Short("\\r"),
+        '\t' => Escape::Short("\\t"),
+        c if c.is_control() => Escape::Unicode,
+        _ => Escape::None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn method(named: &[&str]) -> Parameters {
+        Parameters {
+            bound: Some("self".into()),
+            named: named.iter().map(|n| (*n).to_string()).collect(),
+            args: None,
+            kwargs: None,
+        }
+    }
+
     #[test]
     fn renders_vars_builtins_and_escapes() {
         let vars = BTreeMap::from([("env".to_string(), "DUMP".to_string())]);
-        let params = ["self".to_string(), "input_ids".to_string()];
-        let t = Template::new("f({value}, {param.1}, os.environ['{env}'], {{1}}, {x: 1}, f'{y}')");
+        let params = method(&["input_ids"]);
+        let t = Template::new("f({value}, {param.1}, {param.0}, os.environ['{env}'], {{1}}, {x: 1}, f'{y}')");
         let b = Bindings {
             value: Some("(a, b)"),
             params: &params,
+            captures: &Captures::new(),
         };
         assert_eq!(
             t.render(&vars, &b).unwrap(),
-            "f((a, b), input_ids, os.environ['DUMP'], {1}, {x: 1}, f'{y}')"
+            "f((a, b), input_ids, self, os.environ['DUMP'], {1}, {x: 1}, f'{y}')"
         );
-        assert_eq!(t.param_indices(), [1]);
+        assert_eq!(t.param_keys(), ["1", "0"]);
         assert!(t.mentions("value"));
         assert_eq!(Template::new("{param.9}").render(&vars, &b).unwrap(), "{param.9}");
     }
 
     #[test]
-    fn placeholders_are_names_and_params_only() {
-        let t = Template::new("{a} {{b}} {c.d} {0} {x: 1} {param.2} {param.x} {_e1} {}");
+    fn captures_render_as_text_or_as_a_string_literal() {
+        let captures = Captures::from([
+            ("ATTR".to_string(), "norm".to_string()),
+            ("ARGS".to_string(), "dim, eps=1e-6".to_string()),
+            ("S".to_string(), "'it''s'\n\\\u{0}".to_string()),
+        ]);
+        let params = Parameters::default();
+        let b = Bindings {
+            value: None,
+            params: &params,
+            captures: &captures,
+        };
+        let t = Template::new("print('set', {$ATTR!r}, self.{$ATTR}, ({$ARGS}), {$S!r}, {$GONE}, {$})");
+        assert_eq!(
+            t.render(&BTreeMap::new(), &b).unwrap(),
+            "print('set', 'norm', self.norm, (dim, eps=1e-6), '\\'it\\'\\'s\\'\\n\\\\\\u0000', {$GONE}, {$})"
+        );
+        assert_eq!(t.capture_names(), ["ATTR", "ATTR", "ARGS", "S", "GONE"]);
+        assert_eq!(
+            t.rendered_len(&BTreeMap::new(), &b),
+            Some(t.render(&BTreeMap::new(), &b).unwrap().len())
+        );
+        // A large capture as a literal many times: its length counted once, refused unbuilt.
+        let big = Captures::from([("B".to_string(), "\n".repeat(1 << 20))]);
+        let b = Bindings { captures: &big, ..b };
+        let t = Template::new("{$B!r}".repeat(10));
+        assert_eq!(
+            t.render(&BTreeMap::new(), &b).unwrap_err().bytes,
+            Some(10 * ((2 << 20) + 2))
+        );
+    }
+
+    #[test]
+    fn parameters_count_from_the_bound_one() {
+        let params = Parameters {
+            bound: None,
+            named: vec!["a".into(), "b".into()],
+            args: Some("rest".into()),
+            kwargs: Some("kw".into()),
+        };
+        assert_eq!(params.get("0"), None);
+        assert_eq!(params.get("1"), Some("a"));
+        assert_eq!(params.get("2"), Some("b"));
+        assert_eq!(params.get("3"), None);
+        assert_eq!((params.get("args"), params.get("kwargs")), (Some("rest"), Some("kw")));
+        assert_eq!(params.get("99999999999999999999999"), None);
+    }
+
+    #[test]
+    fn placeholders_are_names_params_and_captures_only() {
+        let t = Template::new(
+            "{a} {{b}} {c.d} {0} {x: 1} {param.2} {param.x} {param.args} {_e1} {} {$A} {$A!r} {$_} {$} {$a-b} {$B!s}",
+        );
         let names: Vec<&str> = t.placeholders().into_iter().map(|(_, n)| n).collect();
-        assert_eq!(names, ["a", "param.2", "_e1"]);
+        assert_eq!(names, ["a", "param.2", "param.args", "_e1", "$A", "$A!r"]);
         assert_eq!(t.placeholders()[0].0, 0);
     }
 
     #[test]
     fn unrender_finds_the_value_of_a_rendered_template() {
         let vars = BTreeMap::from([("env".to_string(), "E".to_string())]);
-        let params = ["self".to_string(), "ids".to_string()];
-        let t = Template::new("{value} if not os.environ.get('{env}') else dump(self, {param.1}, {value})");
+        let params = method(&["ids"]);
+        let captures = Captures::from([("X".to_string(), "h".to_string())]);
+        let t = Template::new("{value} if not os.environ.get('{env}') else dump(self, {param.1}, {$X}, {value})");
         let b = Bindings {
             value: Some("(a + b)"),
             params: &params,
+            captures: &captures,
         };
         let rendered = t.render(&vars, &b).unwrap();
-        assert_eq!(t.unrender(&vars, &params, &rendered).as_deref(), Some("(a + b)"));
-        assert_eq!(t.unrender(&vars, &params, "(a + b)"), None);
-        assert_eq!(t.unrender(&vars, &params, &rendered.replace("ids", "idz")), None);
+        assert_eq!(t.unrender(&vars, &b, &rendered).as_deref(), Some("(a + b)"));
+        assert_eq!(t.unrender(&vars, &b, "(a + b)"), None);
+        assert_eq!(t.unrender(&vars, &b, &rendered.replace("ids", "idz")), None);
     }
 
     #[test]
@@ -293,9 +498,11 @@ mod tests {
         let big = "x".repeat(1000);
         let vars = BTreeMap::from([("big".to_string(), big)]);
         let t = Template::new("{big}{big} {{}}{value}");
+        let params = Parameters::default();
         let b = Bindings {
             value: Some("v"),
-            params: &[],
+            params: &params,
+            captures: &Captures::new(),
         };
         let len = t.rendered_len(&vars, &b).unwrap();
         assert_eq!(len, 2004);

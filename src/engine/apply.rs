@@ -14,7 +14,8 @@ use crate::spec::{Action, Recipe};
 
 use super::verify::verify;
 
-use super::{edits_of, hook_definitions, parameter_names, planned_outcomes, HookPlan, HookPlans, Plan, Prepared};
+use super::{edits_of, hook_definitions, planned_outcomes, HookPlan, HookPlans, Plan, Prepared};
+use crate::template::Bindings;
 
 /// A verified result of applying a recipe to one file.
 #[derive(Clone, Debug)]
@@ -353,18 +354,24 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared<'_>, hooks: &Ho
         let definitions = hook_definitions(recipe, file, hook);
         for edit in edits {
             let range = edit.range();
-            // The parameters of the definition this edit lands in (a hook may target several).
-            let params = definitions
+            // The definition this edit lands in (a hook may target several).
+            let def = definitions
                 .iter()
                 .filter(|def| def.range().contains(&range.start))
                 .min_by_key(|def| def.range().len())
-                .map(|def| parameter_names(file.node(def)))
-                .unwrap_or_default();
+                .copied();
             let found = match &hook.action {
                 Action::WrapReturns { template, .. } if !range.is_empty() => {
+                    let params = def.map(|def| crate::params::parameters(file, def)).unwrap_or_default();
+                    let captures = crate::captures::of_when(hook, file, def);
+                    let bindings = Bindings {
+                        value: None,
+                        params: &params,
+                        captures: &captures,
+                    };
                     let value = text[range.clone()].strip_prefix("return ");
                     value
-                        .and_then(|value| template.unrender(&recipe.vars, &params, value))
+                        .and_then(|value| template.unrender(&recipe.vars, &bindings, value))
                         .map(|_| range.start)
                 }
                 _ if range.is_empty() => edit.inserted().first().and_then(|inserted| {

@@ -30,7 +30,7 @@ use crate::spec::{Action, Recipe};
 use crate::syntax::Node;
 pub use apply::{apply, apply_reporting, compiler_errors, revert, Attempt, Patched};
 pub(crate) use apply::{check_orphans, preview};
-pub(crate) use plan::{hook_definitions, parameter_names, plan_hooks};
+pub(crate) use plan::{hook_definitions, plan_hooks};
 
 /// A hook's edits, or why it has none.
 #[derive(Debug)]

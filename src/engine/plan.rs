@@ -9,11 +9,11 @@ use crate::locate::Target;
 use crate::outcome::{Reason, SkipReason};
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::pattern::{Depth, Pattern};
-use crate::place::{Placer, Refusal, Refused, MAX_ADDED_BYTES};
+use crate::place::{oversized, Placer, Refusal, Refused, MAX_ADDED_BYTES};
 use crate::source::file_lines_inside_strings;
 use crate::spec::{Action, Hook, Recipe};
-use crate::syntax::{kind, Node};
-use crate::template::{Bindings, Template};
+use crate::syntax::Node;
+use crate::template::{Bindings, Captures, Parameters, Template};
 
 use super::{HookPlan, HookPlans};
 
@@ -149,13 +149,17 @@ fn plan_target(
             return Ok(Err(SkipReason::NotApplicable { pattern }));
         }
     }
-    let params = target.map(|def| parameter_names(file.node(def))).unwrap_or_default();
+    let when_captures = crate::captures::of_when(hook, file, target);
+    let params = target
+        .map(|def| crate::params::parameters(file, def))
+        .unwrap_or_default();
     let ctx = OnTarget {
         recipe,
         hook,
         file,
         def: target,
         params: &params,
+        when: &when_captures,
     };
     let placer = Placer::new(file, &recipe.id, &hook.id, string_lines);
     let edits = match (&hook.action, target) {
@@ -166,15 +170,26 @@ fn plan_target(
             }
             edits
         }
-        (Action::Insert { at, code }, None) => placer
-            .insert_in_module(at, &ctx.render(code)?)
-            .map_err(placement_error)?,
-        (Action::Insert { at, code }, Some(def)) => placer
-            .insert_in_definition(def, at, &ctx.render(code)?)
-            .map_err(placement_error)?,
-        (Action::Replace { selector, code }, _) => placer
-            .replace_statements(body, selector, &ctx.render(code)?)
-            .map_err(placement_error)?,
+        (Action::Insert { at, code }, None) => {
+            ctx.check_params(code)?;
+            placer
+                .insert_in_module(at, &|stmt| ctx.render(code, crate::captures::anchor_pattern(at), stmt))
+                .map_err(placement_error)?
+        }
+        (Action::Insert { at, code }, Some(def)) => {
+            ctx.check_params(code)?;
+            placer
+                .insert_in_definition(def, at, &|stmt| {
+                    ctx.render(code, crate::captures::anchor_pattern(at), stmt)
+                })
+                .map_err(placement_error)?
+        }
+        (Action::Replace { selector, code }, _) => {
+            ctx.check_params(code)?;
+            placer
+                .replace_statements(body, selector, &|stmt| ctx.render(code, Some(&selector.pattern), stmt))
+                .map_err(placement_error)?
+        }
         (
             Action::WrapReturns {
                 template,
@@ -248,44 +263,44 @@ fn refused(file: &ParsedFile, hook: &Hook, offset: usize, reason: PlacementReaso
         .with_hook(&hook.id)
 }
 
-/// One hook on one target (`def`, or the module), with the target's parameter names.
+/// One hook on one target (`def`, or the module), with the target's parameters and what the
+/// hook's `when` captured there.
 struct OnTarget<'a> {
     recipe: &'a Recipe,
     hook: &'a Hook,
     file: &'a ParsedFile,
     def: Option<&'a Definition>,
-    params: &'a [String],
+    params: &'a Parameters,
+    when: &'a Captures,
 }
 
 impl OnTarget<'_> {
-    /// The hook's code for this target, refused when it names a parameter the target lacks or
-    /// would be too long with the target's parameter names.
-    fn render(&self, template: &Template) -> Result<String, Error> {
-        self.check_params(template)?;
+    /// The hook's code at one place: `stmt` is the statement `pattern` (the placement's own)
+    /// matched there, whose captures fill in `{$NAME}` (the `when` match's fill in the rest).
+    /// Refused when it would be too long, or when a capture brings a marker-like line.
+    fn render(&self, template: &Template, pattern: Option<&Pattern>, stmt: Option<&Node>) -> Result<String, Refusal> {
+        let captures = crate::captures::at_match(template, self.when, pattern, stmt, self.file.source().text());
+        let offset = stmt.map_or(self.def.map_or(0, |d| d.range().start), |s| s.range().start);
         let bindings = Bindings {
             value: None,
             params: self.params,
+            captures: &captures,
         };
-        template.render(&self.recipe.vars, &bindings).map_err(|too_long| {
-            let offset = self.def.map_or(0, |d| d.range().start);
-            let what = "the code, with the target's parameter names filled in,";
-            oversized_error(self.file, self.hook, offset, what, too_long.bytes, too_long.limit)
-        })
+        let code = template.render(&self.recipe.vars, &bindings).map_err(|too_long| {
+            let what = "the code, with the target's parameter names and the pattern's captures filled in,";
+            oversized(offset, what, too_long.bytes, too_long.limit)
+        })?;
+        crate::captures::check_markers(&code, template, &captures).map_err(|reason| Refusal {
+            offset,
+            cause: Refused::Placement(reason),
+        })?;
+        Ok(code)
     }
 
+    /// Refuses `{param.KEY}` placeholders the target has no parameter for.
     fn check_params(&self, template: &Template) -> Result<(), Error> {
-        match template.param_indices().iter().find(|&&n| n >= self.params.len()) {
-            Some(&n) => Err(refused(
-                self.file,
-                self.hook,
-                self.def.map_or(0, |d| d.range().start),
-                PlacementReason::MissingParameter {
-                    index: n,
-                    count: self.params.len(),
-                },
-            )),
-            None => Ok(()),
-        }
+        crate::params::check(self.params, template, self.def)
+            .map_err(|reason| refused(self.file, self.hook, self.def.map_or(0, |d| d.range().start), reason))
     }
 
     /// The edits wrapping the returns of `def` (refused when there is none to wrap).
@@ -308,6 +323,7 @@ impl OnTarget<'_> {
                 &Bindings {
                     value: Some(value),
                     params: self.params,
+                    captures: self.when,
                 },
             )
         };
@@ -344,18 +360,6 @@ fn target_text(target: &Target) -> String {
         Target::Paths(paths) => paths.join(", "),
         Target::Select { selector, method } => format!("{selector}.{}", method.as_deref().unwrap_or("")),
     }
-}
-
-/// Parameter names of a function node in order: positional-only, regular, `*args`, keyword-only, `**kwargs`.
-pub(crate) fn parameter_names(def: &Node) -> Vec<String> {
-    let Some(args) = def.children().iter().find(|c| c.is(kind::ARGUMENTS)) else {
-        return Vec::new();
-    };
-    args.parameters()
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(arg, _)| arg.label().map(str::to_string))
-        .collect()
 }
 
 /// Where `class`, or a base class defined in the same file, binds `name` at class level: a

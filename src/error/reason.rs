@@ -88,13 +88,35 @@ pub enum PlacementReason {
     /// The placement needs a class or function target and has the module.
     #[error("this placement needs a definition target")]
     NeedsDefinition,
-    /// The code names a parameter the target does not have.
-    #[error("the template uses `{{param.{index}}}` but the target has {count} parameters")]
+    /// The code names a parameter the target does not have: `{param.N}` past the target's
+    /// named parameters (`*args` and `**kwargs` are not counted).
+    #[error("the template uses `{{param.{index}}}` but the target has {count} named parameters after the bound one (`*args` and `**kwargs` are not counted; use `{{param.args}}`, `{{param.kwargs}}`)")]
     MissingParameter {
         /// The parameter index the template uses.
         index: usize,
-        /// How many parameters the target has.
+        /// How many named parameters the target has after the bound one.
         count: usize,
+    },
+    /// `{param.0}` on a target no call binds a parameter of: a `@staticmethod` or a function.
+    #[error("the template uses `{{param.0}}` (the bound `self` or `cls`) but `{path}` is a {what} and has none; `{{param.1}}` is its first parameter")]
+    NoBoundParameter {
+        /// The target's path.
+        path: String,
+        /// `static method` or `function`.
+        what: &'static str,
+    },
+    /// `{param.args}` or `{param.kwargs}` on a target without that parameter.
+    #[error("the template uses `{{param.{key}}}` but the target has no `{stars}` parameter", stars = if key == "args" { "*args" } else { "**kwargs" })]
+    MissingStarParameter {
+        /// `args` or `kwargs`.
+        key: String,
+    },
+    /// Code filled in with what a pattern captured holds a line that looks like a marker
+    /// comment (a captured comment), which would confuse the next read of the file.
+    #[error("the code, with `{{${name}}}` filled in with what the pattern captured, has a line that looks like a marker comment")]
+    CapturedMarker {
+        /// The capture's name.
+        name: String,
     },
     /// A `wrap-returns` target has no return statement to wrap (`left_alone` returns were left
     /// alone: inside `unless-inside`, or bare returns of a generator).
@@ -494,6 +516,31 @@ pub enum SpecReason {
         /// The pattern as written.
         text: String,
     },
+    /// A `$$$NAME` that occurs twice in one pattern (or also as `$NAME`).
+    #[error("`{name}` occurs more than once in pattern `{text}`; a named sequence is captured once, never compared")]
+    RepeatedSequence {
+        /// The pattern as written.
+        text: String,
+        /// The sequence as written (`$$$ARGS`).
+        name: String,
+    },
+    /// A `{$NAME}` placeholder whose name the hook's patterns do not bind.
+    #[error(
+        "`{{${name}}}` names no metavariable of the hook's patterns ({})",
+        bound_words(bound)
+    )]
+    UnboundCapture {
+        /// The capture's name (without `$`).
+        name: String,
+        /// The names the hook's patterns bind.
+        bound: Vec<String>,
+    },
+    /// A `{$NAME}` placeholder in a hook without a pattern to capture it.
+    #[error("`{{${name}}}` uses what a pattern captured, but the hook has no pattern (`at = {{ before | after = PATTERN }}`, `replace` or `when`)")]
+    CaptureWithoutPattern {
+        /// The capture's name (without `$`).
+        name: String,
+    },
     /// A pattern of several statements.
     #[error("a pattern is exactly one statement or expression; `{text}` has {count}")]
     PatternNotOneStatement {
@@ -566,6 +613,15 @@ pub enum SelectorProblem {
         /// The selectors of the circle, from this one.
         chain: Vec<String>,
     },
+}
+
+/// The metavariables a hook's patterns bind, for a message.
+fn bound_words(names: &[String]) -> String {
+    if names.is_empty() {
+        return "they bind none".into();
+    }
+    let names: Vec<String> = names.iter().map(|n| format!("`${n}`")).collect();
+    format!("they bind {}", names.join(", "))
 }
 
 /// The recipe's selector names for a message, quoted, or that it has none.

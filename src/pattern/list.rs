@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::syntax::Node;
 
-use super::{is_seq, match_node, wildcard_name, Bindings, VAR_PREFIX};
+use super::{binding_name, is_seq, match_node, seq_name, Bindings, Bound};
 
 /// Matches a list of patterns against a list of nodes, trying sequence wildcards shortest first,
 /// and keeps the bindings of the first match found in that order (what a plain backtracking
@@ -31,16 +31,19 @@ struct ListMatch<'p, 'a> {
     names_after: Vec<Vec<String>>,
     /// For a sequence wildcard: the first item position known to fail, per bindings (the
     /// common case of a rest without metavariables, at `seq_fails_from_plain[i]`).
-    seq_fails_from: Vec<HashMap<Vec<usize>, usize>>,
+    seq_fails_from: Vec<HashMap<Vec<Key>, usize>>,
     seq_fails_from_plain: Vec<usize>,
     /// For any other pattern: the item positions known to fail, per bindings.
-    fails: Vec<HashMap<Vec<usize>, HashSet<usize>>>,
+    fails: Vec<HashMap<Vec<Key>, HashSet<usize>>>,
     /// For patterns that do not bind: the positions of the items they match.
     positions: Vec<Option<Vec<usize>>>,
     /// For patterns that do not bind: whether `pattern[i]` matches `items[j]`, at
     /// `i * (items.len() + 1) + j` (empty when that table would be too large).
     element: Vec<Option<bool>>,
 }
+
+/// The identity of one binding (see `Bound::key`).
+type Key = (usize, usize, usize);
 
 /// The largest element table kept, in entries.
 const ELEMENT_TABLE: usize = 1 << 22;
@@ -52,7 +55,7 @@ impl<'p, 'a> ListMatch<'p, 'a> {
         for i in (0..pattern.len()).rev() {
             let mut names = names_after[i + 1].clone();
             pattern[i].walk(&mut |node| {
-                if let Some(name) = wildcard_name(node).filter(|name| name.starts_with(VAR_PREFIX)) {
+                if let Some(name) = binding_name(node) {
                     binds[i] = true;
                     if !names.iter().any(|known| known == name) {
                         names.push(name.to_string());
@@ -80,15 +83,11 @@ impl<'p, 'a> ListMatch<'p, 'a> {
         }
     }
 
-    /// The bindings that `pattern[at..]` can see, as node addresses (0 when unbound).
-    fn key(&self, at: usize, bindings: &Bindings<'a>) -> Vec<usize> {
+    /// The bindings that `pattern[at..]` can see, as node addresses (zeros when unbound).
+    fn key(&self, at: usize, bindings: &Bindings<'a>) -> Vec<(usize, usize, usize)> {
         self.names_after[at]
             .iter()
-            .map(|name| {
-                bindings
-                    .get(name)
-                    .map_or(0, |node| std::ptr::from_ref::<Node>(node) as usize)
-            })
+            .map(|name| bindings.get(name).map_or((0, 0, 0), Bound::key))
             .collect()
     }
 
@@ -113,7 +112,12 @@ impl<'p, 'a> ListMatch<'p, 'a> {
                 return false;
             }
             // A failed `run` leaves `bindings` alone: no copy needed.
-            if self.seq_then_rest(p, i, bindings) {
+            if let Some(skip) = self.seq_then_rest(p, i, bindings) {
+                // A named sequence occurs once in a pattern: what it matched binds nothing else.
+                if let Some(name) = seq_name(first) {
+                    let items = self.items;
+                    bindings.insert(name.to_string(), Bound::Seq(&items[i..skip], &[]));
+                }
                 return true;
             }
             let from = if plain {
@@ -155,26 +159,26 @@ impl<'p, 'a> ListMatch<'p, 'a> {
         false
     }
 
-    /// Whether the rest after the sequence wildcard `pattern[p]` matches from some position at or
-    /// after `i`, trying positions in order. Positions where the rest cannot start are passed
-    /// over: after `$$$ $$$` only `i` itself (the second covers the later ones), before a pattern
-    /// that binds nothing only the items it matches.
-    fn seq_then_rest(&mut self, p: usize, i: usize, bindings: &mut Bindings<'a>) -> bool {
+    /// Where the rest after the sequence wildcard `pattern[p]` matches from, the first position
+    /// at or after `i` in order (the sequence is `items[i..that]`). Positions where the rest
+    /// cannot start are passed over: after `$$$ $$$` only `i` itself (the second covers the later
+    /// ones), before a pattern that binds nothing only the items it matches.
+    fn seq_then_rest(&mut self, p: usize, i: usize, bindings: &mut Bindings<'a>) -> Option<usize> {
         let next = p + 1;
         match self.pattern.get(next) {
-            Some(rest) if is_seq(rest) => self.run(next, i, bindings),
+            Some(rest) if is_seq(rest) => self.run(next, i, bindings).then_some(i),
             Some(_) if !self.binds[next] => {
                 let positions = self.positions(next);
                 let mut k = positions.partition_point(|&j| j < i);
                 while let Some(&skip) = self.positions[next].as_ref().and_then(|all| all.get(k)) {
                     if self.run(next, skip, bindings) {
-                        return true;
+                        return Some(skip);
                     }
                     k += 1;
                 }
-                false
+                None
             }
-            _ => (i..=self.items.len()).any(|skip| self.run(next, skip, bindings)),
+            _ => (i..=self.items.len()).find(|&skip| self.run(next, skip, bindings)),
         }
     }
 

@@ -198,6 +198,11 @@ impl<'a> Placer<'a> {
     }
 }
 
+/// A hook's code rendered for one place: for a pattern anchor, the statement the pattern
+/// matched there (its captures fill in `{$NAME}`), else `None`; refused when too long or when
+/// what it captured cannot be placed.
+pub(crate) type CodeAt<'a> = dyn Fn(Option<&Node>) -> Result<String, Refusal> + 'a;
+
 /// A wrap-returns template filled in with a return's value (refused when too long).
 pub(crate) type WrapFn<'a> = dyn Fn(&str) -> Result<String, TooLong> + 'a;
 

@@ -5,11 +5,11 @@ use crate::error::PlacementReason;
 use crate::spec::Anchor;
 use crate::syntax::{kind, Node};
 
-use super::{is_docstring, refuse, Insertion, Placed, Placer, Refusal};
+use super::{is_docstring, refuse, CodeAt, Insertion, Placed, Placer, Refusal};
 
 impl Placer<'_> {
     /// Inserts module-level `code` at `anchor`.
-    pub(crate) fn insert_in_module(&self, anchor: &Anchor, code: &str) -> Placed {
+    pub(crate) fn insert_in_module(&self, anchor: &Anchor, code: &CodeAt<'_>) -> Placed {
         let body = self.file.module_block();
         let place = match anchor {
             Anchor::Start => self.module_start(false)?,
@@ -27,7 +27,7 @@ impl Placer<'_> {
                 return self.insert_at_statements(body, selector, matches!(anchor, Anchor::After(_)), code)
             }
         };
-        Ok(vec![self.frame(&place, code)?])
+        Ok(vec![self.frame(&place, &code(None)?)?])
     }
 
     /// Where module code starts: after the docstring and `from __future__` imports, and with

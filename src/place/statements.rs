@@ -4,7 +4,7 @@ use crate::error::PlacementReason;
 use crate::spec::{Nth, Selector};
 use crate::syntax::Node;
 
-use super::{count_added, refuse, Displacement, Insertion, Placed, Placer, Refusal};
+use super::{count_added, refuse, CodeAt, Displacement, Insertion, Placed, Placer, Refusal};
 
 impl Placer<'_> {
     /// The statements of `block` chosen by `selector`, or why none are.
@@ -32,8 +32,15 @@ impl Placer<'_> {
         Ok(chosen)
     }
 
-    /// Inserts `code` before or after the selected statements of `block`, at their indentation.
-    pub(crate) fn insert_at_statements(&self, block: &Node, selector: &Selector, after: bool, code: &str) -> Placed {
+    /// Inserts `code` before or after the selected statements of `block`, at their indentation,
+    /// each time rendered for the statement it goes next to.
+    pub(crate) fn insert_at_statements(
+        &self,
+        block: &Node,
+        selector: &Selector,
+        after: bool,
+        code: &CodeAt<'_>,
+    ) -> Placed {
         let mut edits = Vec::new();
         // `nth = "all"` repeats the code at every match: bounded as a whole, match by match.
         let mut added = 0;
@@ -50,15 +57,16 @@ impl Placer<'_> {
             } else {
                 self.before_markers(self.line_start(start))
             };
-            let edit = self.frame(&Insertion::new(at, indent), code)?;
+            let edit = self.frame(&Insertion::new(at, indent), &code(Some(stmt))?)?;
             count_added(&mut added, &edit, start)?;
             edits.push(edit);
         }
         Ok(edits)
     }
 
-    /// Replaces the selected statements of `block` by `code`.
-    pub(crate) fn replace_statements(&self, block: &Node, selector: &Selector, code: &str) -> Placed {
+    /// Replaces the selected statements of `block` by `code`, each time rendered for the
+    /// statement it replaces.
+    pub(crate) fn replace_statements(&self, block: &Node, selector: &Selector, code: &CodeAt<'_>) -> Placed {
         let mut edits = Vec::new();
         let mut added = 0;
         for stmt in self.select(block, selector)? {
@@ -71,7 +79,7 @@ impl Placer<'_> {
             }
             let from = self.line_start(start);
             let to = self.source().line_range(self.line_of(stmt.range().end)).end;
-            let lines = self.indent_code(code, &indent)?;
+            let lines = self.indent_code(&code(Some(stmt))?, &indent)?;
             let len = lines.len();
             let place = Displacement::lines(from..to, indent);
             let edit = self.displacing_block(&place, &lines, 0..len).with_removed(stmt.range());

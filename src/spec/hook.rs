@@ -12,7 +12,7 @@ use crate::parse::parse_snippet;
 use crate::pattern::Pattern;
 use crate::source::SourceFile;
 use crate::syntax::{is_identifier, kind};
-use crate::template::{Bindings, Template, MAX_RENDERED_BYTES};
+use crate::template::{Bindings, Captures, Parameters, Template, MAX_RENDERED_BYTES};
 
 use super::raw::{RawAt, RawHook, RawIn};
 use super::{check_id, check_line, key_offset, spec_error, MAX_RECIPE_CODE_BYTES};
@@ -43,14 +43,15 @@ pub(super) fn compile_hook(
     let target = table.target(&raw, selectors)?;
     let is_module = target == Target::Module;
     table.check_companions(&raw)?;
-    let action = table.action(&raw, is_module)?;
-    if is_module {
-        table.check_module_code(&action)?;
-    }
+    // Before the code: the code may use what `when` captures.
     let when = match &raw.when {
         Some(text) => Some(table.pattern("when", text)?),
         None => None,
     };
+    let action = table.action(&raw, is_module, when.as_ref())?;
+    if is_module {
+        table.check_module_code(&action)?;
+    }
     for path in &raw.requires {
         Target::parse(path, file.name()).map_err(|err| table.caused("requires", SpecReason::Value, err))?;
     }
@@ -103,29 +104,51 @@ impl HookTable<'_> {
     }
 
     /// The template of `key`, checked: known placeholders, no marker-like line, valid Python
-    /// (as the value of a `return` when `wrap`).
-    fn code(&self, key: &str, text: &str, wrap: bool) -> Result<Template, Error> {
+    /// (as the value of a `return` when `wrap`). `captures`: the metavariables `{$NAME}` may
+    /// name (those of the hook's patterns), `None` when the hook has no pattern.
+    fn code(&self, key: &str, text: &str, wrap: bool, captures: Option<&[String]>) -> Result<Template, Error> {
         let (file, vars, span, id) = (self.file, self.vars, &self.span, self.id);
         let template = Template::new(if wrap { text.trim().to_string() } else { dedent(text) });
         for (_, name) in template.placeholders() {
-            let known = match name {
-                "value" => wrap,
-                _ => name.starts_with("param.") || vars.contains_key(name),
+            let reason = if let Some(capture) = name.strip_prefix('$') {
+                let capture = capture.strip_suffix("!r").unwrap_or(capture).to_string();
+                match captures {
+                    None => Some(SpecReason::CaptureWithoutPattern { name: capture }),
+                    Some(bound) if !bound.contains(&capture) => Some(SpecReason::UnboundCapture {
+                        name: capture,
+                        bound: bound.to_vec(),
+                    }),
+                    Some(_) => None,
+                }
+            } else {
+                match name {
+                    "value" if !wrap => Some(SpecReason::ValueOutsideWrap),
+                    "value" => None,
+                    _ if name.starts_with("param.") || vars.contains_key(name) => None,
+                    _ => Some(SpecReason::UnknownVariable { name: name.to_string() }),
+                }
             };
-            if !known {
-                let reason = if name == "value" {
-                    SpecReason::ValueOutsideWrap
-                } else {
-                    SpecReason::UnknownVariable { name: name.to_string() }
-                };
+            if let Some(reason) = reason {
                 let at = placeholder_offset(file, span, self.at_key(key), name);
                 return Err(spec_error(file, at, reason, Some(id)));
             }
         }
-        let params: Vec<String> = (0..16).map(|i| format!("__param_{i}__")).collect();
+        // Placeholder values that are Python names, to prove the code parses with any.
+        let params = Parameters {
+            bound: Some("__param_0__".into()),
+            named: (1..16).map(|i| format!("__param_{i}__")).collect(),
+            args: Some("__param_args__".into()),
+            kwargs: Some("__param_kwargs__".into()),
+        };
+        let probes: Captures = captures
+            .unwrap_or_default()
+            .iter()
+            .map(|name| (name.clone(), format!("__capture_{name}__")))
+            .collect();
         let bindings = Bindings {
             value: Some("__value__"),
             params: &params,
+            captures: &probes,
         };
         self.take_budget(key, template.rendered_len(vars, &bindings))?;
         let rendered = template.render(vars, &bindings).map_err(|too_long| {
@@ -239,9 +262,17 @@ impl HookTable<'_> {
         Ok(())
     }
 
-    /// The placement and its code.
-    fn action(&self, raw: &RawHook, is_module: bool) -> Result<Action, Error> {
-        let code = || self.code("code", raw.code.as_deref().unwrap_or_default(), false);
+    /// The placement and its code; `when`: the hook's condition, whose captures code may use.
+    fn action(&self, raw: &RawHook, is_module: bool, when: Option<&Pattern>) -> Result<Action, Error> {
+        let code = |anchor: Option<&Pattern>| {
+            let captures = capturable(anchor, when);
+            self.code(
+                "code",
+                raw.code.as_deref().unwrap_or_default(),
+                false,
+                captures.as_deref(),
+            )
+        };
         if let Some(imports) = &raw.ensure_imports {
             if !is_module {
                 return Err(self.fail("in", SpecReason::ImportsNeedModule));
@@ -253,12 +284,18 @@ impl HookTable<'_> {
             Ok(Action::EnsureImports(lines))
         } else if let Some(at) = &raw.at {
             let at = self.anchor(at, is_module)?;
-            Ok(Action::Insert { at, code: code()? })
+            let pattern = match &at {
+                Anchor::Before(selector) | Anchor::After(selector) => Some(&selector.pattern),
+                _ => None,
+            };
+            let code = code(pattern)?;
+            Ok(Action::Insert { at, code })
         } else if let Some(text) = &raw.wrap_returns {
             if is_module {
                 return Err(self.fail("in", SpecReason::WrapNeedsFunction));
             }
-            let template = self.code("wrap-returns", text, true)?;
+            let captures = capturable(None, when);
+            let template = self.code("wrap-returns", text, true, captures.as_deref())?;
             if !template.mentions("value") {
                 return Err(self.fail("wrap-returns", SpecReason::WrapNeedsValue));
             }
@@ -271,14 +308,13 @@ impl HookTable<'_> {
                 unless_inside,
             })
         } else if let Some(text) = &raw.replace {
-            Ok(Action::Replace {
-                selector: Selector {
-                    pattern: self.pattern("replace", text)?,
-                    nth: raw.nth.unwrap_or_default(),
-                    depth: raw.depth.unwrap_or_default(),
-                },
-                code: code()?,
-            })
+            let selector = Selector {
+                pattern: self.pattern("replace", text)?,
+                nth: raw.nth.unwrap_or_default(),
+                depth: raw.depth.unwrap_or_default(),
+            };
+            let code = code(Some(&selector.pattern))?;
+            Ok(Action::Replace { selector, code })
         } else {
             let method = raw.add_forwarder.clone().unwrap_or_default();
             let via = raw.via.clone().unwrap_or_default();
@@ -335,6 +371,22 @@ impl HookTable<'_> {
         }
         Ok(())
     }
+}
+
+/// The metavariables hook code may use as `{$NAME}`: those of the placement's pattern
+/// (`anchor`) and of `when`, sorted; `None` when the hook has neither.
+fn capturable(anchor: Option<&Pattern>, when: Option<&Pattern>) -> Option<Vec<String>> {
+    if anchor.is_none() && when.is_none() {
+        return None;
+    }
+    let mut names: Vec<String> = anchor
+        .into_iter()
+        .chain(when)
+        .flat_map(Pattern::metavariables)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    Some(names)
 }
 
 /// The offset of `{name}` in the spec text of a hook, from `from` (the key that holds it).

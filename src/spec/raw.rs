@@ -115,17 +115,22 @@ pub(super) struct RawHook {
     pub(super) ensure_imports: Option<Vec<String>>,
     /// Insertion anchor.
     pub(super) at: Option<RawAt>,
-    /// Code for `at` and `replace`.
+    /// Code for `at` and `replace`: `{name}` from `[vars]`, `{param.N}` (`param.0` the bound
+    /// `self`/`cls`, `param.1` the first argument a caller passes), `{param.args}`,
+    /// `{param.kwargs}`, and `{$NAME}` / `{$NAME!r}` for what the hook's pattern captured as
+    /// `$NAME` (its source text / as a string literal).
     pub(super) code: Option<String>,
-    /// Template around `{value}` for every return.
+    /// Template around `{value}` for every return (`{$NAME}`: what `when` captured).
     pub(super) wrap_returns: Option<String>,
     /// Leave returns inside statements matching this pattern alone.
     pub(super) unless_inside: Option<String>,
-    /// Pattern of statements to replace by `code`.
+    /// Pattern of statements to replace by `code`; what it captures is `{$NAME}` in the code,
+    /// match by match.
     pub(super) replace: Option<String>,
-    /// Which matches `replace` uses.
+    /// Which matches `replace` uses: `first` (the default), `last` or `all`.
     pub(super) nth: Option<Nth>,
-    /// How deep `replace` looks.
+    /// How deep `replace` looks: `nested` (the default; never inside nested defs or classes)
+    /// or `top`.
     pub(super) depth: Option<Depth>,
     /// Add this method to the target class, forwarding through `via`.
     pub(super) add_forwarder: Option<String>,
@@ -134,7 +139,8 @@ pub(super) struct RawHook {
     /// Skip instead of failing when the target or anchor is absent.
     #[serde(default)]
     pub(super) optional: bool,
-    /// Apply only where the target contains a match.
+    /// Apply only where the target contains a match; what its first match captures is
+    /// `{$NAME}` in the code (where the placement's own pattern does not bind `$NAME`).
     pub(super) when: Option<String>,
     /// Paths that must exist, or the hook is skipped.
     #[serde(default)]
@@ -153,10 +159,15 @@ pub(super) enum RawAt {
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Anchor"))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAnchor {
+    /// Before the statements matching this pattern; what it captures is `{$NAME}` in the code.
     pub(super) before: Option<String>,
+    /// After the statements matching this pattern; what it captures is `{$NAME}` in the code.
     pub(super) after: Option<String>,
+    /// Which matches: `first` (the default), `last` or `all` (the code at each, rendered with
+    /// that match's captures).
     #[serde(default)]
     pub(super) nth: Nth,
+    /// How deep to look: `nested` (the default; never inside nested defs or classes) or `top`.
     #[serde(default)]
     pub(super) depth: Depth,
 }

@@ -34,7 +34,7 @@ fn recipe(spec: &str) -> Recipe {
 }
 
 /// A recipe from inline TOML hooks (with a standard `[recipe]` table, id `fx`).
-fn inline_recipe(hooks: &str) -> Recipe {
+pub(crate) fn inline_recipe(hooks: &str) -> Recipe {
     let text = format!("[recipe]\nid = \"fx\"\nsummary = \"inline\"\n\n{hooks}");
     Recipe::from_toml("inline.toml", &text).unwrap_or_else(|err| panic!("{err}\n{text}"))
 }
@@ -44,7 +44,7 @@ fn inline_recipe(hooks: &str) -> Recipe {
 /// Output parses; a second apply changes nothing and reports every hook as already applied or
 /// skipped; revert gives back `input` byte for byte (and reverting the input is a no-op).
 #[track_caller]
-fn assert_invariants(recipe: &Recipe, name: &str, input: &str, patched: &Patched) {
+pub(crate) fn assert_invariants(recipe: &Recipe, name: &str, input: &str, patched: &Patched) {
     let output = patched.output();
     if let Err(err) = ParsedFile::parse(SourceFile::new(name, output)) {
         panic!("{name}: the output does not parse: {err}\n{output}");
@@ -294,6 +294,7 @@ fixture!(
     body_start,
     body_end,
     anchors,
+    captures,
     wrap_returns,
     replace,
     add_forwarder,

@@ -95,10 +95,11 @@ fn oversized(err: &Error) -> Option<(Option<usize>, usize)> {
 #[test]
 fn parameters_and_return_values_are_bounded_when_applied() {
     let name = "p".repeat(MIB);
+    // A function, not a method: `self` is the first argument a caller passes, `{param.1}`.
     let file = format!("def f(self, {name}):\n    return {name}\n");
     let spec = format!(
         "[recipe]\nid = \"grow\"\nsummary = \"s\"\n\n[[hook]]\nid = \"params\"\nsummary = \"s\"\nin = \"f\"\nat = \"start\"\ncode = \"x = [{}]\"\n",
-        "{param.1}, ".repeat(100)
+        "{param.2}, ".repeat(100)
     );
     let recipe = Recipe::from_toml("r.toml", &spec).unwrap();
     let err = pysplice::apply(&recipe, SourceFile::new("m.py", file.clone())).unwrap_err();

@@ -1,18 +1,21 @@
 //! The library's integration tests, one binary with a module per stage: the API's flow from parse
-//! to write (plan, apply, outcomes, the builder), parsing and the outline,
-//! the compile checks, the engine, the project graph, the document API, generated-input
+//! to write (plan, apply, outcomes, the builder), parsing and the outline, the compile checks,
+//! the engine (with the templates' captures and parameters), the project graph, the document
+//! API, generated-input
 //! properties, hostile input, expansion limits, and the snapshot folder itself.
 //!
 //! The corpus-heavy library tests (other projects' files, every pinned SGLang release against
 //! CPython) are the `corpus` binary (`tests/corpus/`).
 
 mod api;
+mod captures;
 mod compile_check;
 mod document;
 mod engine;
 mod hostile;
 mod limits;
 mod outline;
+mod params;
 mod parse;
 mod project;
 mod props;
