@@ -112,7 +112,7 @@ struct Found {
 
 /// What a folder's file is to the run.
 enum Verdict {
-    Run(FileRun, Vec<usize>),
+    Run(Box<FileRun>, Vec<usize>),
     NotTargeted(PathBuf),
 }
 
@@ -182,7 +182,7 @@ impl Batch {
             match verdict {
                 Verdict::Run(run, here) => {
                     here.into_iter().for_each(|i| targets_found[i] = true);
-                    batch.files.push(run);
+                    batch.files.push(*run);
                 }
                 Verdict::NotTargeted(path) => batch.not_targeted.push(path),
             }
@@ -252,7 +252,7 @@ impl Batch {
 fn judge(scope: &Scope<'_>, path: PathBuf, op: Op) -> Verdict {
     let file = match DiskFile::read(&path) {
         Ok(file) => file,
-        Err(err) => return Verdict::Run(failed(path, err), Vec::new()),
+        Err(err) => return Verdict::Run(Box::new(failed(path, err)), Vec::new()),
     };
     let text = file.source().text();
     let marked = scope.marked(text);
@@ -260,12 +260,12 @@ fn judge(scope: &Scope<'_>, path: PathBuf, op: Op) -> Verdict {
         return Verdict::NotTargeted(path);
     }
     if op == Op::Revert {
-        return Verdict::Run(finish(path, file, op, &scope.for_file(&[])), Vec::new());
+        return Verdict::Run(Box::new(finish(path, file, op, &scope.for_file(&[]))), Vec::new());
     }
     let here = if scope.has_targets() {
         match ParsedFile::parse(file.source().clone()) {
             Ok(parsed) => scope.hooks_here(&parsed),
-            Err(err) => return Verdict::Run(failed(path, err), Vec::new()),
+            Err(err) => return Verdict::Run(Box::new(failed(path, err)), Vec::new()),
         }
     } else {
         Vec::new()
@@ -275,15 +275,17 @@ fn judge(scope: &Scope<'_>, path: PathBuf, op: Op) -> Verdict {
     }
     let recipe = scope.for_file(&here);
     let run = finish(path.clone(), file, op, &recipe);
-    // Module-level hooks go only where a targeted hook is placed (or blocks are to be updated).
+    // Module-level hooks go only where a targeted hook is placed (or blocks are to be updated);
+    // in a recipe of module-level hooks only, a file where each is skipped is not targeted.
+    let counts = |hook: &str| !scope.has_targets() || here.iter().any(|&i| recipe.hooks[i].id == hook);
     let placed = run
         .outcomes
         .iter()
-        .any(|o| here.iter().any(|&i| recipe.hooks[i].id == o.hook) && !matches!(o.status, Status::Skipped { .. }));
-    if !marked && scope.has_targets() && run.result.is_ok() && !placed {
+        .any(|o| counts(&o.hook) && !matches!(o.status, Status::Skipped { .. }));
+    if !marked && run.result.is_ok() && !placed {
         return Verdict::NotTargeted(path);
     }
-    Verdict::Run(run, here)
+    Verdict::Run(Box::new(run), here)
 }
 
 fn is_folder(path: &Path) -> bool {
@@ -435,6 +437,20 @@ mod tests {
         assert!(matches!(err.kind(), ErrorKind::NotInFolder { files: 3, .. }), "{err}");
         assert_eq!(err.location().line, 0);
         assert!(none.write().is_none());
+    }
+
+    #[test]
+    fn a_file_where_every_module_level_hook_is_skipped_is_not_targeted() {
+        let recipe = Recipe::from_toml(
+            "r.toml",
+            "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"h\"\nsummary = \"s\"\nin = \"module\"\noptional = true\nat = { after = \"x = 1\" }\ncode = \"y = 2\"\n",
+        )
+        .unwrap();
+        let (dir, paths) = files(&["x = 1\n", "z = 3\n"]);
+        let batch = Batch::run(&recipe, &[dir.path().to_path_buf()], Op::Apply);
+        assert_eq!(batch.files.len(), 1);
+        assert_eq!(batch.files[0].path, paths[0]);
+        assert_eq!(batch.not_targeted, [paths[1].clone()]);
     }
 
     #[test]
