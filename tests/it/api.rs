@@ -429,4 +429,10 @@ fn the_library_docs_show_the_crate_doc_test() {
         shown, tested,
         "docs/library.md must show the crate root's doc test as it is"
     );
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert_eq!(
+        markdown_block(&readme, "## Library use"),
+        tested,
+        "the README must show the crate root's doc test as it is"
+    );
 }
