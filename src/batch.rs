@@ -103,11 +103,13 @@ pub fn duplicate(paths: &[PathBuf]) -> Option<&Path> {
     None
 }
 
-/// A file found in a folder given.
+/// A file of a run of several paths: given by name, or found in a folder given.
 struct Found {
     path: PathBuf,
     rel: String,
     module: String,
+    /// Given by name: `[recipe] files` does not leave it out.
+    given: bool,
 }
 
 /// What a folder's file is to the run.
@@ -124,29 +126,42 @@ impl Batch {
         Batch::run_with(recipe, paths, op, &RunOptions::default())
     }
 
-    /// [`Batch::run`] with options. A file given by name gets the whole recipe, as one file
-    /// does. A folder is walked for its `.py` files (hidden folders and `__pycache__` left
-    /// out, symbolic links never followed; a link loop fails the run); of those the recipe's
-    /// `files` key takes in, a file is run when a hook's target is defined there or it carries
-    /// the recipe's markers, and kept when a targeted hook is placed there: the others are
-    /// [`Batch::not_targeted`]. Hooks whose targets a file lacks are skipped there; a
-    /// required hook whose target no file defines fails the run.
+    /// [`Batch::run`] with options. One file given alone gets the whole recipe: a target it
+    /// lacks is an error. Otherwise the files are a set: the files given, and every `.py` file
+    /// of the folders given (hidden folders and `__pycache__` left out, symbolic links never
+    /// followed; a link loop fails the run) that the recipe's `files` key takes in. A file is
+    /// run when a hook's target is defined there or it carries the recipe's markers, and kept
+    /// when a hook is placed there: the others are [`Batch::not_targeted`]. Hooks whose targets
+    /// a file lacks are skipped there; a required hook whose target no file defines fails the
+    /// run.
     #[must_use]
     pub fn run_with(recipe: &Recipe, paths: &[PathBuf], op: Op, options: &RunOptions) -> Batch {
         let mut batch = Batch::default();
+        if let [path] = paths {
+            if !is_folder(path) {
+                batch.files.push(run_one(recipe, path, op));
+                return batch;
+            }
+        }
         let mut found: Vec<Found> = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        let mut folders = Vec::new();
         // A file given by name is not run again as a file of a folder given.
         for path in paths.iter().filter(|p| !is_folder(p)) {
             seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
         }
         for path in paths {
             if !is_folder(path) {
-                batch.files.push(run_one(recipe, path, op));
+                let rel = path
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                found.push(Found {
+                    path: path.clone(),
+                    module: module_name("", &rel),
+                    rel,
+                    given: true,
+                });
                 continue;
             }
-            folders.push(path.clone());
             match walk::walk(path, &options.exclude) {
                 Ok(walked) => {
                     batch.not_followed.extend(walked.links);
@@ -158,6 +173,7 @@ impl Batch {
                                 path: file,
                                 rel,
                                 module,
+                                given: false,
                             });
                         }
                     }
@@ -165,19 +181,17 @@ impl Batch {
                 Err(err) => batch.errors.push(err),
             }
         }
-        if folders.is_empty() {
-            return batch;
-        }
         let scope = Scope::new(recipe);
-        let (taken, left): (Vec<Found>, Vec<Found>) = found.into_iter().partition(|f| scope.takes(&f.rel, &f.module));
+        let (taken, left): (Vec<Found>, Vec<Found>) = found
+            .into_iter()
+            .partition(|f| f.given || scope.takes(&f.rel, &f.module));
         batch.not_targeted.extend(left.into_iter().map(|f| f.path));
         let looked_at = taken.len();
-        let verdicts: Vec<Verdict> = taken.into_par_iter().map(|f| judge(&scope, f.path, op)).collect();
+        let verdicts: Vec<Verdict> = taken
+            .into_par_iter()
+            .map(|f| judge(&scope, f.path, f.given, op))
+            .collect();
         let mut targets_found = vec![false; recipe.hooks.len()];
-        // A file given by name that succeeded placed every required hook.
-        if batch.files.iter().any(|f| f.result.is_ok()) {
-            targets_found.iter_mut().for_each(|t| *t = true);
-        }
         for verdict in verdicts {
             match verdict {
                 Verdict::Run(run, here) => {
@@ -188,6 +202,9 @@ impl Batch {
             }
         }
         if op == Op::Apply && batch.errors.is_empty() {
+            // Named after the first folder given, or the first file when there is none.
+            let run = paths.iter().find(|p| is_folder(p)).or(paths.first());
+            let run = run.map_or_else(String::new, |p| p.display().to_string());
             for i in scope.targeted() {
                 let hook = &recipe.hooks[i];
                 if !hook.optional && !targets_found[i] {
@@ -195,8 +212,9 @@ impl Batch {
                         path: scope::describe(&hook.target),
                         files: looked_at,
                     };
-                    let folder = folders[0].display().to_string();
-                    batch.errors.push(kind.at(Location::whole(folder)).with_hook(&hook.id));
+                    batch
+                        .errors
+                        .push(kind.at(Location::whole(run.clone())).with_hook(&hook.id));
                 }
             }
         }
@@ -247,16 +265,19 @@ impl Batch {
     }
 }
 
-/// What `op` makes of a file found in a folder: run (with the targeted hooks whose targets it
-/// holds), or not targeted. Only a file that may hold a target (a cheap text test) is parsed.
-fn judge(scope: &Scope<'_>, path: PathBuf, op: Op) -> Verdict {
+/// What `op` makes of a file of a run of several: run (with the targeted hooks whose targets it
+/// holds), or not targeted. Of the files found in folders, only one that may hold a target (a
+/// cheap text test) is parsed.
+fn judge(scope: &Scope<'_>, path: PathBuf, given: bool, op: Op) -> Verdict {
     let file = match DiskFile::read(&path) {
         Ok(file) => file,
         Err(err) => return Verdict::Run(Box::new(failed(path, err)), Vec::new()),
     };
     let text = file.source().text();
     let marked = scope.marked(text);
-    if !marked && (op == Op::Revert || (scope.has_targets() && !scope.may_hold_target(text))) {
+    // A file given by name is parsed all the same: one that does not parse is an error.
+    let skip_parse = !given && scope.has_targets() && !scope.may_hold_target(text);
+    if !marked && (op == Op::Revert || skip_parse) {
         return Verdict::NotTargeted(path);
     }
     if op == Op::Revert {
@@ -391,7 +412,8 @@ mod tests {
     #[test]
     fn one_failing_file_writes_none() {
         let recipe = Recipe::from_toml("r.toml", RECIPE).unwrap();
-        let (_dir, paths) = files(&["def f():\n    pass\n", "def g():\n    pass\n"]);
+        // The second file defines the target twice: it is targeted and its hook fails.
+        let (_dir, paths) = files(&["def f():\n    pass\n", "def f():\n    pass\ndef f():\n    pass\n"]);
         let batch = Batch::run(&recipe, &paths, Op::Apply);
         assert!(batch.files[0].result.is_ok());
         assert!(batch.first_error().is_some());

@@ -136,9 +136,9 @@ pub enum ErrorKind {
         members: Box<[String]>,
     },
 
-    /// In a folder run, a required hook's target is defined in none of the files (the location
-    /// is the folder).
-    #[error("`{path}` is not defined in {} of this folder", files_text(*files))]
+    /// In a run of several files or a folder, a required hook's target is defined in none of
+    /// the files (the location is the first folder given, or the first file).
+    #[error("`{path}` is not defined in {} of this run", files_text(*files))]
     NotInFolder {
         /// The hook's target.
         path: String,
@@ -494,7 +494,7 @@ impl std::error::Error for Error {
 fn files_text(files: usize) -> String {
     match files {
         0 => "any .py file (there are none)".to_string(),
-        1 => "its one .py file".to_string(),
+        1 => "the one .py file".to_string(),
         n => format!("any of the {n} .py files"),
     }
 }

@@ -104,8 +104,11 @@ fn run_all(args: &FilesArgs, op: Op) -> Result<(Recipe, Batch), u8> {
     Ok((recipe, batch))
 }
 
-/// The files of the folders that the recipe does not target: one line of text, or a JSON
-/// object each.
+/// The most files not targeted that the text output names one by one.
+const MAX_NAMED: usize = 10;
+
+/// The files of the folders that the recipe does not target: in text, by name (up to
+/// [`MAX_NAMED`]) or as a count; in JSON, an object each.
 fn report_not_targeted(batch: &Batch, json: bool, body: fn(Splice) -> Body, beside_diff: bool) {
     if json {
         for path in &batch.not_targeted {
@@ -130,12 +133,26 @@ fn report_not_targeted(batch: &Batch, json: bool, body: fn(Splice) -> Body, besi
         } else {
             "no hook's target is defined there"
         };
-        let line = format!("Not targeted: {n} {files} ({why}; left untouched)");
-        // Beside a diff on standard output, on standard error: the diff stays one to `patch`.
-        if beside_diff {
-            errln!("{line}");
+        // A few files by name; a folder's thousands as a count.
+        let lines: Vec<String> = if n <= MAX_NAMED {
+            std::iter::once(format!("Not targeted ({why}; left untouched):"))
+                .chain(
+                    batch
+                        .not_targeted
+                        .iter()
+                        .map(|p| format!("  - {}", printable(&p.display().to_string()))),
+                )
+                .collect()
         } else {
-            outln!("{line}");
+            vec![format!("Not targeted: {n} {files} ({why}; left untouched)")]
+        };
+        // Beside a diff on standard output, on standard error: the diff stays one to `patch`.
+        for line in lines {
+            if beside_diff {
+                errln!("{line}");
+            } else {
+                outln!("{line}");
+            }
         }
     }
 }

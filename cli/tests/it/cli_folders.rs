@@ -292,6 +292,36 @@ fn json_names_every_file_and_carries_the_notes() {
     }
 }
 
+/// The files of a folder given one by one (`llama/*.py`) are a set as the folder is: the one
+/// that defines the targets is patched, the others are named as not targeted.
+#[test]
+fn several_files_given_by_name_are_a_set() {
+    let s = scratch(&["models/llama"]);
+    let llama = s.package.join("models/llama");
+    let before = tree(&llama);
+    let mut names: Vec<String> = before
+        .keys()
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .map(|p| llama.join(p).to_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    let mut args = vec!["apply", "--spec", &s.spec];
+    args.extend(names.iter().map(String::as_str));
+    let output = pysplice(&args);
+    assert_eq!(code(&output), 0, "{}", text(&output.stderr));
+    assert_eq!(changed(&before, &tree(&llama)), [PathBuf::from("modeling_llama.py")]);
+    let out = text(&output.stdout);
+    assert!(out.contains("Not targeted (no hook's target is defined there; left untouched):\n"), "{out}");
+    for name in names.iter().filter(|n| !n.ends_with("/modeling_llama.py")) {
+        assert!(out.contains(&format!("  - {name}\n")), "{name} named: {out}");
+    }
+    // One file alone keeps its strict meaning: a target it lacks is an error.
+    let init = llama.join("__init__.py");
+    let alone = pysplice(&["apply", "--spec", &s.spec, init.to_str().unwrap()]);
+    assert_eq!(code(&alone), 1);
+    assert!(text(&alone.stderr).contains("is not defined in this file"), "{}", text(&alone.stderr));
+}
+
 #[test]
 fn the_recipes_files_key_and_module_level_hooks() {
     let s = scratch(&["models/llama"]);
@@ -530,6 +560,9 @@ fn an_installed_package_in_a_venv() {
         changed(&original, &tree(&package)),
         [PathBuf::from("models/llama/modeling_llama.py")]
     );
+    let patched = tree(&package);
+    assert_eq!(code(&run("apply")), 0);
+    assert_eq!(tree(&package), patched, "a second apply changes nothing");
     assert_eq!(code(&run("check")), 0);
     assert_eq!(code(&run("revert")), 0);
     assert_eq!(tree(&package), original);
