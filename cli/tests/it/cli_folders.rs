@@ -311,7 +311,10 @@ fn several_files_given_by_name_are_a_set() {
     assert_eq!(code(&output), 0, "{}", text(&output.stderr));
     assert_eq!(changed(&before, &tree(&llama)), [PathBuf::from("modeling_llama.py")]);
     let out = text(&output.stdout);
-    assert!(out.contains("Not targeted (no hook's target is defined there; left untouched):\n"), "{out}");
+    assert!(
+        out.contains("Not targeted (no hook's target is defined there; left untouched):\n"),
+        "{out}"
+    );
     for name in names.iter().filter(|n| !n.ends_with("/modeling_llama.py")) {
         assert!(out.contains(&format!("  - {name}\n")), "{name} named: {out}");
     }
@@ -319,7 +322,11 @@ fn several_files_given_by_name_are_a_set() {
     let init = llama.join("__init__.py");
     let alone = pysplice(&["apply", "--spec", &s.spec, init.to_str().unwrap()]);
     assert_eq!(code(&alone), 1);
-    assert!(text(&alone.stderr).contains("is not defined in this file"), "{}", text(&alone.stderr));
+    assert!(
+        text(&alone.stderr).contains("is not defined in this file"),
+        "{}",
+        text(&alone.stderr)
+    );
 }
 
 #[test]
