@@ -125,7 +125,7 @@ pub struct Splice {
     pub diff: Option<String>,
     /// The recipe's notes for the user (`[recipe] notes`), on a file `apply` patched or would
     /// patch; absent otherwise.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 

@@ -26,7 +26,7 @@ use pysplice::{apply, revert, DefKind, Depth, Error, Node, ParsedFile, Patched, 
 
 /// At most this many distinct texts are checked, spread evenly over them (suite time: the
 /// corpus holds about 2,000; `PYSPLICE_CORPUS_FULL=1` checks every one).
-const MAX_TEXTS: usize = 800;
+const MAX_TEXTS: usize = 500;
 
 /// Most hooks one file's recipe gets (beyond that, wraps are left out).
 const MAX_HOOKS: usize = 300;
