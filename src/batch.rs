@@ -187,17 +187,36 @@ impl Batch {
             .partition(|f| f.given || scope.takes(&f.rel, &f.module));
         batch.not_targeted.extend(left.into_iter().map(|f| f.path));
         let looked_at = taken.len();
-        let verdicts: Vec<Verdict> = taken
+        // Hooks that choose their classes by selectors get, in each file, the paths the
+        // selection over the whole folder chose there (none: left out of that file's recipe).
+        let chosen = chosen_by_selectors(recipe, paths, &mut batch.errors);
+        let unselected = chosen.as_ref().map(|_| without_selectors(recipe));
+        // Whether the recipe as a whole has hooks with targets (a file's own recipe may have
+        // none left: no selection reaches it).
+        let targeted = scope.has_targets();
+        let verdicts: Vec<(Verdict, Vec<String>)> = taken
             .into_par_iter()
-            .map(|f| judge(&scope, f.path, f.given, op))
+            .map(|f| {
+                let file_recipe = match (&chosen, &unselected) {
+                    // A file given by name keeps the selection made in it alone.
+                    (Some(chosen), Some(unselected)) => {
+                        chosen.get(&f.path).unwrap_or(if f.given { recipe } else { unselected })
+                    }
+                    _ => recipe,
+                };
+                let verdict = judge(&Scope::new(file_recipe), targeted, f.path, f.given, op);
+                let ids = match &verdict {
+                    Verdict::Run(_, here) => here.iter().map(|&i| file_recipe.hooks[i].id.clone()).collect(),
+                    Verdict::NotTargeted(_) => Vec::new(),
+                };
+                (verdict, ids)
+            })
             .collect();
-        let mut targets_found = vec![false; recipe.hooks.len()];
-        for verdict in verdicts {
+        let mut targets_found = std::collections::HashSet::new();
+        for (verdict, ids) in verdicts {
+            targets_found.extend(ids);
             match verdict {
-                Verdict::Run(run, here) => {
-                    here.into_iter().for_each(|i| targets_found[i] = true);
-                    batch.files.push(*run);
-                }
+                Verdict::Run(run, _) => batch.files.push(*run),
                 Verdict::NotTargeted(path) => batch.not_targeted.push(path),
             }
         }
@@ -207,7 +226,7 @@ impl Batch {
             let run = run.map_or_else(String::new, |p| p.display().to_string());
             for i in scope.targeted() {
                 let hook = &recipe.hooks[i];
-                if !hook.optional && !targets_found[i] {
+                if !hook.optional && !targets_found.contains(&hook.id) {
                     let kind = ErrorKind::NotInFolder {
                         path: scope::describe(&hook.target),
                         files: looked_at,
@@ -265,10 +284,11 @@ impl Batch {
     }
 }
 
-/// What `op` makes of a file of a run of several: run (with the targeted hooks whose targets it
-/// holds), or not targeted. Of the files found in folders, only one that may hold a target (a
+/// What `op` makes of a file of a run of several, `scope` the file's own recipe and `targeted`
+/// whether the whole recipe has hooks with targets: run (with the targeted hooks whose targets
+/// it holds), or not targeted. Of the files found in folders, only one that may hold a target (a
 /// cheap text test) is parsed.
-fn judge(scope: &Scope<'_>, path: PathBuf, given: bool, op: Op) -> Verdict {
+fn judge(scope: &Scope<'_>, targeted: bool, path: PathBuf, given: bool, op: Op) -> Verdict {
     let file = match DiskFile::read(&path) {
         Ok(file) => file,
         Err(err) => return Verdict::Run(Box::new(failed(path, err)), Vec::new()),
@@ -276,14 +296,14 @@ fn judge(scope: &Scope<'_>, path: PathBuf, given: bool, op: Op) -> Verdict {
     let text = file.source().text();
     let marked = scope.marked(text);
     // A file given by name is parsed all the same: one that does not parse is an error.
-    let skip_parse = !given && scope.has_targets() && !scope.may_hold_target(text);
+    let skip_parse = !given && targeted && !scope.may_hold_target(text);
     if !marked && (op == Op::Revert || skip_parse) {
         return Verdict::NotTargeted(path);
     }
     if op == Op::Revert {
         return Verdict::Run(Box::new(finish(path, file, op, &scope.for_file(&[]))), Vec::new());
     }
-    let here = if scope.has_targets() {
+    let here = if targeted {
         match ParsedFile::parse(file.source().clone()) {
             Ok(parsed) => scope.hooks_here(&parsed),
             Err(err) => return Verdict::Run(Box::new(failed(path, err)), Vec::new()),
@@ -291,14 +311,14 @@ fn judge(scope: &Scope<'_>, path: PathBuf, given: bool, op: Op) -> Verdict {
     } else {
         Vec::new()
     };
-    if !marked && scope.has_targets() && here.is_empty() {
+    if !marked && targeted && here.is_empty() {
         return Verdict::NotTargeted(path);
     }
     let recipe = scope.for_file(&here);
     let run = finish(path.clone(), file, op, &recipe);
     // Module-level hooks go only where a targeted hook is placed (or blocks are to be updated);
     // in a recipe of module-level hooks only, a file where each is skipped is not targeted.
-    let counts = |hook: &str| !scope.has_targets() || here.iter().any(|&i| recipe.hooks[i].id == hook);
+    let counts = |hook: &str| !targeted || here.iter().any(|&i| recipe.hooks[i].id == hook);
     let placed = run
         .outcomes
         .iter()
@@ -307,6 +327,47 @@ fn judge(scope: &Scope<'_>, path: PathBuf, given: bool, op: Op) -> Verdict {
         return Verdict::NotTargeted(path);
     }
     Verdict::Run(Box::new(run), here)
+}
+
+/// For a recipe whose hooks choose their classes by selectors, the concrete recipe of every file
+/// of the folders given that the selection over each whole folder (a project scan) reaches;
+/// `None` for a recipe without selectors.
+fn chosen_by_selectors(
+    recipe: &Recipe,
+    paths: &[PathBuf],
+    errors: &mut Vec<Error>,
+) -> Option<std::collections::HashMap<PathBuf, Recipe>> {
+    if !recipe.selects() {
+        return None;
+    }
+    let mut chosen = std::collections::HashMap::new();
+    let options = crate::project::ScanOptions {
+        package: None,
+        conventions: recipe.conventions.clone(),
+    };
+    for folder in paths.iter().filter(|p| is_folder(p)) {
+        let project = match crate::project::Project::scan_with(folder, &options) {
+            Ok(project) => project,
+            Err(err) => {
+                errors.push(err);
+                continue;
+            }
+        };
+        let selection = crate::project::select::select(&project, recipe);
+        match crate::project::select::expand(recipe, &selection, None, &folder.display().to_string()) {
+            Ok(files) => chosen.extend(files.into_iter().map(|f| (folder.join(&f.file), f.recipe))),
+            Err(err) => errors.push(err),
+        }
+    }
+    Some(chosen)
+}
+
+/// `recipe` without its selector hooks: the recipe of a file no selection reaches.
+fn without_selectors(recipe: &Recipe) -> Recipe {
+    let mut out = recipe.clone();
+    out.hooks
+        .retain(|hook| !matches!(hook.target, crate::locate::Target::Select { .. }));
+    out
 }
 
 fn is_folder(path: &Path) -> bool {

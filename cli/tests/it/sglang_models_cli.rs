@@ -596,3 +596,49 @@ fn names_with_control_characters_are_printed_escaped() {
         text(&out)
     );
 }
+
+/// The general program's folder run with the bundled models recipe (its hooks choose their
+/// classes by selectors) writes the same bytes into the same files as `--arch all`, and
+/// reverts them alike.
+#[test]
+fn a_folder_run_of_the_models_recipe_matches_arch_all() {
+    let arch_models = copy("folder_run_arch").join("sglang/srt/models");
+    let folder_models = copy("folder_run_pysplice").join("sglang/srt/models");
+    let out = run(&["--arch", "all", arch_models.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let pysplice = |command: &str| {
+        Command::new(common::program("pysplice"))
+            .args([
+                command,
+                "--spec",
+                "builtin:sglang-hs-dump-models",
+                folder_models.to_str().unwrap(),
+            ])
+            .output()
+            .expect("pysplice runs")
+    };
+    // Relative paths, so that the two copies compare.
+    let tree = |root: &Path| -> BTreeMap<PathBuf, Vec<u8>> {
+        snapshot(root)
+            .into_iter()
+            .map(|(p, b)| (p.strip_prefix(root).unwrap().to_path_buf(), b))
+            .collect()
+    };
+    let original = tree(&folder_models);
+    let out = pysplice("apply");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (by_folder, by_arch) = (tree(&folder_models), tree(&arch_models));
+    let changed_by_folder = changed(&original, &by_folder);
+    assert!(changed_by_folder.len() > 10, "{changed_by_folder:?}");
+    assert_eq!(changed_by_folder, changed(&original, &by_arch), "the same files");
+    let differing: Vec<&PathBuf> = by_arch
+        .iter()
+        .filter(|(p, b)| by_folder.get(*p) != Some(*b))
+        .map(|(p, _)| p)
+        .collect();
+    assert!(differing.is_empty(), "the same bytes: {differing:?}");
+    assert_eq!(pysplice("check").status.code(), Some(0));
+    let out = pysplice("revert");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(tree(&folder_models) == original, "revert gives back every byte");
+}
