@@ -112,9 +112,12 @@ struct Found {
     given: bool,
 }
 
-/// What a folder's file is to the run.
+/// What a file of a run of several is to the run; with the targeted hooks (by index) whose
+/// targets it holds.
 enum Verdict {
     Run(Box<FileRun>, Vec<usize>),
+    /// Its targets are there, but every hook is skipped there on purpose: untouched.
+    Skipped(PathBuf, Vec<usize>),
     NotTargeted(PathBuf),
 }
 
@@ -206,7 +209,9 @@ impl Batch {
                 };
                 let verdict = judge(&Scope::new(file_recipe), targeted, f.path, f.given, op);
                 let ids = match &verdict {
-                    Verdict::Run(_, here) => here.iter().map(|&i| file_recipe.hooks[i].id.clone()).collect(),
+                    Verdict::Run(_, here) | Verdict::Skipped(_, here) => {
+                        here.iter().map(|&i| file_recipe.hooks[i].id.clone()).collect()
+                    }
                     Verdict::NotTargeted(_) => Vec::new(),
                 };
                 (verdict, ids)
@@ -217,7 +222,7 @@ impl Batch {
             targets_found.extend(ids);
             match verdict {
                 Verdict::Run(run, _) => batch.files.push(*run),
-                Verdict::NotTargeted(path) => batch.not_targeted.push(path),
+                Verdict::NotTargeted(path) | Verdict::Skipped(path, _) => batch.not_targeted.push(path),
             }
         }
         if op == Op::Apply && batch.errors.is_empty() {
@@ -324,7 +329,8 @@ fn judge(scope: &Scope<'_>, targeted: bool, path: PathBuf, given: bool, op: Op) 
         .iter()
         .any(|o| counts(&o.hook) && !matches!(o.status, Status::Skipped { .. }));
     if !marked && run.result.is_ok() && !placed {
-        return Verdict::NotTargeted(path);
+        // Its targets were found all the same: skipped here on purpose (`requires`, `when`).
+        return Verdict::Skipped(path, here);
     }
     Verdict::Run(Box::new(run), here)
 }
@@ -534,6 +540,17 @@ mod tests {
         assert_eq!(batch.files.len(), 1);
         assert_eq!(batch.files[0].path, paths[0]);
         assert_eq!(batch.not_targeted, [paths[1].clone()]);
+    }
+
+    #[test]
+    fn a_hook_skipped_for_its_requirement_is_found_and_fails_nothing() {
+        let text = RECIPE.replace("at = \"start\"", "at = \"start\"\nrequires = [\"g\"]");
+        let recipe = Recipe::from_toml("r.toml", &text).unwrap();
+        let (dir, paths) = files(&["def f():\n    pass\n", "x = 1\n"]);
+        let batch = Batch::run(&recipe, &[dir.path().to_path_buf()], Op::Apply);
+        assert!(batch.first_error().is_none(), "{:?}", batch.first_error());
+        assert!(batch.files.is_empty(), "skipped there on purpose: nothing placed");
+        assert_eq!(batch.not_targeted, paths);
     }
 
     #[test]

@@ -113,6 +113,23 @@ def main(pysplice, dump):
         [v] = objects(pysplice, "apply", "--json", "--spec", spec, tmp / "missing.py", code=2)
         assert v["status"] == "failed" and {h["status"] for h in v["hooks"]} == {"not-run"}
 
+        # A folder run: the patched file with the recipe's notes, the others not targeted, and a
+        # required hook no file defines (an error about the folder: no line, no column).
+        folder = tmp / "folder"
+        folder.mkdir()
+        shutil.copy(FIXTURES / "engine" / "conditions.py", folder / "conditions.py")
+        (folder / "other.py").write_text("x = 1\n")
+        noted = tmp / "noted.toml"
+        noted.write_text(spec.read_text().replace("[recipe]\n", '[recipe]\nnotes = ["a note"]\n', 1))
+        values = objects(pysplice, "apply", "--json", "--spec", noted, folder, code=0, command="apply")
+        by_name = {pathlib.Path(v["path"]).name: v for v in values}
+        assert by_name["conditions.py"]["status"] == "patched" and by_name["conditions.py"]["notes"] == ["a note"]
+        assert by_name["other.py"]["status"] == "not-targeted" and "notes" not in by_name["other.py"]
+        (folder / "conditions.py").unlink()
+        values = objects(pysplice, "check", "--json", "--spec", noted, folder, code=1, command="check")
+        for v in values:  # one per required hook
+            assert not v["ok"] and v["error"]["line"] is None and v["error"]["hook"], v
+
         # matrix: one object per tree, also for a tree without the file.
         model = ROOT / "crates" / "pysplice-sglang" / "data" / "demo_model.py"
         tree = tmp / "tree" / "sglang" / "srt" / "models"

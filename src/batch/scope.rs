@@ -62,8 +62,7 @@ impl<'r> Scope<'r> {
         })
     }
 
-    /// The targeted hooks (indexes into the recipe's hooks) whose targets `file` holds, their
-    /// `requires` met.
+    /// The targeted hooks (indexes into the recipe's hooks) whose targets `file` holds.
     pub(crate) fn hooks_here(&self, file: &ParsedFile) -> Vec<usize> {
         self.needles
             .iter()
@@ -135,12 +134,11 @@ fn defines(text: &str, name: &str) -> bool {
     })
 }
 
-/// Whether the hook's target is in `file` and its `requires` are met.
+/// Whether the hook's target is in `file`.
 fn target_here(recipe: &Recipe, hook: &Hook, file: &ParsedFile) -> bool {
+    // `requires` is left to the plan: a hook whose target is here but whose requirement is not
+    // is skipped there on purpose, as in a run of one file (and its target was found).
     let exists = |path: &str| !file.find_all(path.split('#').next().unwrap_or(path)).is_empty();
-    if !hook.requires.iter().all(|p| exists(p)) {
-        return false;
-    }
     match &hook.target {
         Target::Module => true,
         Target::Definition { path, .. } => exists(path),
