@@ -207,7 +207,15 @@ impl Batch {
                     }
                     _ => recipe,
                 };
-                let verdict = judge(&Scope::new(file_recipe), targeted, f.path, f.given, op);
+                // The run's scope, unless the file has a recipe of its own (selectors).
+                let own;
+                let file_scope = if std::ptr::eq(file_recipe, recipe) {
+                    &scope
+                } else {
+                    own = Scope::new(file_recipe);
+                    &own
+                };
+                let verdict = judge(file_scope, targeted, f.path, f.given, op);
                 let ids = match &verdict {
                     Verdict::Run(_, here) | Verdict::Skipped(_, here) => {
                         here.iter().map(|&i| file_recipe.hooks[i].id.clone()).collect()

@@ -109,7 +109,7 @@ const MAX_NAMED: usize = 10;
 
 /// The files of the folders that the recipe does not target: in text, by name (up to
 /// [`MAX_NAMED`]) or as a count; in JSON, an object each.
-fn report_not_targeted(batch: &Batch, json: bool, body: fn(Splice) -> Body, beside_diff: bool) {
+fn report_not_targeted(batch: &Batch, json: bool, words: Words, body: fn(Splice) -> Body, beside_diff: bool) {
     if json {
         for path in &batch.not_targeted {
             let splice = Splice {
@@ -125,10 +125,7 @@ fn report_not_targeted(batch: &Batch, json: bool, body: fn(Splice) -> Body, besi
     } else if !batch.not_targeted.is_empty() {
         let n = batch.not_targeted.len();
         let files = if n == 1 { "file" } else { "files" };
-        let why = if matches!(
-            body(Splice::new(FileStatus::NotTargeted, &[], Words::Revert)),
-            Body::Revert(_)
-        ) {
+        let why = if words == Words::Revert {
             "none of the recipe's markers there"
         } else {
             "no hook's target is defined there"
@@ -298,7 +295,7 @@ pub fn apply(args: &ApplyArgs) -> u8 {
             out!("{}", report::applied_text(patched));
         }
     }
-    report_not_targeted(&batch, json, Body::Apply, args.dry_run);
+    report_not_targeted(&batch, json, Words::Apply, Body::Apply, args.dry_run);
     // The recipe's notes, once, after a run that placed hooks.
     if !json && batch.successes().any(|(_, p)| placed(p)) && !recipe.notes.is_empty() {
         let print_notes = if args.dry_run { errln_notes } else { outln_notes };
@@ -356,7 +353,7 @@ pub fn check(args: &FilesArgs) -> u8 {
             }
         }
     }
-    report_not_targeted(&batch, args.json, Body::Check, false);
+    report_not_targeted(&batch, args.json, Words::Check, Body::Check, false);
     code
 }
 
@@ -392,6 +389,6 @@ pub fn revert(args: &FilesArgs) -> u8 {
             outln!("Nothing to revert in {}", printable(patched.name()));
         }
     }
-    report_not_targeted(&batch, args.json, Body::Revert, false);
+    report_not_targeted(&batch, args.json, Words::Revert, Body::Revert, false);
     0
 }
