@@ -26,6 +26,7 @@ mod output;
 mod alloc;
 
 mod demo;
+mod hub;
 mod models;
 mod one;
 
@@ -234,6 +235,80 @@ fn print_check_lines(patched: &Patched) {
     for outcome in patched.outcomes() {
         outln!("  - {}: {}", outcome.hook, report::check_status(outcome));
     }
+}
+
+/// `patched`'s outcomes with summaries naming the classes the hooks sit in (see
+/// [`pysplice_sglang::summary::named`]).
+fn named(patched: &Patched) -> Vec<pysplice::HookOutcome> {
+    pysplice_sglang::summary::named(patched, RECIPE_ID)
+}
+
+/// The marker id both bundled recipes write.
+const RECIPE_ID: &str = "sglang-hs-dump";
+
+/// An apply's report of one file: patched or up to date, then a line per hook.
+fn print_applied_file(patched: &Patched) {
+    if patched.is_up_to_date() {
+        outln!("Already up to date: {}", report::printable(patched.name()));
+    } else {
+        outln!("Successfully patched {}", report::printable(patched.name()));
+    }
+    for outcome in named(patched) {
+        outln!("  - {}", report::outcome_line(&outcome));
+    }
+}
+
+/// A revert's report of one file: what was removed, or that there was nothing to remove.
+fn print_reverted_file(patched: &Patched, dry_run: bool) {
+    let name = report::printable(patched.name());
+    match (patched.changed(), dry_run) {
+        (false, _) => outln!("Nothing to revert in {name}"),
+        (true, true) => outln!("Would revert {name}"),
+        (true, false) => outln!("Reverted {name}"),
+    }
+    if patched.changed() {
+        for outcome in named(patched) {
+            outln!("  - {}", report::outcome_line(&outcome));
+        }
+    }
+}
+
+/// A word for a shell command line: as it is when it is plain, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-,:=+@%".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// How to start the server with the dump, and how to undo the patch: the release's flags and
+/// notes, an example launch line (for `model`), and `undo`.
+fn print_use(env: &str, release: Option<&Release>, launch: &Launch, demo: bool, model: &str, undo: &str) {
+    let dir = pysplice_sglang::install::DUMP_DIR;
+    outln!("To use: set {env}={dir} before starting server");
+    match release {
+        Some(r) => outln!(
+            "Server flags for SGLang {} (from {}):",
+            report::printable(&r.text),
+            report::printable(&r.source)
+        ),
+        None if demo => outln!("Server flags (for a real SGLang they depend on its release):"),
+        None => outln!("Server flags:"),
+    }
+    outln!("  {}", launch.flags.join(" "));
+    for note in &launch.notes {
+        outln!("Note: {note}");
+    }
+    outln!(
+        "e.g. {env}={dir} python3 -m sglang.launch_server --model-path {model} {}",
+        launch.flags.join(" ")
+    );
+    outln!("Undo with: {undo}");
 }
 
 fn run(args: &Args) -> u8 {
