@@ -287,8 +287,8 @@ fn shell_word(word: &str) -> String {
 }
 
 /// How to start the server with the dump, and how to undo the patch: the release's flags and
-/// notes, an example launch line (for `model`), and `undo`.
-fn print_use(env: &str, release: Option<&Release>, launch: &Launch, demo: bool, model: &str, undo: &str) {
+/// notes, an example launch line (for `model`), and `undo` (none for the demo's copy).
+fn print_use(env: &str, release: Option<&Release>, launch: &Launch, demo: bool, model: &str, undo: Option<&str>) {
     let dir = pysplice_sglang::install::DUMP_DIR;
     outln!("To use: set {env}={dir} before starting server");
     match release {
@@ -308,7 +308,10 @@ fn print_use(env: &str, release: Option<&Release>, launch: &Launch, demo: bool, 
         "e.g. {env}={dir} python3 -m sglang.launch_server --model-path {model} {}",
         launch.flags.join(" ")
     );
-    outln!("Undo with: {undo}");
+    match undo {
+        Some(undo) => outln!("Undo with: {undo}"),
+        None => outln!("The demo copy and its temporary folder are removed as this run ends."),
+    }
 }
 
 fn run(args: &Args) -> u8 {

@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use tempfile::TempDir;
+
 use pysplice::report::printable;
 use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe};
 use pysplice_cli::contract::{Body, ErrorInfo, HookResult, Output, Splice};
@@ -44,14 +46,19 @@ fn apply(args: &Args, recipe: &Recipe, file: &DiskFile) -> Result<Patched, u8> {
     })
 }
 
-/// The file to patch and its release, or the exit code of a failure already reported.
-fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<Release>), u8> {
+/// The file to patch and its release (and for the demo, the temporary folder holding its copy,
+/// removed when dropped), or the exit code of a failure already reported.
+fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<Release>, Option<TempDir>), u8> {
+    let mut folder = None;
     let path = if args.installed {
         crate::installed_model_file(&args.python, args.probe_timeout)
     } else if let Some(path) = &args.path {
         sglang_install::model_file(path).map_err(|e| e.message)
     } else {
-        crate::demo::demo_copy()
+        crate::demo::demo_copy().map(|(dir, file)| {
+            folder = Some(dir);
+            file
+        })
     };
     let path = path.map_err(|message| {
         let file = args.path.as_deref().unwrap_or(Path::new(""));
@@ -68,7 +75,7 @@ fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<R
         None if demo => None,
         None => Release::detect(&path),
     };
-    Ok((path, release))
+    Ok((path, release, folder))
 }
 
 /// Patches, checks or reverts one file and reports it.
@@ -77,7 +84,8 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         .expect("a bundled recipe")
         .expect("the bundled recipe is valid");
     let demo = args.path.is_none() && !args.installed;
-    let (path, release) = match locate(args, &recipe, demo) {
+    // The demo's folder lives until the run ends, then is removed.
+    let (path, release, _demo_folder) = match locate(args, &recipe, demo) {
         Ok(found) => found,
         Err(code) => return code,
     };
@@ -241,7 +249,8 @@ impl Finished<'_> {
         crate::print_applied_file(patched);
         outln!();
         let undo = format!("{PROGRAM} --revert {}", crate::shell_word(&printable(patched.name())));
+        let undo = (!self.demo).then_some(undo.as_str());
         let launch = self.launch();
-        crate::print_use(self.env, self.release.as_ref(), &launch, self.demo, "MODEL", &undo);
+        crate::print_use(self.env, self.release.as_ref(), &launch, self.demo, "MODEL", undo);
     }
 }
