@@ -9,7 +9,7 @@ const DEMO_MODEL: &str = include_str!("../../../crates/pysplice-sglang/data/demo
 /// the folder, removed when it is dropped, and the copy's path.
 pub fn demo_copy() -> Result<(tempfile::TempDir, PathBuf), String> {
     let mut builder = tempfile::Builder::new();
-    builder.prefix("sglang_hs_dump-demo-");
+    builder.prefix("sglang-hs-dump-demo-");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -1,14 +1,14 @@
-//! `sglang_hs_dump`: patch SGLang's `deepseek_v2.py` so that the server dumps EAGLE-3 / SpecForge
+//! `sglang-hs-dump`: patch SGLang's `deepseek_v2.py` so that the server dumps EAGLE-3 / SpecForge
 //! training hidden states during prefill, using pysplice's bundled `sglang-hs-dump` recipe.
 //!
 //! ```text
-//! sglang_hs_dump [PATH] [--revert | --check] [--dry-run] [--json] [--sglang-version X]
-//! sglang_hs_dump --installed [--python python3] [--probe-timeout 20] ...
-//! sglang_hs_dump                      # demo: patch a copy of the bundled demo model
-//! sglang_hs_dump --flag-table         # the server flags of every known SGLang release
-//! sglang_hs_dump PATH --arch Qwen3MoeForCausalLM [--arch ...]   # any architecture with aux capture
-//! sglang_hs_dump PATH --model-path DIR  # the architectures DIR/config.json names
-//! sglang_hs_dump PATH --arch all        # every architecture with aux capture
+//! sglang-hs-dump [PATH] [--revert | --check] [--dry-run] [--json] [--sglang-version X]
+//! sglang-hs-dump --installed [--python python3] [--probe-timeout 20] ...
+//! sglang-hs-dump                      # demo: patch a copy of the bundled demo model
+//! sglang-hs-dump --flag-table         # the server flags of every known SGLang release
+//! sglang-hs-dump PATH --arch Qwen3MoeForCausalLM [--arch ...]   # any architecture with aux capture
+//! sglang-hs-dump PATH --model-path DIR  # the architectures DIR/config.json names
+//! sglang-hs-dump PATH --arch all        # every architecture with aux capture
 //! ```
 //!
 //! With `--arch` or `--model-path`, PATH (or `--installed`) stands for the `sglang/srt/models`

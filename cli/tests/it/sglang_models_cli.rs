@@ -1,4 +1,4 @@
-//! `sglang_hs_dump --arch / --model-path` end to end on a copy of an SGLang models folder: exit
+//! `sglang-hs-dump --arch / --model-path` end to end on a copy of an SGLang models folder: exit
 //! codes, messages, every needed file changed, `--check` after apply, exact revert, `--json`
 //! listing every file, nothing written on failure.
 
