@@ -17,9 +17,10 @@ pub fn architectures(given: &Path) -> Result<Vec<String>, Error> {
         return sglang_models::architectures(given);
     };
     let cache = cache_dir();
-    let shown_cache = cache
-        .as_ref()
-        .map_or_else(|| "no cache folder: HOME is not set".to_string(), |c| c.display().to_string());
+    let shown_cache = cache.as_ref().map_or_else(
+        || "no cache folder: HOME is not set".to_string(),
+        |c| c.display().to_string(),
+    );
     let snapshots = cache.as_deref().map(|c| snapshots(c, id)).unwrap_or_default();
     match snapshots.as_slice() {
         [one] => {
@@ -77,7 +78,9 @@ fn cache_dir() -> Option<PathBuf> {
 
 /// The snapshot folders of `id` in `cache` that hold a `config.json`, sorted.
 fn snapshots(cache: &Path, id: &str) -> Vec<PathBuf> {
-    let folder = cache.join(format!("models--{}", id.replace('/', "--"))).join("snapshots");
+    let folder = cache
+        .join(format!("models--{}", id.replace('/', "--")))
+        .join("snapshots");
     let mut out: Vec<PathBuf> = std::fs::read_dir(folder)
         .map(|entries| {
             entries

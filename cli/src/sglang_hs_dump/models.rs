@@ -232,7 +232,14 @@ impl Finished<'_> {
                 Some(model) => crate::shell_word(&printable(&model.display().to_string())),
                 None => "MODEL".to_string(),
             };
-            crate::print_use(self.env, self.release.as_ref(), &self.launch, false, &model, Some(&self.undo()));
+            crate::print_use(
+                self.env,
+                self.release.as_ref(),
+                &self.launch,
+                false,
+                &model,
+                Some(&self.undo()),
+            );
         }
     }
 

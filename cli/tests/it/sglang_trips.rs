@@ -85,7 +85,9 @@ fn revert_and_check_without_arch_cover_every_patched_file() {
         assert_eq!(code(&out), 0, "{path}: {}{}", stdout(&out), stderr(&out));
         let text = stdout(&out);
         assert!(
-            text.contains(&format!("{m}: files carrying the patch: qwen2_moe.py, qwen3_moe.py; checking them")),
+            text.contains(&format!(
+                "{m}: files carrying the patch: qwen2_moe.py, qwen3_moe.py; checking them"
+            )),
             "{text}"
         );
         assert!(text.contains(&format!("{m}/qwen2_moe.py: up to date")), "{text}");
@@ -161,14 +163,26 @@ fn summaries_name_the_class_actually_patched() {
     let out = run(&[m, "--arch", "Qwen3MoeForCausalLM"]);
     assert_eq!(code(&out), 0);
     let text = stdout(&out);
-    assert!(text.contains("  - Added _hs_dump init in Qwen2MoeModel.__init__ (lines "), "{text}");
-    assert!(text.contains("  - Added _hs_dump init in Qwen3MoeModel.__init__ (lines "), "{text}");
-    assert!(text.contains("  - Added dump logic in Qwen2MoeModel.forward (lines "), "{text}");
+    assert!(
+        text.contains("  - Added _hs_dump init in Qwen2MoeModel.__init__ (lines "),
+        "{text}"
+    );
+    assert!(
+        text.contains("  - Added _hs_dump init in Qwen3MoeModel.__init__ (lines "),
+        "{text}"
+    );
+    assert!(
+        text.contains("  - Added dump logic in Qwen2MoeModel.forward (lines "),
+        "{text}"
+    );
     assert!(
         text.contains("  - Auto-enabled aux hidden state capture in Qwen3MoeForCausalLM.__init__ (lines "),
         "{text}"
     );
-    assert!(!text.contains("the model's") && !text.contains("the architecture's"), "{text}");
+    assert!(
+        !text.contains("the model's") && !text.contains("the architecture's"),
+        "{text}"
+    );
     let out = run(&[m, "--arch", "Qwen3MoeForCausalLM", "--check", "--json"]);
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains("Added _hs_dump init in Qwen3MoeModel.__init__"));
@@ -177,7 +191,10 @@ fn summaries_name_the_class_actually_patched() {
     let out = run(&[qwen3.to_str().unwrap(), "--revert"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("  - removed: Added _hs_dump init in Qwen3MoeModel.__init__\n"), "{text}");
+    assert!(
+        text.contains("  - removed: Added _hs_dump init in Qwen3MoeModel.__init__\n"),
+        "{text}"
+    );
     assert!(
         text.contains("  - removed: Auto-enabled aux hidden state capture in Qwen3MoeForCausalLM.__init__\n"),
         "{text}"
@@ -218,7 +235,12 @@ fn an_architecture_without_capture_in_this_release_is_named_as_such() {
     // The release the table gives as its last with capture patches it.
     let old = copy("glm4v-0.5.3", "0.5.3");
     let models = old.join("sglang/srt/models");
-    let out = run(&[models.to_str().unwrap(), "--arch", "Glm4vForConditionalGeneration", "--dry-run"]);
+    let out = run(&[
+        models.to_str().unwrap(),
+        "--arch",
+        "Glm4vForConditionalGeneration",
+        "--dry-run",
+    ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let table = std::fs::read_to_string(Path::new(common::WORKSPACE).join("docs/sglang.md")).unwrap();
     assert!(table.contains("| `Glm4vForConditionalGeneration` | glm4v.py | 0.5.2 | 0.5.3 |"));
@@ -250,7 +272,11 @@ fn a_hub_id_is_looked_up_in_the_local_hub_cache() {
     let snapshot = |rev: &str| {
         let folder = cache.join("models--Qwen--Qwen3-30B-A3B/snapshots").join(rev);
         std::fs::create_dir_all(&folder).unwrap();
-        std::fs::write(folder.join("config.json"), r#"{"architectures": ["Qwen3MoeForCausalLM"]}"#).unwrap();
+        std::fs::write(
+            folder.join("config.json"),
+            r#"{"architectures": ["Qwen3MoeForCausalLM"]}"#,
+        )
+        .unwrap();
         folder
     };
     let one = snapshot("0123abcd");
@@ -309,7 +335,12 @@ fn arch_output_matches_the_one_file_output() {
     assert_eq!(code(&out), 0);
     let text = stdout(&out);
     let flags = "--disable-cuda-graph --disable-radix-cache --chunked-prefill-size -1 --skip-server-warmup";
-    assert!(text.contains(&format!("Server flags for SGLang 0.5.23 (from --sglang-version):\n  {flags}")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Server flags for SGLang 0.5.23 (from --sglang-version):\n  {flags}"
+        )),
+        "{text}"
+    );
     assert!(
         text.contains(&format!(
             "e.g. SGLANG_HS_DUMP_DIR=/dev/shm/sglang_hs python3 -m sglang.launch_server --model-path MODEL {flags}"
@@ -320,8 +351,13 @@ fn arch_output_matches_the_one_file_output() {
     assert!(text.ends_with(&undo), "{text}");
     let one = run(&[&format!("{m}/deepseek_v2.py"), "--sglang-version", "0.5.23"]);
     let one = stdout(&one);
-    assert!(one.contains(&format!("Server flags for SGLang 0.5.23 (from --sglang-version):\n  {flags}")));
-    assert!(one.ends_with(&format!("Undo with: sglang-hs-dump --revert {m}/deepseek_v2.py\n")), "{one}");
+    assert!(one.contains(&format!(
+        "Server flags for SGLang 0.5.23 (from --sglang-version):\n  {flags}"
+    )));
+    assert!(
+        one.ends_with(&format!("Undo with: sglang-hs-dump --revert {m}/deepseek_v2.py\n")),
+        "{one}"
+    );
     assert_eq!(code(&run(&["--revert", &format!("{m}/deepseek_v2.py")])), 0);
     // The undo line, run as printed, gives back every byte.
     let out = run(&["--revert", m, "--arch", "Qwen3MoeForCausalLM"]);
@@ -338,7 +374,12 @@ fn the_demo_leaves_no_temporary_folder_behind() {
     for extra in [&[][..], &["--dry-run"], &["--json"]] {
         let out = run_env(extra, &[("TMPDIR", &tmp)]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
-        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{extra:?}: left in {}", tmp.display());
+        assert_eq!(
+            std::fs::read_dir(&tmp).unwrap().count(),
+            0,
+            "{extra:?}: left in {}",
+            tmp.display()
+        );
     }
     let out = run_env(&[], &[("TMPDIR", &tmp)]);
     assert!(stdout(&out).ends_with("The demo copy and its temporary folder are removed as this run ends.\n"));
@@ -359,7 +400,13 @@ fn revert_dry_run_of_an_unpatched_file_says_there_is_nothing_to_revert() {
     assert_eq!(stderr(&out), format!("dry run: nothing was written to {f}\n"));
     assert_eq!(std::fs::read(&file).unwrap(), original);
     let m = dir.join("sglang/srt/models");
-    let out = run(&[m.to_str().unwrap(), "--arch", "Qwen3MoeForCausalLM", "--revert", "--dry-run"]);
+    let out = run(&[
+        m.to_str().unwrap(),
+        "--arch",
+        "Qwen3MoeForCausalLM",
+        "--revert",
+        "--dry-run",
+    ]);
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains(&format!("Nothing to revert in {}/qwen3_moe.py\n", m.display())));
     assert_eq!(stderr(&out), "dry run: nothing was written\n");

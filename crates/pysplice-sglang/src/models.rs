@@ -339,7 +339,11 @@ fn has_frame_in(recipe: &Recipe, name: &str, text: &str, hook: &str, path: &str)
 /// # Errors
 /// As [`patch`]; [`ErrorKind::Selection`] (at the folder) for a check when a marked file serves
 /// none of the architectures found patched, naming it.
-pub fn patch_marked(recipe: &Recipe, models_dir: &Path, mode: Mode) -> Result<(Selection, Vec<FilePatch>, Vec<String>), Error> {
+pub fn patch_marked(
+    recipe: &Recipe,
+    models_dir: &Path,
+    mode: Mode,
+) -> Result<(Selection, Vec<FilePatch>, Vec<String>), Error> {
     let marked = marked_files(recipe, models_dir)?;
     if mode == Mode::Revert {
         let (selection, mut patches) = patch(recipe, models_dir, None, Mode::Revert)?;

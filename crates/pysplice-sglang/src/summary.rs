@@ -75,12 +75,18 @@ mod tests {
         let demo = include_str!("../data/demo_model.py");
         let applied = pysplice::apply(&recipe, SourceFile::new("m.py", demo)).unwrap();
         let lines = summaries(&applied, &recipe.id);
-        assert!(lines.contains(&"Added _hs_dump init in DeepseekV2Model.__init__".to_string()), "{lines:?}");
+        assert!(
+            lines.contains(&"Added _hs_dump init in DeepseekV2Model.__init__".to_string()),
+            "{lines:?}"
+        );
         // Another file's classes holding the same frames (as after `--arch`): named as they are.
         let other = applied.output().replace("class DeepseekV2Model(", "class OtherModel(");
         let reverted = pysplice::revert(&recipe, SourceFile::new("m.py", other.as_str())).unwrap();
         let lines = summaries(&reverted, &recipe.id);
-        assert!(lines.contains(&"Added dump logic in OtherModel.forward".to_string()), "{lines:?}");
+        assert!(
+            lines.contains(&"Added dump logic in OtherModel.forward".to_string()),
+            "{lines:?}"
+        );
         assert!(lines.iter().all(|l| !l.contains("DeepseekV2Model")), "{lines:?}");
         let untouched = pysplice::revert(&recipe, SourceFile::new("m.py", demo)).unwrap();
         let lines = summaries(&untouched, &recipe.id);
