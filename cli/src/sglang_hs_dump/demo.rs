@@ -28,3 +28,22 @@ pub fn demo_copy() -> Result<(tempfile::TempDir, PathBuf), String> {
         .map_err(|err| format!("{}: cannot write the demo copy: {err}", file.display()))?;
     Ok((dir, file))
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_copy_is_in_a_private_folder_removed_with_its_guard() {
+        let (dir, file) = super::demo_copy().unwrap();
+        let folder = dir.path().to_path_buf();
+        assert_eq!(file.parent(), Some(folder.as_path()));
+        let mode = std::fs::metadata(&folder).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o700);
+        assert!(std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("class DeepseekV2Model"));
+        drop(dir);
+        assert!(!folder.exists());
+    }
+}
