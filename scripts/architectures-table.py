@@ -3,8 +3,9 @@
 For every release in tests/sglang-versions.txt, runs `sglang-hs-dump MODELS --arch all --dry-run
 --json` on its unpacked models folder and records which architectures get which files. An
 architecture's first release is the first pinned release that patches it (every release in which
-a model file gains `set_eagle3_layers_to_capture` is pinned); its files are those of the newest
-pinned release that has it.
+a model file gains `set_eagle3_layers_to_capture` is pinned); its last release is the last
+pinned release that patches it, when a newer pinned release no longer does (the class lost its
+aux capture, or left the folder); its files are those of the newest pinned release that has it.
 
 Usage: python3 scripts/architectures-table.py SGLANG_HS_DUMP [CORPUS]
 (CORPUS defaults to $PYSPLICE_CORPUS or target/sglang-corpus.)
@@ -34,8 +35,9 @@ def version_key(text):
 
 
 def main(dump, corpus):
-    first, files, defined = {}, {}, {}
-    for version in sorted(pinned(), key=version_key):
+    first, last, files, defined = {}, {}, {}, {}
+    releases = sorted(pinned(), key=version_key)
+    for version in releases:
         models = pathlib.Path(corpus) / version / "sglang" / "srt" / "models"
         done = subprocess.run([dump, str(models), "--arch", "all", "--dry-run", "--json"],
                               capture_output=True, text=True)
@@ -52,13 +54,15 @@ def main(dump, corpus):
                 served.setdefault(arch, []).append(name)
         for arch, names in served.items():
             first.setdefault(arch, version)
+            last[arch] = version
             files[arch] = names
     for arch in first:
         defined[arch] = arch_file(pathlib.Path(corpus), arch, files[arch])
-    print("| architecture (`--arch`) | defined in | first release | files patched (newest pinned release that has it) |")
-    print("|---|---|---|---|")
+    print("| architecture (`--arch`) | defined in | first release with capture | last release with capture | files patched (newest pinned release that has it) |")
+    print("|---|---|---|---|---|")
     for arch in sorted(first, key=lambda a: (defined[a], a)):
-        print(f"| `{arch}` | {defined[arch]} | {first[arch]} | {', '.join(files[arch])} |")
+        until = last[arch] if last[arch] != releases[-1] else "still there"
+        print(f"| `{arch}` | {defined[arch]} | {first[arch]} | {until} | {', '.join(files[arch])} |")
 
 
 def arch_file(corpus, arch, names):

@@ -43,7 +43,7 @@ impl Project {
                 action: "cannot read the directory".into(),
                 source: source.into(),
             }
-            .at(Location::new(dir.display().to_string(), 1, 1))
+            .at(Location::whole(dir.display().to_string()))
         };
         let meta = std::fs::metadata(dir).map_err(io)?;
         if !meta.is_dir() {
@@ -191,7 +191,7 @@ fn walk(
                     action: "cannot read the directory".into(),
                     source: source.into(),
                 }
-                .at(Location::new(path.display().to_string(), 1, 1));
+                .at(Location::whole(path.display().to_string()));
                 unlisted.push((FileProblem::new(&rel(), &err), err));
             }
         }
@@ -210,7 +210,7 @@ fn read_text(root: &Path, path: &Path, rel: &str) -> Result<String, (FileProblem
                 action: "cannot read".into(),
                 source: source.into(),
             }
-            .at(Location::new(path.display().to_string(), 1, 1)),
+            .at(Location::whole(path.display().to_string())),
         ));
     }
     // Regular files only, within the size limit: a FIFO or device named `x.py` is reported, not read.

@@ -282,7 +282,8 @@ pub fn in_file(recipe: &Recipe, file: &ParsedFile, hook: &str) -> Result<Vec<Str
 }
 
 fn selection_error(root: &str, reason: SelectionReason) -> Error {
-    ErrorKind::Selection { reason }.at(Location::new(root, 1, 1))
+    // The folder as a whole: no line or column.
+    ErrorKind::Selection { reason }.at(Location::whole(root))
 }
 
 /// Parsed files and the graph, for one selection.

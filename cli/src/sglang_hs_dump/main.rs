@@ -1,14 +1,14 @@
-//! `sglang_hs_dump`: patch SGLang's `deepseek_v2.py` so that the server dumps EAGLE-3 / SpecForge
+//! `sglang-hs-dump`: patch SGLang's `deepseek_v2.py` so that the server dumps EAGLE-3 / SpecForge
 //! training hidden states during prefill, using pysplice's bundled `sglang-hs-dump` recipe.
 //!
 //! ```text
-//! sglang_hs_dump [PATH] [--revert | --check] [--dry-run] [--json] [--sglang-version X]
-//! sglang_hs_dump --installed [--python python3] [--probe-timeout 20] ...
-//! sglang_hs_dump                      # demo: patch a copy of the bundled demo model
-//! sglang_hs_dump --flag-table         # the server flags of every known SGLang release
-//! sglang_hs_dump PATH --arch Qwen3MoeForCausalLM [--arch ...]   # any architecture with aux capture
-//! sglang_hs_dump PATH --model-path DIR  # the architectures DIR/config.json names
-//! sglang_hs_dump PATH --arch all        # every architecture with aux capture
+//! sglang-hs-dump [PATH] [--revert | --check] [--dry-run] [--json] [--sglang-version X]
+//! sglang-hs-dump --installed [--python python3] [--probe-timeout 20] ...
+//! sglang-hs-dump                      # demo: patch a copy of the bundled demo model
+//! sglang-hs-dump --flag-table         # the server flags of every known SGLang release
+//! sglang-hs-dump PATH --arch Qwen3MoeForCausalLM [--arch ...]   # any architecture with aux capture
+//! sglang-hs-dump PATH --model-path DIR  # the architectures DIR/config.json names
+//! sglang-hs-dump PATH --arch all        # every architecture with aux capture
 //! ```
 //!
 //! With `--arch` or `--model-path`, PATH (or `--installed`) stands for the `sglang/srt/models`
@@ -26,6 +26,7 @@ mod output;
 mod alloc;
 
 mod demo;
+mod hub;
 mod models;
 mod one;
 
@@ -233,6 +234,83 @@ fn hard_link_notes(written: &[&pysplice::DiskFile]) {
 fn print_check_lines(patched: &Patched) {
     for outcome in patched.outcomes() {
         outln!("  - {}: {}", outcome.hook, report::check_status(outcome));
+    }
+}
+
+/// `patched`'s outcomes with summaries naming the classes the hooks sit in (see
+/// [`pysplice_sglang::summary::named`]).
+fn named(patched: &Patched) -> Vec<pysplice::HookOutcome> {
+    pysplice_sglang::summary::named(patched, RECIPE_ID)
+}
+
+/// The marker id both bundled recipes write.
+const RECIPE_ID: &str = "sglang-hs-dump";
+
+/// An apply's report of one file: patched or up to date, then a line per hook.
+fn print_applied_file(patched: &Patched) {
+    if patched.is_up_to_date() {
+        outln!("Already up to date: {}", report::printable(patched.name()));
+    } else {
+        outln!("Successfully patched {}", report::printable(patched.name()));
+    }
+    for outcome in named(patched) {
+        outln!("  - {}", report::outcome_line(&outcome));
+    }
+}
+
+/// A revert's report of one file: what was removed, or that there was nothing to remove.
+fn print_reverted_file(patched: &Patched, dry_run: bool) {
+    let name = report::printable(patched.name());
+    match (patched.changed(), dry_run) {
+        (false, _) => outln!("Nothing to revert in {name}"),
+        (true, true) => outln!("Would revert {name}"),
+        (true, false) => outln!("Reverted {name}"),
+    }
+    if patched.changed() {
+        for outcome in named(patched) {
+            outln!("  - {}", report::outcome_line(&outcome));
+        }
+    }
+}
+
+/// A word for a shell command line: as it is when it is plain, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-,:=+@%".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// How to start the server with the dump, and how to undo the patch: the release's flags and
+/// notes, an example launch line (for `model`), and `undo` (none for the demo's copy).
+fn print_use(env: &str, release: Option<&Release>, launch: &Launch, demo: bool, model: &str, undo: Option<&str>) {
+    let dir = pysplice_sglang::install::DUMP_DIR;
+    outln!("To use: set {env}={dir} before starting server");
+    match release {
+        Some(r) => outln!(
+            "Server flags for SGLang {} (from {}):",
+            report::printable(&r.text),
+            report::printable(&r.source)
+        ),
+        None if demo => outln!("Server flags (for a real SGLang they depend on its release):"),
+        None => outln!("Server flags:"),
+    }
+    outln!("  {}", launch.flags.join(" "));
+    for note in &launch.notes {
+        outln!("Note: {note}");
+    }
+    outln!(
+        "e.g. {env}={dir} python3 -m sglang.launch_server --model-path {model} {}",
+        launch.flags.join(" ")
+    );
+    match undo {
+        Some(undo) => outln!("Undo with: {undo}"),
+        None => outln!("The demo copy and its temporary folder are removed as this run ends."),
     }
 }
 

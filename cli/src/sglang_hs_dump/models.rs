@@ -3,13 +3,13 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::project::select::RootChoice;
-use pysplice::report::{self, printable};
+use pysplice::report::printable;
 use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, Output, Splice};
-use pysplice_sglang::install::{self as sglang_install, Release, DUMP_DIR};
+use pysplice_sglang::install::{self as sglang_install, Release};
 use pysplice_sglang::launch::Launch;
 use pysplice_sglang::models::{self as sglang_models, FilePatch};
 
-use crate::{body, exit_code, fail, Args, Mode};
+use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
 
 /// A failure before any file is patched: a JSON error object in the contract's layout, or text.
 fn failed(args: &Args, file: &Path, message: &str, code: u8) -> u8 {
@@ -48,7 +48,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         Err(message) => return failed(args, &given, &message, 2),
     };
     let wanted: Option<Vec<String>> = match &args.model_path {
-        Some(model) => match sglang_models::architectures(model) {
+        Some(model) => match crate::hub::architectures(model) {
             Ok(names) => Some(names),
             Err(err) => return fail(args, model, ErrorInfo::from(&err), Vec::new(), 2),
         },
@@ -65,17 +65,56 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         Ok(found) => found,
         Err(err) => return fail(args, &dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err)),
     };
+    finish(args, mode, &recipe, &dir, &selection, &patches, wanted.as_deref())
+}
+
+/// A `--revert` or `--check` without `--arch` of a folder where files besides `deepseek_v2.py`
+/// carry the recipe's markers: every marked file reverted, or checked for the architectures
+/// patched in it.
+pub fn run_marked(args: &Args, mode: Mode, dir: &Path) -> u8 {
+    let recipe = sglang_models::recipe().expect("the bundled recipes are valid");
+    let lib_mode = if mode == Mode::Revert {
+        sglang_models::Mode::Revert
+    } else {
+        sglang_models::Mode::Apply
+    };
+    let (selection, patches, archs) = match sglang_models::patch_marked(&recipe, dir, lib_mode) {
+        Ok(found) => found,
+        Err(err) => return fail(args, dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err)),
+    };
+    if !args.json {
+        let names: Vec<String> = patches.iter().map(|p| p.relative.clone()).collect();
+        outln!(
+            "{}: files carrying the patch: {}; {} them",
+            printable(&dir.display().to_string()),
+            printable(&names.join(", ")),
+            if mode == Mode::Revert { "reverting" } else { "checking" }
+        );
+    }
+    finish(args, mode, &recipe, dir, &selection, &patches, Some(&archs))
+}
+
+/// Writes what the mode asks for and reports it: the exit code.
+fn finish(
+    args: &Args,
+    mode: Mode,
+    recipe: &pysplice::Recipe,
+    dir: &Path,
+    selection: &pysplice::project::select::Selection,
+    patches: &[FilePatch],
+    wanted: Option<&[String]>,
+) -> u8 {
     let written = mode != Mode::Check && !args.dry_run;
     if written {
-        match sglang_models::write_all(&patches) {
+        match sglang_models::write_all(patches) {
             Ok(files) => crate::hard_link_notes(&files),
-            Err(err) => return fail(args, &dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err)),
+            Err(err) => return fail(args, dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err)),
         }
     }
     let roots: Vec<_> = selection
         .roots
         .iter()
-        .filter(|r| wanted.as_ref().is_none_or(|w| w.contains(&r.class)))
+        .filter(|r| wanted.is_none_or(|w| w.contains(&r.class)))
         .collect();
     // An unreadable --sglang-version falls back to what the install says.
     let release = args
@@ -86,12 +125,12 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
     let run = Finished {
         args,
         mode,
-        dir: &dir,
-        env: sglang_install::env_var(&recipe),
+        dir,
+        env: sglang_install::env_var(recipe),
         launch: sglang_install::launch_for(release.as_ref(), &[]),
         release,
         roots,
-        patches: &patches,
+        patches,
         written,
     };
     if args.json {
@@ -120,8 +159,9 @@ struct Finished<'a> {
 }
 
 impl Finished<'_> {
+    /// The diff with the path as read in its headers, as a run on one file shows it.
     fn diff(p: &FilePatch) -> String {
-        p.patched.clone().with_name(&p.relative).diff()
+        p.patched.diff()
     }
 
     /// The contract's layout: one object per file, then one per architecture skipped.
@@ -135,7 +175,7 @@ impl Finished<'_> {
         };
         for p in self.patches {
             let status = crate::file_status(mode, args.dry_run, pending(p), p.patched.changed());
-            let mut splice = Splice::new(status, p.patched.outcomes(), mode.words());
+            let mut splice = Splice::new(status, &crate::named(&p.patched), mode.words());
             splice.changed = p.patched.changed();
             splice.written = self.written && p.patched.changed();
             splice.diff = args.dry_run.then(|| Self::diff(p));
@@ -168,28 +208,63 @@ impl Finished<'_> {
             outln!("{}", printable(&line));
         }
         for p in self.patches {
-            let name = p.file.path().display().to_string();
-            let name = printable(&name);
-            match (self.mode, self.args.dry_run, p.patched.changed()) {
-                (Mode::Check, _, _) => {
-                    outln!("{name}: {}", if pending(p) { "needs apply" } else { "up to date" });
+            match (self.mode, self.args.dry_run) {
+                (Mode::Check, _) => {
+                    let name = p.file.path().display().to_string();
+                    outln!(
+                        "{}: {}",
+                        printable(&name),
+                        if pending(p) { "needs apply" } else { "up to date" }
+                    );
                     crate::print_check_lines(&p.patched);
                 }
-                (_, true, _) => out!("{}", Self::diff(p)),
-                (Mode::Revert, false, true) => outln!("Reverted {name}"),
-                (Mode::Revert, false, false) => outln!("Nothing to revert in {name}"),
-                (Mode::Apply, false, _) => out!("{}", report::applied_text(&p.patched)),
+                (Mode::Revert, _) if !p.patched.changed() => crate::print_reverted_file(&p.patched, self.args.dry_run),
+                (_, true) => out!("{}", Self::diff(p)),
+                (Mode::Revert, false) => crate::print_reverted_file(&p.patched, false),
+                (Mode::Apply, false) => crate::print_applied_file(&p.patched),
             }
         }
         if self.args.dry_run {
             errln!("dry run: nothing was written");
         } else if self.mode == Mode::Apply {
-            let env = self.env;
-            outln!("\nTo use: set {env}={DUMP_DIR} before starting server");
-            outln!("Server flags: {}", self.launch.flags.join(" "));
-            for note in &self.launch.notes {
-                outln!("Note: {note}");
+            outln!();
+            let model = match &self.args.model_path {
+                Some(model) => crate::shell_word(&printable(&model.display().to_string())),
+                None => "MODEL".to_string(),
+            };
+            crate::print_use(
+                self.env,
+                self.release.as_ref(),
+                &self.launch,
+                false,
+                &model,
+                Some(&self.undo()),
+            );
+        }
+    }
+
+    /// The command that reverts what this run patched: the same folder and architectures.
+    fn undo(&self) -> String {
+        let mut words = vec![PROGRAM.to_string(), "--revert".to_string()];
+        if self.args.installed {
+            words.push("--installed".into());
+            if self.args.python != "python3" {
+                words.push("--python".into());
+                words.push(crate::shell_word(&printable(&self.args.python)));
+            }
+        } else if let Some(path) = &self.args.path {
+            words.push(crate::shell_word(&printable(&path.display().to_string())));
+        }
+        match &self.args.model_path {
+            Some(model) => {
+                words.push("--model-path".into());
+                words.push(crate::shell_word(&printable(&model.display().to_string())));
+            }
+            None => {
+                words.push("--arch".into());
+                words.push(crate::shell_word(&printable(&self.args.arch.join(","))));
             }
         }
+        words.join(" ")
     }
 }

@@ -2,10 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
+use tempfile::TempDir;
+
 use pysplice::report::printable;
 use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe};
 use pysplice_cli::contract::{Body, ErrorInfo, HookResult, Output, Splice};
-use pysplice_sglang::install::{self as sglang_install, Release, DUMP_DIR};
+use pysplice_sglang::install::{self as sglang_install, Release};
 
 use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
 
@@ -44,14 +46,19 @@ fn apply(args: &Args, recipe: &Recipe, file: &DiskFile) -> Result<Patched, u8> {
     })
 }
 
-/// The file to patch and its release, or the exit code of a failure already reported.
-fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<Release>), u8> {
+/// The file to patch and its release (and for the demo, the temporary folder holding its copy,
+/// removed when dropped), or the exit code of a failure already reported.
+fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<Release>, Option<TempDir>), u8> {
+    let mut folder = None;
     let path = if args.installed {
         crate::installed_model_file(&args.python, args.probe_timeout)
     } else if let Some(path) = &args.path {
         sglang_install::model_file(path).map_err(|e| e.message)
     } else {
-        crate::demo::demo_copy()
+        crate::demo::demo_copy().map(|(dir, file)| {
+            folder = Some(dir);
+            file
+        })
     };
     let path = path.map_err(|message| {
         let file = args.path.as_deref().unwrap_or(Path::new(""));
@@ -68,7 +75,7 @@ fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<R
         None if demo => None,
         None => Release::detect(&path),
     };
-    Ok((path, release))
+    Ok((path, release, folder))
 }
 
 /// Patches, checks or reverts one file and reports it.
@@ -77,10 +84,14 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         .expect("a bundled recipe")
         .expect("the bundled recipe is valid");
     let demo = args.path.is_none() && !args.installed;
-    let (path, release) = match locate(args, &recipe, demo) {
+    // The demo's folder lives until the run ends, then is removed.
+    let (path, release, _demo_folder) = match locate(args, &recipe, demo) {
         Ok(found) => found,
         Err(code) => return code,
     };
+    if let Some(code) = other_marked_files(args, mode, &recipe, &path) {
+        return code;
+    }
     let (patched, written) = match transform(args, mode, &recipe, &path) {
         Ok(done) => done,
         Err(code) => return code,
@@ -98,6 +109,23 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         run.print_json()
     } else {
         run.print_text()
+    }
+}
+
+/// For a `--revert` or `--check` of a folder (or `--installed`): when files of the models folder
+/// other than `deepseek_v2.py` carry the recipe's markers (an earlier `--arch` run), the run
+/// covers them all, and its exit code is given; `None` to go on with the one file.
+fn other_marked_files(args: &Args, mode: Mode, recipe: &Recipe, path: &Path) -> Option<u8> {
+    let folder_given = args.installed || args.path.as_deref().is_some_and(Path::is_dir);
+    if mode == Mode::Apply || !folder_given {
+        return None;
+    }
+    let dir = path.parent()?;
+    let models = pysplice_sglang::models::recipe().expect("the bundled recipes are valid");
+    match pysplice_sglang::models::marked_files(&models, dir) {
+        Ok(marked) if marked.iter().any(|m| m != "deepseek_v2.py") => Some(crate::models::run_marked(args, mode, dir)),
+        Ok(_) => None,
+        Err(err) => Some(failed(args, recipe, dir, ErrorInfo::from(&err), &[], exit_code(&err))),
     }
 }
 
@@ -170,7 +198,7 @@ impl Finished<'_> {
     fn print_json(&self) -> u8 {
         let (args, patched) = (self.args, &self.patched);
         let status = crate::file_status(self.mode, args.dry_run, crate::pending(patched), patched.changed());
-        let mut splice = Splice::new(status, patched.outcomes(), self.mode.words());
+        let mut splice = Splice::new(status, &crate::named(patched), self.mode.words());
         splice.changed = patched.changed();
         splice.written = self.written;
         splice.diff = (args.dry_run || self.demo).then(|| self.diff());
@@ -198,49 +226,31 @@ impl Finished<'_> {
                 );
                 crate::print_check_lines(patched);
             }
+            (Mode::Revert, true) if !patched.changed() => {
+                outln!("Nothing to revert in {}", printable(patched.name()));
+                errln!("dry run: nothing was written to {}", patched.name());
+            }
             (_, true) => {
                 out!("{}", self.diff());
                 errln!("dry run: nothing was written to {}", patched.name());
             }
-            (Mode::Revert, false) if patched.changed() => {
-                outln!("Reverted {}", printable(patched.name()));
-                for outcome in patched.outcomes() {
-                    outln!("  - {}", report::outcome_line(outcome));
-                }
-            }
-            (Mode::Revert, false) => outln!("Nothing to revert in {}", printable(patched.name())),
+            (Mode::Revert, false) => crate::print_reverted_file(patched, false),
             (Mode::Apply, false) => self.print_applied(),
         }
         code
     }
 
     fn print_applied(&self) {
-        let (patched, env) = (&self.patched, self.env);
+        let patched = &self.patched;
         if self.demo {
             out!("{}", self.diff());
             outln!();
         }
-        out!("{}", report::applied_text(patched));
+        crate::print_applied_file(patched);
         outln!();
-        outln!("To use: set {env}={DUMP_DIR} before starting server");
-        match &self.release {
-            Some(r) => outln!(
-                "Server flags for SGLang {} (from {}):",
-                printable(&r.text),
-                printable(&r.source)
-            ),
-            None if self.demo => outln!("Server flags (for a real SGLang they depend on its release):"),
-            None => outln!("Server flags:"),
-        }
+        let undo = format!("{PROGRAM} --revert {}", crate::shell_word(&printable(patched.name())));
+        let undo = (!self.demo).then_some(undo.as_str());
         let launch = self.launch();
-        outln!("  {}", launch.flags.join(" "));
-        for note in &launch.notes {
-            outln!("Note: {note}");
-        }
-        outln!(
-            "e.g. {env}={DUMP_DIR} python3 -m sglang.launch_server --model-path MODEL {}",
-            launch.flags.join(" ")
-        );
-        outln!("Undo with: {PROGRAM} --revert {}", printable(patched.name()));
+        crate::print_use(self.env, self.release.as_ref(), &launch, self.demo, "MODEL", undo);
     }
 }

@@ -737,7 +737,7 @@ fn the_demo_writes_into_a_fresh_private_folder() {
     let victim = Dir::new();
     let next = std::process::id();
     for pid in next..next + 3000 {
-        std::os::unix::fs::symlink(victim.path(), tmp.path().join(format!("sglang_hs_dump-demo-{pid}"))).unwrap();
+        std::os::unix::fs::symlink(victim.path(), tmp.path().join(format!("sglang-hs-dump-demo-{pid}"))).unwrap();
     }
     let child = Command::new(hs_dump())
         .env("TMPDIR", tmp.path())
@@ -755,10 +755,10 @@ fn the_demo_writes_into_a_fresh_private_folder() {
         .expect("the copy is named");
     let folder = Path::new(copy).parent().unwrap();
     assert_eq!(folder.parent().unwrap(), tmp.path());
-    let meta = fs::symlink_metadata(folder).unwrap();
-    assert!(meta.is_dir());
-    assert_eq!(meta.mode() & 0o7777, 0o700);
-    assert!(fs::read_to_string(copy).unwrap().contains("_pysplice_hs_dump"));
+    // Removed as the run ends (its mode, 0700, is checked where it is made: demo.rs's test); the
+    // planted links are all that is left.
+    assert!(fs::symlink_metadata(folder).is_err(), "{} is left", folder.display());
+    assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 3000);
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -20,4 +20,5 @@ mod schemas;
 mod sglang_dump;
 mod sglang_installed_probe;
 mod sglang_models_cli;
+mod sglang_trips;
 mod syntax_level;

@@ -1,4 +1,4 @@
-//! `sglang_hs_dump --arch / --model-path` end to end on a copy of an SGLang models folder: exit
+//! `sglang-hs-dump --arch / --model-path` end to end on a copy of an SGLang models folder: exit
 //! codes, messages, every needed file changed, `--check` after apply, exact revert, `--json`
 //! listing every file, nothing written on failure.
 
@@ -525,7 +525,7 @@ fn other_unreadable_entries_of_a_models_folder_are_errors() {
     let out = run_unprivileged(&[path, "--arch", "all", "--revert"]);
     std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let expected = format!("{}:1:1: cannot read the directory: Permission denied", sub.display());
+    let expected = format!("{}: cannot read the directory: Permission denied", sub.display());
     assert!(text(&out).contains(&expected), "{}", text(&out));
     assert_eq!(snapshot(&models), patched, "a file was written");
 }

@@ -197,6 +197,11 @@ pub fn patch(
     }
     let selection = select::select(&project, recipe);
     let root = models_dir.display().to_string();
+    if let Some(names) = wanted {
+        if let Some(err) = without_capture(&project, &selection, names, models_dir) {
+            return Err(err);
+        }
+    }
     let mut files = select::expand(recipe, &selection, wanted, &root)?;
     if mode == Mode::Revert && wanted.is_none() {
         // Every file carrying the recipe's markers, also those no architecture selects any
@@ -234,6 +239,144 @@ pub fn patch(
     Ok((selection, out))
 }
 
+/// The first name of `wanted` that no architecture of `selection` answers to but that a class
+/// of the folder is called (a model SGLang serves in this release without aux capture, such as
+/// `Glm4vForConditionalGeneration` from 0.5.4.post2 on): an error saying so, at the folder.
+fn without_capture(project: &Project, selection: &Selection, wanted: &[String], dir: &Path) -> Option<Error> {
+    wanted.iter().find_map(|name| {
+        if name == "all" || !selection.named(name).is_empty() {
+            return None;
+        }
+        let file = project.files().iter().find(|f| {
+            f.text_read()
+                .is_some_and(|text| text.lines().any(|line| defines_class(line, name)))
+        })?;
+        let message = format!(
+            "`{}` is a class of this release ({}) but has no aux capture in it: neither it nor a class it \
+             inherits from defines set_eagle3_layers_to_capture, so its hidden states cannot be dumped for \
+             EAGLE-3 here (docs/sglang.md's architecture table gives the releases that have it)",
+            pysplice::shown(name),
+            pysplice::shown(file.relative_path())
+        );
+        Some(
+            ErrorKind::Selection {
+                reason: SelectionReason::Catalogue(message),
+            }
+            .at(Location::whole(dir.display().to_string())),
+        )
+    })
+}
+
+/// Whether `line` is the statement `class NAME(...)` or `class NAME:` at module level.
+fn defines_class(line: &str, name: &str) -> bool {
+    line.strip_prefix("class ")
+        .and_then(|rest| rest.trim_start().strip_prefix(name))
+        .is_some_and(|rest| rest.trim_start().starts_with(['(', ':']))
+}
+
+/// The files of `models_dir` (relative paths, sorted) that carry `recipe`'s markers.
+///
+/// # Errors
+/// As [`patch`]: the folder or one of its `.py` files cannot be read.
+pub fn marked_files(recipe: &Recipe, models_dir: &Path) -> Result<Vec<String>, Error> {
+    let options = ScanOptions::default().with_conventions(recipe.conventions.clone());
+    let project = Project::scan_with(models_dir, &options)?;
+    if let Some(err) = project.unreadable().first() {
+        return Err((*err).clone());
+    }
+    let mut out: Vec<String> = project
+        .files()
+        .iter()
+        .filter(|f| f.text_read().is_some_and(|t| pysplice::marker::carries(t, &recipe.id)))
+        .map(|f| f.relative_path().to_string())
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// The architectures of `selection` patched in `patches` (the files as read): those whose
+/// `capture` hook has a frame in the method it targets. What a `--check` without `--arch` checks
+/// a folder for, the architectures an earlier `--arch` run patched.
+#[must_use]
+pub fn patched_architectures(recipe: &Recipe, selection: &Selection, files: &[(String, String)]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for root in selection.roots.iter().filter(|r| r.skipped.is_none()) {
+        let placed = root.targets.iter().filter(|t| t.hook == "capture").any(|t| {
+            files
+                .iter()
+                .find(|(name, _)| *name == t.file)
+                .is_some_and(|(name, text)| has_frame_in(recipe, name, text, "capture", &t.path))
+        });
+        if placed && !out.contains(&root.class) {
+            out.push(root.class.clone());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Whether `text` holds a frame of `hook` inside the definition `path`.
+fn has_frame_in(recipe: &Recipe, name: &str, text: &str, hook: &str, path: &str) -> bool {
+    let file = pysplice::SourceFile::new(name, text);
+    let Ok(frames) = pysplice::marker::scan(&file, &recipe.id) else {
+        return false;
+    };
+    let Ok(parsed) = pysplice::ParsedFile::parse(file) else {
+        return false;
+    };
+    let Some(def) = parsed.definitions().iter().find(|d| d.path() == path) else {
+        return false;
+    };
+    frames
+        .iter()
+        .any(|f| f.hook == hook && def.line() <= f.line && f.line <= def.end_line())
+}
+
+/// For a `--revert` or `--check` that names no architecture: every file of `models_dir` that
+/// carries the recipe's markers, reverted, or checked for the architectures patched in them
+/// ([`patched_architectures`]); with those architectures. Nothing is written.
+///
+/// # Errors
+/// As [`patch`]; [`ErrorKind::Selection`] (at the folder) for a check when a marked file serves
+/// none of the architectures found patched, naming it.
+pub fn patch_marked(
+    recipe: &Recipe,
+    models_dir: &Path,
+    mode: Mode,
+) -> Result<(Selection, Vec<FilePatch>, Vec<String>), Error> {
+    let marked = marked_files(recipe, models_dir)?;
+    if mode == Mode::Revert {
+        let (selection, mut patches) = patch(recipe, models_dir, None, Mode::Revert)?;
+        patches.retain(|p| marked.contains(&p.relative));
+        return Ok((selection, patches, Vec::new()));
+    }
+    let options = ScanOptions::default().with_conventions(recipe.conventions.clone());
+    let project = Project::scan_with(models_dir, &options)?;
+    let selection = select::select(&project, recipe);
+    let texts: Vec<(String, String)> = project
+        .files()
+        .iter()
+        .filter(|f| marked.iter().any(|m| m == f.relative_path()))
+        .map(|f| (f.relative_path().to_string(), f.text_read().unwrap_or("").to_string()))
+        .collect();
+    let archs = patched_architectures(recipe, &selection, &texts);
+    let (selection, patches) = patch(recipe, models_dir, Some(&archs), Mode::Apply)?;
+    let stray: Vec<&str> = marked
+        .iter()
+        .filter(|m| !patches.iter().any(|p| &p.relative == *m))
+        .map(String::as_str)
+        .collect();
+    if !stray.is_empty() {
+        let message = format!(
+            "{} carry this recipe's markers but serve no architecture patched here (none whose __init__ \
+             has the capture hook); check them with --arch CLASS, or remove the patch with --revert",
+            pysplice::shown(&stray.join(", "))
+        );
+        return Err(usage_error(models_dir, message));
+    }
+    Ok((selection, patches, archs))
+}
+
 /// Writes every changed file, or none (see [`pysplice::files::write_all`]), and gives the files
 /// written.
 ///
@@ -257,5 +400,5 @@ pub fn usage_error(path: &Path, message: String) -> Error {
     ErrorKind::Selection {
         reason: SelectionReason::Catalogue(message),
     }
-    .at(Location::new(path.display().to_string(), 1, 1))
+    .at(Location::whole(path.display().to_string()))
 }
