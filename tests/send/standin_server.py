@@ -46,7 +46,8 @@ extend_prefix_lens_cpu all 0, orig_seq_lens = the prompt lengths. Requests that 
 are run as one pass (at most --max-batch), as a scheduler batches them. A fake `sglang`
 package (a temporary folder on sys.path) answers the rank getters the dump imports. Without
 --patched-mock nothing needs PyTorch and no sample is written; --log FILE records, in both
-modes, one JSON line per accepted request: {"rid", "input_ids", "pass"}.
+modes, one JSON line per accepted request: {"rid", "input_ids", "pass"}; --access-log FILE one
+line per HTTP request (what a router probes).
 
 SIGTERM/SIGINT: stop taking requests, finish the passes in flight, then (with a dump) wait
 until the dump folder is idle, with the wait-until-idle step of docs/sglang.md ("Stopping the
@@ -321,6 +322,7 @@ class State:
         self.inflight = set()
         self.requests = 0
         self.closing = False
+        self.access = open(args.access_log, "a", buffering=1) if args.access_log else None
         self.engine = Engine(args)
 
 
@@ -332,8 +334,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     server_version = "uvicorn"
     sys_version = ""
 
-    def log_message(self, fmt, *args):  # quiet: the test reads stdout
-        pass
+    def log_message(self, fmt, *args):  # stdout is the test's; --access-log FILE records the requests
+        if STATE.access:
+            with STATE.lock:
+                STATE.access.write("%s\n" % (fmt % args))
 
     def _send(self, status, obj=None, ctype="application/json"):
         body = b"" if obj is None else (obj if isinstance(obj, bytes) else json.dumps(obj).encode())
@@ -487,6 +491,7 @@ def main(argv=None):
     p.add_argument("--fail-first", type=int, default=0, help="fail the first K /generate requests transiently")
     p.add_argument("--delay", type=float, default=0.0, help="seconds each pass takes")
     p.add_argument("--log", help="append one JSON line per accepted request")
+    p.add_argument("--access-log", help="append one line per HTTP request (method, path, status)")
     p.add_argument("--model-path", default="standin/tiny-deepseek", help="the name /model_info reports")
     args = p.parse_args(argv)
     if args.patched_mock and not args.dump_dir:
