@@ -16,11 +16,13 @@ From Python:
 The command it runs (found with `smg launch --help`):
 
     smg launch --host 127.0.0.1 --port PORT --worker-urls URL1 URL2 --policy round_robin
-        --prometheus-host 127.0.0.1 --prometheus-port PORT2 --log-level warn
+        --prometheus-host 127.0.0.1 --prometheus-port PORT2 --shutdown-grace-period-secs 1
+        --log-level warn
 
 Round robin: request i goes to worker i mod N, so a test can see both workers get work.
 `--prometheus-*` because smg otherwise serves /metrics on 0.0.0.0:29000, which a second router on
-the machine (or a parallel test) would collide with. smg registers a worker only after it
+the machine (or a parallel test) would collide with; the grace period because smg otherwise takes
+5 s to stop on SIGTERM even with nothing in flight (default grace 180 s). smg registers a worker only after it
 answered its probes (health, model info, server info: the stand-in answers them as SGLang 0.5.23
 does); `start` waits for GET /workers to list every worker as healthy.
 
@@ -88,7 +90,7 @@ def _healthy_urls(listing):
     rows = listing.get("workers", listing) if isinstance(listing, dict) else listing
     out = set()
     for w in rows or []:
-        if isinstance(w, dict) and w.get("is_healthy", w.get("healthy", True)):
+        if isinstance(w, dict) and w.get("is_healthy") is True:  # smg 1.13 names it so
             out.add(str(w.get("url", "")).rstrip("/"))
     return out
 
@@ -102,7 +104,7 @@ def start(workers, policy="round_robin", timeout=60.0, extra=()):
     port, metrics = free_port(), free_port()
     cmd = [prog, "launch", "--host", "127.0.0.1", "--port", str(port), "--worker-urls", *workers,
            "--policy", policy, "--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics),
-           "--log-level", "warn", *extra]
+           "--shutdown-grace-period-secs", "1", "--log-level", "warn", *extra]
     fd, log_path = tempfile.mkstemp(prefix="smg-", suffix=".log")
     with os.fdopen(fd, "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

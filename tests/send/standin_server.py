@@ -55,11 +55,13 @@ server") run as written there, and exit with its status.
 """
 
 import argparse
+import atexit
 import http.server
 import json
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -221,6 +223,7 @@ class Engine:
         import torch
 
         fake = tempfile.mkdtemp(prefix="standin-sglang-")
+        atexit.register(shutil.rmtree, fake, True)  # Python has imported it by then
         files = {
             "sglang/__init__.py": "",
             "sglang/srt/__init__.py": "",
