@@ -15,7 +15,8 @@ A conversation line: {"rid": "conv-17", "messages": [{"role": "user", "content":
 "from"/"value" is read too; "tools" is passed to the template).
 
 The mask is 1 on the tokens of each assistant turn's text after the template's assistant
-header, up to and including the template's end-of-turn text, without trailing whitespace;
+header, up to and including the template's end-of-turn text (ChatML's `<|im_end|>` and the
+newline after it, as SpecForge's own templates say);
 0 elsewhere (system, user, tool turns, headers, BOS). This is the rule SpecForge applies
 when it builds its own training data.
 
@@ -90,7 +91,8 @@ def assistant_spans(tokenizer, messages, tools=None):
 
     A turn's span starts where the template's text for the conversation up to the turn
     (with the generation prompt, which ends with the assistant header) ends, and stops
-    where the text including the turn ends, trailing whitespace dropped. The template must
+    where the text including the turn ends (its end-of-turn text included, as SpecForge's templates
+    end a turn: `<|im_end|>\n` for ChatML). The template must
     render each shorter conversation as a prefix of the longer one."""
     text = _render(tokenizer, messages, tools, False)
     spans = []
@@ -104,7 +106,7 @@ def assistant_spans(tokenizer, messages, tools=None):
                 "the chat template does not render turn %d as a continuation of the turns before it "
                 "(templates that rewrite earlier turns, e.g. drop reasoning, are not supported)" % i
             )
-        end = len(upto.rstrip())
+        end = len(upto)
         if end > len(before):
             spans.append((len(before), end))
     return text, spans

@@ -12,7 +12,8 @@ reader where torch exists, e.g. by tests/runtime/run_on_device.sh).
 
 The expected masks come from a different rule than the script's: SpecForge's own (find each
 assistant turn's text with a regular expression between the assistant header and the end of
-turn, and take the token counts of the text before its start and its end).
+turn, and take the token counts of the text before its start and its end), with the
+end-of-turn texts of SpecForge's own templates (`<|im_end|>\n` for ChatML).
 """
 
 import io
@@ -291,7 +292,7 @@ class LossMaskTest(unittest.TestCase):
         return tokenizer, expected
 
     def test_chatml_multi_turn(self):
-        self.check_template(CHATML, "<|im_start|>assistant\n", "<|im_end|>")
+        self.check_template(CHATML, "<|im_start|>assistant\n", "<|im_end|>\n")
 
     def test_deepseek_shape_with_bos_in_the_text(self):
         tokenizer, expected = self.check_template(DEEPSEEK, "<|Assistant|>", "<|eos|>")
@@ -323,7 +324,7 @@ class LossMaskTest(unittest.TestCase):
     def test_partial_samples_only_on_request(self):
         tokenizer = make_tokenizer(CHATML)
         text = tokenizer.apply_chat_template(CONVERSATIONS["multi"], tokenize=False)
-        ids, mask = specforge_style_mask(tokenizer, text, "<|im_start|>assistant\n", "<|im_end|>")
+        ids, mask = specforge_style_mask(tokenizer, text, "<|im_start|>assistant\n", "<|im_end|>\n")
         k = 9
         path = os.path.join(self.dump, "data_dp0_pid1_abcd_00000000.ckpt.partial")
         write_sample(path, ids[k:], "multi", prefix_len=k)

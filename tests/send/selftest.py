@@ -226,6 +226,7 @@ def main():
         t0 = phase("SpecForge's parser on %d conversations" % len(sent), t0)
         print("SpecForge's mask vs scripts/specforge_loss_mask.py: %d of %d differ%s"
               % (len(differ), len(sent), (" (e.g. %s)" % differ[0]) if differ else ""))
+        check(not differ, "SpecForge's mask differs from the script's on %d conversations" % len(differ))
         if differ:
             msgs, ids = sent[differ[0]]
             a, b = specforge_ref.parse(tok, msgs)[1], slm.loss_mask(tok, msgs, ids)
