@@ -481,6 +481,14 @@ def wait_idle(folder):
     return subprocess.run([sys.executable, "-", folder], input=m.group(1).encode()).returncode
 
 
+class Quiet(http.server.ThreadingHTTPServer):
+    """A client that goes away mid-answer (a sender killed on purpose) is not an error here."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 def main(argv=None):
     global STATE
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -503,7 +511,7 @@ def main(argv=None):
         p.error("--max-batch and --context-length must be at least 1")
     STATE = State(args)
     http.server.ThreadingHTTPServer.daemon_threads = True
-    server = http.server.ThreadingHTTPServer((args.host, args.port), Handler)
+    server = Quiet((args.host, args.port), Handler)
     stop = threading.Event()
 
     def on_signal(signum, frame):

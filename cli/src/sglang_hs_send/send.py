@@ -742,8 +742,13 @@ def parse(argv):
     if args.concurrency < 1 or args.retries < 0:
         p.error("--concurrency must be 1 or more, --retries 0 or more")
     for d in args.dump_dir:
-        if not os.path.isdir(d):
-            p.error("--dump-dir %s: no such folder (start the server first, or create it)" % d)
+        if os.path.exists(d) and not os.path.isdir(d):
+            p.error("--dump-dir %s: not a folder" % d)
+        if not os.path.exists(d) and not args.dry_run:
+            # the dump makes it on its first prefill: made now the same way (0700), so that
+            # samples can be watched for from the start
+            os.makedirs(d, mode=0o700)
+            print("%s: made %s (private, as the dump makes it); the server must dump there" % (PROG, d), file=sys.stderr)
     return args
 
 
