@@ -33,13 +33,16 @@ ls "$scratch/cargo-root/bin"
 expect_version "$scratch/cargo-root/bin/pysplice" pysplice
 expect_version "$scratch/cargo-root/bin/sglang-hs-dump" sglang-hs-dump
 expect_version "$scratch/cargo-root/bin/pysplice-lsp" pysplice-lsp
+expect_version "$scratch/cargo-root/bin/sglang-hs-send" sglang-hs-send
+# The sender starts python3 on the program built into it: its help comes from that program.
+"$scratch/cargo-root/bin/sglang-hs-send" --help | grep -q -- '--conversations' || { echo "check-install: sglang-hs-send --help" >&2; exit 1; }
 
 echo "-- wheel into a fresh venv"
 wheel=$(PYSPLICE_WHEEL_PROFILE="$profile" bash scripts/build-wheel.sh)
 echo "$wheel"
 python3 -m venv "$scratch/venv"
 "$scratch/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
-for cmd in pysplice sglang-hs-dump pysplice-lsp; do
+for cmd in pysplice sglang-hs-dump sglang-hs-send pysplice-lsp; do
   expect_version "$scratch/venv/bin/$cmd" "$cmd"
 done
 # The spec schema: installed under the prefix, found by `pysplice schema --path`, the same bytes

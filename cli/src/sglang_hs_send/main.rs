@@ -147,7 +147,10 @@ mod tests {
 
     #[test]
     fn literals_escape_what_python_would_read_otherwise() {
-        assert_eq!(python_literal("a'b\\c\n\u{e9}\u{1f600}"), "'a\\'b\\\\c\\n\\u00e9\\U0001f600'");
+        assert_eq!(
+            python_literal("a'b\\c\n\u{e9}\u{1f600}"),
+            "'a\\'b\\\\c\\n\\u00e9\\U0001f600'"
+        );
     }
 
     #[test]
