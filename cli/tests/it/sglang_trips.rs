@@ -7,17 +7,43 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// A fresh copy of a release's models folder, as `<dir>/sglang/srt/models`; gives `<dir>`.
+/// The model files these tests patch; [`copy`] takes them with every file of the models folder
+/// they import from, so that each run parses what the classes need and not the whole folder
+/// (`sglang_models_cli` runs on whole folders).
+const SEEDS: [&str; 3] = ["deepseek_v2.py", "qwen3_moe.py", "glm4v.py"];
+
+/// A fresh copy of a release's model files ([`SEEDS`] and what they import from
+/// `sglang.srt.models`), as `<dir>/sglang/srt/models`; gives `<dir>`.
 fn copy(name: &str, version: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sglang_trips").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     let models = dir.join("sglang/srt/models");
+    std::fs::create_dir_all(&models).unwrap();
     let original = common::models_dir(version);
-    for file in common::python_files(&original) {
-        let to = models.join(file.strip_prefix(&original).unwrap());
+    let mut todo: Vec<String> = SEEDS.iter().map(|s| (*s).to_string()).collect();
+    let mut taken = std::collections::BTreeSet::new();
+    while let Some(file) = todo.pop() {
+        let from = original.join(&file);
+        if !from.is_file() || !taken.insert(file) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&from).unwrap();
+        for line in text.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let ["from", module, "import", ..] = words[..] {
+                if let Some(name) = module.strip_prefix("sglang.srt.models.") {
+                    // a module, or a package's __init__.py (whichever the release has)
+                    let path = name.replace('.', "/");
+                    todo.push(format!("{path}.py"));
+                    todo.push(format!("{path}/__init__.py"));
+                }
+            }
+        }
+        let to = models.join(from.strip_prefix(&original).unwrap());
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(&file, &to).unwrap();
+        std::fs::copy(&from, to).unwrap();
     }
+    assert!(taken.len() > SEEDS.len(), "{version}: only {taken:?}");
     dir
 }
 
