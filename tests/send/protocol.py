@@ -103,6 +103,8 @@ def command(url, conv, tok, record):
             "--progress", "lines"]
 
 
+# Each pass of the stand-ins in runs 2 and 3 takes 0.1 s, 4 requests at most: a run lasts
+# 7 s or more, so the signal comes mid-run however busy the machine is.
 def stop_after(cmd, logs, requests, sig):
     """Start the sender; send it `sig` once the servers accepted `requests` requests."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -176,7 +178,7 @@ def main():
 
         # 2. Ctrl-C mid-run, then the same command again
         log = os.path.join(tmp, "interrupted.jsonl")
-        slow = server(log, "--delay", "0.02", "--max-batch", "4")
+        slow = server(log, "--delay", "0.1", "--max-batch", "4")
         cmd = command(slow[1], conv, tok, os.path.join(tmp, "interrupted.record"))
         early, code, out, _ = stop_after(cmd, [log], 60, signal.SIGINT)
         check(early, "2. the sender finished before it could be interrupted")
@@ -190,7 +192,7 @@ def main():
 
         # 3. two servers behind the router, the sender killed mid-run
         logs = [os.path.join(tmp, "node%d.jsonl" % i) for i in range(2)]
-        nodes = [server(lg, "--delay", "0.02", "--max-batch", "4") for lg in logs]
+        nodes = [server(lg, "--delay", "0.1", "--max-batch", "4") for lg in logs]
         r = router.start([u for _, u in nodes])
         cmd = command(r.url, conv, tok, os.path.join(tmp, "nodes.record"))
         early, code, _, _ = stop_after(cmd, logs, 80, signal.SIGKILL)
