@@ -892,14 +892,30 @@ def case_partial_pass_hidden_from_specforge(mod, ref, tmp):
     check(specforge_lists(out) == paths[:1], "SpecForge would list %s" % specforge_lists(out))
 
 
-def case_first_chunk_is_partial(mod, ref, tmp):
+def case_first_chunk_is_held_until_the_last(mod, ref, tmp):
     # chunked prefill: both requests start at 0, but b's prompt is 7 tokens long and only
-    # 3 are in this pass (orig_seq_lens, 0.5.2+)
+    # 3 are in this pass (orig_seq_lens, 0.5.1+): no file for b until its last chunk, which
+    # the next pass carries first; then one complete sample of both passes' rows
     out = os.path.join(tmp, "dump")
-    ids, value = _pass(mod, out, chunk=8, prefix=[0, 0], full=[5, 7])
-    aux = torch.cat(value[1], dim=-1)
-    check_samples(files_in(out), ids, value[0], aux, [2, 4, 5], prefix=[0, 0], partial=[False, True])
-    check(len(specforge_lists(out)) == 1, "SpecForge would list %s" % specforge_lists(out))
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0, chunk=8)
+        model = build(mod, "list")
+        ids, pos, batch = make_batch(mod, prefix=[0, 0], full=[5, 7])
+        with torch.no_grad():
+            hidden, aux = model.model(ids, pos, batch)
+        aux = torch.cat(aux, dim=-1)
+        check_samples(files_in(out), ids, hidden, aux, [2, 4, 5], lens=[5], prefix=[0], rids=RIDS[:1])
+        parts = [n for n in os.listdir(out) if n.endswith(".part.tmp")]
+        check(len(parts) == 3, "b's first chunk is held in part files (ids, hidden, aux): %s" % os.listdir(out))
+        ids2, pos2, batch2 = make_batch(mod, lens=[4], pad=1, rids=RIDS[1:], prefix=[3], full=[7])
+        with torch.no_grad():
+            hidden2, aux2 = model.model(ids2, pos2, batch2)
+        aux2 = torch.cat(aux2, dim=-1)
+    both_ids = torch.cat([ids[:5], ids[5:8], ids2[:4]])
+    both_hidden = torch.cat([hidden[:5], hidden[5:8], hidden2[:4]])
+    both_aux = torch.cat([aux[:5], aux[5:8], aux2[:4]])
+    check_samples(files_in(out), both_ids, both_hidden, both_aux, [2, 4, 5], lens=[5, 7], prefix=[0, 0])
+    check(len(specforge_lists(out)) == 2, "SpecForge would list %s" % specforge_lists(out))
 
 
 def case_complete_passes_with_chunking_on(mod, ref, tmp):
@@ -916,28 +932,29 @@ def case_lengths_on_the_host_with_rows_on_the_device(mod, ref, tmp):
     with Env(SGLANG_HS_DUMP_DIR=out):
         set_ranks(0, 0, chunk=8)
         model = build(mod, "list")
-        ids, pos, batch = make_batch(mod, prefix=[0, 0])
+        # no rids nor slots (a release without stitching): b's cut shows as .ckpt.partial
+        ids, pos, batch = make_batch(mod, prefix=[0, 0], rids=None)
         batch.orig_seq_lens = torch.tensor([5, 7], dtype=torch.int32)
         with torch.no_grad():
             value = model.model(ids, pos, batch)
     aux = torch.cat(value[1], dim=-1)
-    check_samples(files_in(out), ids, value[0], aux, [2, 4, 5], prefix=[0, 0], partial=[False, True])
+    check_samples(files_in(out), ids, value[0], aux, [2, 4, 5], prefix=[0, 0], rids=None, partial=[False, True])
 
 
 def case_chunk_budget_filled_without_orig_seq_lens(mod, ref, tmp):
-    # releases before 0.5.2: a pass that fills the chunk budget (8 tokens) may have cut
+    # releases before 0.5.1 without a request identity (no pool slots: 0.3.x): a pass that fills the chunk budget (8 tokens) may have cut
     # its last request, which is then written as partial; one warning says chunking is on
     for hide in ((), ("sglang.srt.server_args",)):
         out = os.path.join(tmp, "dump%d" % len(hide))
         before = len(WARNINGS.records)
-        ids, value = _pass(mod, out, chunk=8, hide=hide, prefix=[0, 0])
+        ids, value = _pass(mod, out, chunk=8, hide=hide, prefix=[0, 0], rids=None)
         got = [r.getMessage() for r in WARNINGS.records[before:]]
         check(len(got) == 1 and "chunked prefill is on" in got[0], "warnings %s" % got)
         names = [os.path.basename(p) for p in files_in(out)]
         check(len(names) == 2 and names[0].endswith(".ckpt") and names[1].endswith(".ckpt.partial"), "names %s" % names)
         # a pass below the budget is complete
         out = os.path.join(tmp, "small%d" % len(hide))
-        _pass(mod, out, chunk=64, hide=hide, prefix=[0, 0])
+        _pass(mod, out, chunk=64, hide=hide, prefix=[0, 0], rids=None)
         check(len(specforge_lists(out)) == 2, "below the budget: %s" % files_in(out))
 
 
@@ -1548,6 +1565,314 @@ def case_sigkill_mid_write_debris_removed_at_next_start(mod, ref, tmp):
     check(len(got) == 1 and "not written" in got[0], "warnings %s" % got)
 
 
+# --- chunked prefill: the passes of one request stitched into one sample -------------------
+
+
+class PoolRows:
+    """ReqToTokenPool as the model process sees it (forward_batch.req_to_token_pool, 0.4.6 -
+    0.5.12): one row of KV locations per slot."""
+
+    def __init__(self, rows, width):
+        self.req_to_token = torch.zeros((rows, width), dtype=torch.int32, device=DEVICE)
+
+
+class ChunkingScheduler:
+    """Prefill passes as SGLang's scheduler cuts them (docs: sglang-chunked-requests), for one
+    release family: the continuing chunk first (truncated to the budget), then waiting prompts
+    whole while they fit, the first that does not fit cut to the rest of the budget, ending the
+    pass; one chunked request at a time. Slots: a new one every chunk up to 0.5.8.post1 (freed
+    after each chunk, FIFO), kept from 0.5.9 (FIFO rows 0..N-1; 1..N from 0.5.11; LIFO from
+    0.5.18). ReqToTokenPool rows are filled as prepare_for_extend fills them: the earlier
+    chunks' KV locations (prefix_indices) first, then this pass's out_cache_loc."""
+
+    def __init__(self, mod, release, chunk, rows=8):
+        self.mod, self.release, self.chunk = mod, release, chunk
+        self.v = v = _v(release)
+        self.kept = v >= (0, 5, 9)
+        self.lifo = v >= (0, 5, 18)
+        self.free = list(range(1, rows + 1)) if v >= (0, 5, 11) else list(range(rows))
+        self.pool = PoolRows(rows + 1, 4096) if v <= (0, 5, 12) else None
+        self.next_loc = 1
+        self.waiting, self.chunked, self.aborted = [], None, set()
+        self.locs = dict()  # rid: KV locations of its tokens so far
+
+    def add(self, rid, tokens):
+        self.waiting.append(dict(rid=rid, tokens=tokens, done=0, slot=None))
+
+    def abort(self, rid):
+        # 0.5.14+: process_pending_chunked_abort stops a chunked request before its next
+        # chunk and frees its slot (on 0.5.18+ the next one handed out)
+        if self.chunked is not None and self.chunked["rid"] == rid:
+            self.free.append(self.chunked["slot"])
+            self.chunked = None
+
+    def _alloc(self):
+        return self.free.pop() if self.lifo else self.free.pop(0)
+
+    def next_pass(self):
+        budget, reqs = self.chunk, []
+        if self.chunked is not None:
+            r = self.chunked
+            if not self.kept:
+                r["slot"] = self._alloc()
+            reqs.append((r, min(len(r["tokens"]) - r["done"], budget)))
+            budget -= reqs[-1][1]
+        while budget > 0 and self.waiting and (self.chunked is None or reqs[0][0] is not self.chunked or reqs[0][1] == len(self.chunked["tokens"]) - self.chunked["done"]):
+            r = self.waiting.pop(0)
+            r["slot"] = self._alloc()
+            n = min(len(r["tokens"]), budget)
+            reqs.append((r, n))
+            budget -= n
+            if n < len(r["tokens"]):
+                break
+        if not reqs:
+            return None
+        lens = [n for _, n in reqs]
+        prefix = [r["done"] for r, _ in reqs]
+        ids = torch.cat([torch.tensor(r["tokens"][r["done"] : r["done"] + n]) for r, n in reqs]).to(DEVICE)
+        out_loc = torch.arange(self.next_loc, self.next_loc + sum(lens), device=DEVICE)
+        self.next_loc += sum(lens)
+        begin = 0
+        for r, n in reqs:
+            locs = self.locs.setdefault(r["rid"], [])
+            locs += out_loc[begin : begin + n].tolist()
+            if self.pool is not None:  # prefix_indices, then this pass's locations
+                self.pool.req_to_token[r["slot"], : len(locs)] = torch.tensor(locs, dtype=torch.int32, device=DEVICE)
+            begin += n
+        v = self.v
+        batch = self.mod.ForwardBatch(
+            forward_mode=self.mod.ForwardMode.EXTEND,
+            input_ids=ids,
+            positions=torch.cat([torch.arange(p, p + n) for p, n in zip(prefix, lens)]).to(DEVICE),
+            extend_seq_lens_cpu=lens,
+            extend_prefix_lens_cpu=prefix,
+            rids=[r["rid"] for r, _ in reqs] if v >= (0, 5, 10) else None,
+            orig_seq_lens=[len(r["tokens"]) for r, _ in reqs] if v >= (0, 5, 1) else None,
+        )
+        batch.req_pool_indices = torch.tensor([r["slot"] for r, _ in reqs], dtype=torch.int64, device=DEVICE)
+        if v >= (0, 5, 21):
+            batch.req_pool_indices_cpu = batch.req_pool_indices.cpu()
+        batch.out_cache_loc = out_loc
+        if self.pool is not None:
+            batch.req_to_token_pool = self.pool
+        # after the pass: finished prompts free their slot; a cut one is the chunked request
+        self.chunked = None
+        for r, n in reqs:
+            r["done"] += n
+            if r["done"] == len(r["tokens"]) or not self.kept:
+                self.free.append(r["slot"])
+            if r["done"] < len(r["tokens"]):
+                self.chunked = r
+        return batch, [(r["rid"], p, n) for (r, n), p in zip(reqs, prefix)]
+
+
+def _v(release):
+    return tuple(int(x) for x in release.split(".")[:3])
+
+
+def _prompts(count, lengths, seed=7):
+    gen = torch.Generator().manual_seed(seed)
+    return [("r%d" % k, torch.randint(0, 64, (n,), generator=gen).tolist()) for k, n in zip(range(count), lengths)]
+
+
+def _run_chunked(mod, out, release, chunk, prompts, model=None, abort=None, **env):
+    """Feed `prompts` through a ChunkingScheduler of `release`; returns the rows each request's
+    passes produced (rid: [ids, hidden, aux] concatenated, on the CPU) and the passes' shapes."""
+    rows, passes = dict(), []
+    with Env(SGLANG_HS_DUMP_DIR=out, **env):
+        set_ranks(0, 0, chunk=chunk, hide=() if _v(release) >= (0, 5, 10) else ("sglang.srt.server_args",))
+        model = model or build(mod, "list")
+        sched = ChunkingScheduler(mod, release, chunk)
+        for rid, toks in prompts:
+            sched.add(rid, toks)
+        k = 0
+        while True:
+            if abort is not None and k == abort[1]:
+                sched.abort(abort[0])
+            got = sched.next_pass()
+            if got is None:
+                break
+            batch, reqs = got
+            with torch.no_grad():
+                hidden, aux = model.model(batch.input_ids, batch.positions, batch)
+            aux = torch.cat(aux, dim=-1) if not isinstance(aux, torch.Tensor) else aux
+            begin = 0
+            for rid, p, n in reqs:
+                part = [batch.input_ids[begin : begin + n].cpu().long(), hidden[begin : begin + n].cpu(), aux[begin : begin + n].cpu()]
+                if rid in rows:
+                    rows[rid] = [torch.cat([a, b]) for a, b in zip(rows[rid], part)]
+                else:
+                    rows[rid] = part
+                begin += n
+            passes.append(reqs)
+            k += 1
+    return rows, passes, model
+
+
+def _unchunked_rows(ref, tokens):
+    """The same prompt prefilled in one pass by the pristine mock, capture on."""
+    model = build(ref, "list")
+    model.set_eagle3_layers_to_capture(None)
+    ids = torch.tensor(tokens, device=DEVICE)
+    batch = ref.ForwardBatch(forward_mode=ref.ForwardMode.EXTEND, input_ids=ids, positions=torch.arange(len(tokens), device=DEVICE), extend_seq_lens_cpu=[len(tokens)], extend_prefix_lens_cpu=[0])
+    with torch.no_grad():
+        hidden, aux = model.model(ids, batch.positions, batch)
+    return hidden.cpu(), torch.cat(aux, dim=-1).cpu()
+
+
+def _stitched(out, rows, ref, prompts, partial=(), rid_field=True, unchunked=True):
+    """Each prompt is one file: complete (.ckpt, prefix_len 0) unless named in `partial`,
+    holding bit for bit the rows its passes produced and, complete, those of the same prompt
+    prefilled unchunked."""
+    paths = files_in(out)
+    check(len(paths) == len(rows), "%d files for %d requests: %s" % (len(paths), len(rows), [os.path.basename(p) for p in paths]))
+    tokens = dict(prompts)
+    for path in paths:
+        s = load_sample(path)
+        match = [rid for rid, r in rows.items() if r[0].shape == s["input_ids"].shape and torch.equal(r[0], s["input_ids"])]
+        check(len(match) == 1, "%s matches %s" % (os.path.basename(path), match))
+        rid = match[0]
+        ids, hidden, aux = rows[rid]
+        want = ".ckpt.partial" if rid in partial else ".ckpt"
+        check(path.endswith(want) and not path.endswith("." + want), "%s: %s expected %s" % (os.path.basename(path), rid, want))
+        check(s["rid"] == (rid if rid_field else None), "rid %r for %s" % (s["rid"], rid))
+        check(s["prefix_len"] == 0, "prefix_len %r" % s["prefix_len"])
+        n = ids.shape[0]
+        check(s["loss_mask"].shape == (n,) and bool((s["loss_mask"] == 1).all()), "loss_mask")
+        check(s["input_ids"].dtype == torch.long, "input_ids dtype")
+        check(tuple(s["hidden_state"].shape) == (1, n, hidden.shape[-1]) and s["hidden_state"].dtype == DTYPE, "hidden_state %s" % (tuple(s["hidden_state"].shape),))
+        check(torch.equal(_bits(s["hidden_state"][0]), _bits(hidden)), "%s: hidden_state differs from its passes' rows" % rid)
+        check(torch.equal(_bits(s["aux_hidden_state"][0]), _bits(aux)), "%s: aux_hidden_state differs from its passes' rows" % rid)
+        if unchunked and rid not in partial:
+            check(n == len(tokens[rid]), "%s: %d of %d tokens" % (rid, n, len(tokens[rid])))
+            h1, a1 = _unchunked_rows(ref, tokens[rid])
+            check(torch.equal(_bits(s["hidden_state"][0]), _bits(h1)) and torch.equal(_bits(s["aux_hidden_state"][0]), _bits(a1)), "%s: differs from the unchunked prefill" % rid)
+    check(not leftovers(out), "part files left: %s" % leftovers(out))
+    return paths
+
+
+# one release of each family: rids (0.5.10+; 0.5.18 LIFO slots, no pool; 0.5.21 slots on the
+# host too), kept slot + ReqToTokenPool (0.5.9), a new slot each chunk (0.5.1 - 0.5.8.post1),
+# no orig_seq_lens (0.4.6 - 0.5.0: the cut shows a pass later)
+STITCH_RELEASES = ("0.5.21", "0.5.18", "0.5.10", "0.5.9", "0.5.7", "0.4.6")
+
+
+def case_chunked_prompts_stitched_per_release(mod, ref, tmp):
+    # prompts cut into 2, 3 and 16 chunks (chunk 8), with whole prompts around them
+    prompts = _prompts(6, [12, 3, 20, 5, 128, 7])
+    for release in STITCH_RELEASES:
+        out = os.path.join(tmp, "dump-" + release)
+        rows, passes, _ = _run_chunked(mod, out, release, 8, prompts)
+        cut = [rid for rid in rows if sum(1 for p in passes for r in p if r[0] == rid) > 1]
+        check(len(cut) >= 3 and max(sum(1 for p in passes for r in p if r[0] == rid) for rid in cut) >= 16, "%s: chunks %s" % (release, passes))
+        _stitched(out, rows, ref, prompts, rid_field=_v(release) >= (0, 5, 10))
+        check(len(specforge_lists(out)) == len(prompts), "%s: SpecForge lists %d" % (release, len(specforge_lists(out))))
+
+
+def case_chunked_exact_fit_without_orig_seq_lens(mod, ref, tmp):
+    # 0.4.6 - 0.5.0: a prompt that ends exactly at the budget looks cut; the next pass shows
+    # it was whole (it does not continue it), and one that does continue is stitched
+    prompts = _prompts(4, [8, 4, 12, 3])
+    out = os.path.join(tmp, "dump")
+    rows, passes, _ = _run_chunked(mod, out, "0.4.6", 8, prompts)
+    _stitched(out, rows, ref, prompts, rid_field=False)
+
+
+def case_two_requests_chunked_interleaved_rids(mod, ref, tmp):
+    # rids identify a request wherever its chunks come: A and B chunked in alternate passes
+    out = os.path.join(tmp, "dump")
+    prompts = _prompts(2, [9, 10])
+    toks = dict(prompts)
+    plan = [[("r0", 0, 4)], [("r1", 0, 3)], [("r0", 4, 3), ("r1", 3, 3)], [("r0", 7, 2)], [("r1", 6, 4)]]
+    rows = dict()
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0, chunk=8)
+        model = build(mod, "list")
+        for reqs in plan:
+            ids = torch.cat([torch.tensor(toks[r][p : p + n]) for r, p, n in reqs]).to(DEVICE)
+            batch = mod.ForwardBatch(
+                forward_mode=mod.ForwardMode.EXTEND, input_ids=ids, positions=torch.arange(ids.shape[0], device=DEVICE),
+                extend_seq_lens_cpu=[n for _, _, n in reqs], extend_prefix_lens_cpu=[p for _, p, _ in reqs],
+                rids=[r for r, _, _ in reqs], orig_seq_lens=[len(toks[r]) for r, _, _ in reqs],
+            )
+            with torch.no_grad():
+                hidden, aux = model.model(ids, batch.positions, batch)
+            aux = torch.cat(aux, dim=-1)
+            b = 0
+            for r, p, n in reqs:
+                part = [ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
+                rows[r] = [torch.cat([x, y]) for x, y in zip(rows[r], part)] if r in rows else part
+                b += n
+    _stitched(out, rows, ref, prompts)
+
+
+def case_chunked_request_aborted(mod, ref, tmp):
+    # 0.5.18: an abort stops the chunked request before its next chunk and its slot goes to
+    # the next prompt (LIFO); it ends as .ckpt.partial with the rows it has, the others whole
+    prompts = _prompts(4, [20, 6, 30, 3])
+    out = os.path.join(tmp, "dump")
+    rows, passes, _ = _run_chunked(mod, out, "0.5.18", 8, prompts, abort=("r0", 2))
+    check(sum(1 for p in passes for r in p if r[0] == "r0") == 2, "passes %s" % passes)
+    paths = _stitched(out, rows, ref, prompts, partial=("r0",))
+    check(len(specforge_lists(out)) == 3, "SpecForge lists %s" % specforge_lists(out))
+
+
+def case_cap_reached_mid_request(mod, ref, tmp):
+    # SGLANG_HS_DUMP_MAX=2: the pass that starts the second sample reaches the cap; that
+    # request, cut there, ends as .ckpt.partial with its first chunk, nothing after it
+    prompts = _prompts(3, [5, 12, 4])
+    for release in ("0.5.18", "0.5.7"):
+        out = os.path.join(tmp, "dump-" + release)
+        rows, passes, _ = _run_chunked(mod, out, release, 8, prompts, SGLANG_HS_DUMP_MAX=2)
+        first = dict(r0=rows["r0"], r1=[t[:3] for t in rows["r1"]])
+        _stitched(out, first, ref, prompts, partial=("r1",), rid_field=_v(release) >= (0, 5, 10))
+
+
+def stitch_exit_child(path, out):
+    """Child of case_chunked_request_in_flight_at_exit: two chunks of a three-chunk prompt, then
+    a normal exit (atexit)."""
+    fake_root = tempfile.mkdtemp(prefix="hs_fake_sglang_")
+    install_fake_sglang(fake_root)
+    mod = load(path, "mock_deepseek_v2_under_test")
+    prompts = _prompts(2, [4, 20])
+    rows, passes = dict(), []
+    os.environ["SGLANG_HS_DUMP_DIR"] = out
+    set_ranks(0, 0, chunk=8)
+    model = build(mod, "list")
+    sched = ChunkingScheduler(mod, "0.5.18", 8)
+    for rid, toks in prompts:
+        sched.add(rid, toks)
+    for _ in range(2):
+        batch, reqs = sched.next_pass()
+        with torch.no_grad():
+            hidden, aux = model.model(batch.input_ids, batch.positions, batch)
+        aux = torch.cat(aux, dim=-1)
+        b = 0
+        for rid, p, n in reqs:
+            part = [batch.input_ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
+            rows[rid] = [torch.cat([x, y]) for x, y in zip(rows[rid], part)] if rid in rows else part
+            b += n
+    torch.save(dict(rows=rows, prompts=prompts), os.path.join(os.path.dirname(out), "expected.pt"))
+    shutil.rmtree(fake_root, ignore_errors=True)
+    return 0
+
+
+def case_chunked_request_in_flight_at_exit(mod, ref, tmp):
+    import subprocess
+
+    out = os.path.join(tmp, "dump")
+    child = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--stitch-exit-child", mod.__file__, out],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, HS_TEST_DEVICE=DEVICE),
+    )
+    check(child.returncode == 0, "child failed: %s%s" % (child.stdout, child.stderr[-2000:]))
+    saved = load_sample(os.path.join(tmp, "expected.pt"))
+    rows = saved["rows"]
+    check(rows["r1"][0].shape[0] == 12, "the child's prompt has %d rows" % rows["r1"][0].shape[0])
+    _stitched(out, rows, ref, saved["prompts"], partial=("r1",))
+    check(not [n for n in os.listdir(out) if n.startswith(".hs_dump_status")], "status file left: %s" % os.listdir(out))
+
+
 CASES = [(name[5:].replace("_", "-"), fn) for name, fn in list(globals().items()) if name.startswith("case_")]
 
 
@@ -1586,6 +1911,8 @@ def run(path):
 def main(argv):
     if argv[1:2] == ["--exit-child"]:
         return exit_child(argv[2], argv[3])
+    if argv[1:2] == ["--stitch-exit-child"]:
+        return stitch_exit_child(argv[2], argv[3])
     if argv[1:2] == ["--kill-child"]:
         return kill_child(*argv[2:6])
     if argv[1:] == ["--unpatched"]:
