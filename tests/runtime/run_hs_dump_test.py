@@ -1416,7 +1416,19 @@ def kill_child(path, out, mode, count):
     mod = load(path, "mock_deepseek_v2_under_test")
     os.environ["SGLANG_HS_DUMP_DIR"] = out
     model = build(mod, "packed")
-    if mode == "wait":
+    if mode == "held":
+        # the first chunk of a prompt cut into three: held in part files when killed
+        track_writers(mod)
+        set_ranks(0, 0, chunk=8)
+        model = build(mod, "list")
+        sched = ChunkingScheduler(mod, "0.5.18", 8)
+        sched.add("r0", _prompts(1, [20])[0][1])
+        batch, _ = sched.next_pass()
+        with torch.no_grad():
+            model.model(batch.input_ids, batch.positions, batch)
+        drain()
+        print("held", flush=True)
+    elif mode == "wait":
         slow = SlowSave(1.5)
         slow.__enter__()
         expected = _passes(mod, model, int(count))
@@ -1896,6 +1908,27 @@ def case_specforge_reads_stitched_as_unchunked(mod, ref, tmp):
         check(a["num_tokens"] == b["num_tokens"] and set(a["tensors"]) == set(b["tensors"]), "samples %s / %s" % (a["num_tokens"], b["num_tokens"]))
         for k, t in a["tensors"].items():
             check(t.dtype == b["tensors"][k].dtype and torch.equal(_bits(t), _bits(b["tensors"][k])), "SpecForge's %s differs" % k)
+
+
+def case_sigkill_with_a_chunked_prompt_held(mod, ref, tmp):
+    # killed between two chunks of a prompt: its part files stay, the wait says a chunked prompt
+    # is unfinished, and the next start removes them with one warning that counts it
+    out = os.path.join(tmp, "dump")
+    child, line = _start_child(mod, out, "held")
+    try:
+        check(line == "held", "child: %r" % line)
+    finally:
+        err = _kill(child)
+    parts = [n for n in os.listdir(out) if n.endswith(".part.tmp")]
+    check(len(parts) == 3, "after SIGKILL: %s%s" % (os.listdir(out), err and " " + err))
+    waited = _wait_idle(out, timeout=60)
+    check(waited.returncode != 0 and "1 chunked prompts unfinished" in waited.stdout, "wait: %d %r" % (waited.returncode, waited.stdout + waited.stderr))
+    before = len(WARNINGS.records)
+    _one_pass(mod, out)
+    got = [r.getMessage() for r in WARNINGS.records[before:]]
+    check(len(got) == 1 and "1 chunked requests unfinished" in got[0], "warnings %s" % got)
+    check(not leftovers(out), "debris after the next start: %s" % leftovers(out))
+    check(len(files_in(out)) == 2, "files %s" % os.listdir(out))
 
 
 CASES = [(name[5:].replace("_", "-"), fn) for name, fn in list(globals().items()) if name.startswith("case_")]

@@ -32,6 +32,39 @@ pub const DISABLE_PIECEWISE_CUDA_GRAPH: &str = "--disable-piecewise-cuda-graph";
 pub const DISABLE_RADIX_CACHE: &str = "--disable-radix-cache";
 /// The flag whose value `-1` turns off chunked prefill, so that a prompt arrives in one pass.
 pub const CHUNKED_PREFILL_SIZE: &str = "--chunked-prefill-size";
+/// How the dump handles a prompt that chunked prefill cuts into several passes on a release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chunking {
+    /// Chunked prefill is off by default (and the dump would write a cut prompt's passes as
+    /// `.ckpt.partial`).
+    Off,
+    /// The passes are stitched into one sample: a request is known by its `rids` (0.5.10+) or by
+    /// its ReqToTokenPool row's KV locations, its end by `orig_seq_lens` (0.5.1+).
+    Stitched,
+    /// Stitched, but without `orig_seq_lens` (0.4.6 – 0.4.10.post2): whether a pass that fills the chunk
+    /// budget cut its last prompt shows only at the next prefill pass.
+    StitchedLate,
+    /// The release shows no way to tell a request across passes: `--chunked-prefill-size -1`.
+    Partial,
+}
+
+/// The first release whose passes the dump stitches (KV locations and the chunk size in the
+/// model process), and the first with `forward_batch.orig_seq_lens`.
+const STITCHED_FROM: ReleaseVersion = ReleaseVersion {
+    major: 0,
+    minor: 4,
+    patch: 6,
+    pre: None,
+    post: 0,
+};
+const ORIG_SEQ_LENS_FROM: ReleaseVersion = ReleaseVersion {
+    major: 0,
+    minor: 5,
+    patch: 1,
+    pre: None,
+    post: 0,
+};
+
 /// The flag that skips the warmup request, which would otherwise be dumped too.
 pub const SKIP_SERVER_WARMUP: &str = "--skip-server-warmup";
 /// The flag that keeps the order of passes simple (optional for the dump).
@@ -202,6 +235,22 @@ impl ReleaseFacts {
         self.piecewise_cuda_graph_on && !self.disable_cuda_graph_covers_piecewise
     }
 
+    /// How the dump handles chunked prefill on this release.
+    pub fn chunking(&self) -> Chunking {
+        let release = self.release();
+        if release.is_some_and(|r| r >= STITCHED_FROM) {
+            if release.is_some_and(|r| r >= ORIG_SEQ_LENS_FROM) {
+                Chunking::Stitched
+            } else {
+                Chunking::StitchedLate
+            }
+        } else if self.chunked_prefill_on {
+            Chunking::Partial
+        } else {
+            Chunking::Off
+        }
+    }
+
     /// The server flags the dump needs on this release, in the order they are printed.
     pub fn flags_for_dump(&self) -> Vec<&'static str> {
         let mut flags = Vec::new();
@@ -214,7 +263,7 @@ impl ReleaseFacts {
         if self.has(DISABLE_RADIX_CACHE) {
             flags.push(DISABLE_RADIX_CACHE);
         }
-        if self.chunked_prefill_on && self.has(CHUNKED_PREFILL_SIZE) {
+        if self.chunking() == Chunking::Partial && self.has(CHUNKED_PREFILL_SIZE) {
             flags.extend([CHUNKED_PREFILL_SIZE, "-1"]);
         }
         if self.has(SKIP_SERVER_WARMUP) {
@@ -351,7 +400,7 @@ pub fn launch_unknown(why: &str) -> Launch {
 fn generic_advice() -> String {
     let piecewise = ranges(|f| f.needs_piecewise_flag(), "-");
     let no_warmup = ranges(|f| !f.has(SKIP_SERVER_WARMUP), "-");
-    let no_chunking = ranges(|f| !f.chunked_prefill_on, "-");
+    let no_chunking = ranges(|f| f.chunking() != Chunking::Partial, "-");
     let mut parts = Vec::new();
     if !piecewise.is_empty() {
         parts.push(format!(
@@ -394,6 +443,14 @@ fn launch_for(facts: &'static ReleaseFacts, lead: Option<String>) -> Launch {
              ({default}{same})"
         ));
     }
+    if facts.chunking() == Chunking::StitchedLate && facts.chunked_prefill_on {
+        notes.push(
+            "chunked prefill stays on: a prompt's passes are stitched into one sample, but a prompt whose last \
+             chunk exactly fills the chunk budget is settled only by the next prefill pass (send one more \
+             request before stopping the server)"
+                .into(),
+        );
+    }
     if !facts.has(SKIP_SERVER_WARMUP) {
         notes.push(
             "this release has no --skip-server-warmup: the warmup request sent at startup is dumped too; delete the \
@@ -432,22 +489,29 @@ fn ranges(holds: impl Fn(&ReleaseFacts) -> bool, dash: &str) -> Vec<String> {
 /// The flag table of docs/sglang.md: one row per run of consecutive `deepseek_v2.py` releases that take the
 /// same flags, as markdown.
 pub fn flag_table() -> String {
-    let mut rows: Vec<(&str, &str, Vec<&'static str>)> = Vec::new();
+    let mut rows: Vec<(&str, &str, Vec<&'static str>, Chunking)> = Vec::new();
     for facts in dump_releases() {
         let flags = facts.flags_for_dump();
+        let chunking = facts.chunking();
         match rows.last_mut() {
-            Some(row) if row.2 == flags => row.1 = &facts.version,
-            _ => rows.push((&facts.version, &facts.version, flags)),
+            Some(row) if row.2 == flags && row.3 == chunking => row.1 = &facts.version,
+            _ => rows.push((&facts.version, &facts.version, flags, chunking)),
         }
     }
-    let mut table = String::from("| SGLang | flags |\n|---|---|\n");
-    for (first, last, flags) in rows {
+    let mut table = String::from("| SGLang | flags | chunked prefill |\n|---|---|---|\n");
+    for (first, last, flags, chunking) in rows {
         let span = if first == last {
             first.to_string()
         } else {
             format!("{first} – {last}")
         };
-        table.push_str(&format!("| {span} | `{}` |\n", flags.join(" ")));
+        let chunking = match chunking {
+            Chunking::Off => "off by default",
+            Chunking::Stitched => "stitched",
+            Chunking::StitchedLate => "stitched (cut settled a pass later)",
+            Chunking::Partial => "partial: turned off",
+        };
+        table.push_str(&format!("| {span} | `{}` | {chunking} |\n", flags.join(" ")));
     }
     table
 }

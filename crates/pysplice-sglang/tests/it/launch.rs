@@ -8,7 +8,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pysplice_sglang::launch::{self as sglang, ReleaseFacts, ReleaseVersion};
+use pysplice_sglang::launch::{self as sglang, Chunking, ReleaseFacts, ReleaseVersion};
 
 const MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
@@ -32,7 +32,10 @@ fn check(facts: &ReleaseFacts, flags: &[String], notes: &[String]) {
     assert!(printed("--disable-cuda-graph"), "{v}: {flags:?}");
     assert!(printed("--disable-radix-cache"), "{v}: {flags:?}");
     let chunking_off = flags.windows(2).any(|w| w == ["--chunked-prefill-size", "-1"]);
-    assert_eq!(chunking_off, facts.chunked_prefill_on, "{v}: {flags:?}");
+    // chunked prefill is turned off only where it is on by default and the dump cannot stitch
+    // a prompt's passes into one sample
+    let stitched = matches!(facts.chunking(), Chunking::Stitched | Chunking::StitchedLate);
+    assert_eq!(chunking_off, facts.chunked_prefill_on && !stitched, "{v}: {flags:?}");
     if facts.piecewise_cuda_graph_on && !facts.disable_cuda_graph_covers_piecewise {
         assert!(printed("--disable-piecewise-cuda-graph"), "{v}: {flags:?}");
     }
@@ -77,7 +80,7 @@ fn hand_written(v: &ReleaseVersion) -> Vec<&'static str> {
         flags.push("--disable-piecewise-cuda-graph");
     }
     flags.push("--disable-radix-cache");
-    if at_least("0.2.15") {
+    if at_least("0.2.15") && !at_least("0.4.6") {
         flags.extend(["--chunked-prefill-size", "-1"]);
     }
     if at_least("0.4.10") {
