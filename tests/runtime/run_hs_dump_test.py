@@ -1931,6 +1931,39 @@ def case_sigkill_with_a_chunked_prompt_held(mod, ref, tmp):
     check(len(files_in(out)) == 2, "files %s" % os.listdir(out))
 
 
+def case_writer_failure_with_a_chunked_prompt_held(mod, ref, tmp):
+    # publication fails while a chunked prompt is held (then at its last chunk): one warning,
+    # the dump turns off, and no part file is left behind
+    for fail_at in (0, 1):
+        out = os.path.join(tmp, "dump%d" % fail_at)
+        real_link = os.link
+
+        def failing_link(*args, **kwargs):
+            raise OSError(5, "Input/output error")
+
+        before = len(WARNINGS.records)
+        with Env(SGLANG_HS_DUMP_DIR=out):
+            set_ranks(0, 0, chunk=8)
+            model = build(mod, "list")
+            sched = ChunkingScheduler(mod, "0.5.18", 8)
+            for rid, toks in _prompts(2, [3, 9]):
+                sched.add(rid, toks)
+            try:
+                for k in range(2):
+                    if k == fail_at:
+                        os.link = failing_link
+                    batch, _ = sched.next_pass()
+                    with torch.no_grad():
+                        model.model(batch.input_ids, batch.positions, batch)
+                    drain()
+            finally:
+                os.link = real_link
+        got = [r.getMessage() for r in WARNINGS.records[before:]]
+        check(len(got) == 1 and "Input/output error" in got[0], "failing at pass %d: warnings %s" % (fail_at, got))
+        check(not leftovers(out), "failing at pass %d: left %s" % (fail_at, leftovers(out)))
+        check(len(files_in(out)) == fail_at, "failing at pass %d: files %s" % (fail_at, os.listdir(out)))
+
+
 CASES = [(name[5:].replace("_", "-"), fn) for name, fn in list(globals().items()) if name.startswith("case_")]
 
 
