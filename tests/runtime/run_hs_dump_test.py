@@ -1597,13 +1597,14 @@ class ChunkingScheduler:
     0.5.18). ReqToTokenPool rows are filled as prepare_for_extend fills them: the earlier
     chunks' KV locations (prefix_indices) first, then this pass's out_cache_loc."""
 
-    def __init__(self, mod, release, chunk, rows=8):
+    def __init__(self, mod, release, chunk, rows=8, pool=True):
         self.mod, self.release, self.chunk = mod, release, chunk
         self.v = v = _v(release)
         self.kept = v >= (0, 5, 9)
         self.lifo = v >= (0, 5, 18)
         self.free = list(range(1, rows + 1)) if v >= (0, 5, 11) else list(range(rows))
-        self.pool = PoolRows(rows + 1, 4096) if v <= (0, 5, 12) else None
+        # pool=False: a batch without ReqToTokenPool, where only the kept slot tells a request
+        self.pool = PoolRows(rows + 1, 4096) if v <= (0, 5, 12) and pool else None
         self.next_loc = 1
         self.waiting, self.chunked, self.aborted = [], None, set()
         self.locs = dict()  # rid: KV locations of its tokens so far
@@ -1664,8 +1665,8 @@ class ChunkingScheduler:
         batch.req_pool_indices = torch.tensor([r["slot"] for r, _ in reqs], dtype=torch.int64, device=DEVICE)
         if v >= (0, 5, 21):
             batch.req_pool_indices_cpu = batch.req_pool_indices.cpu()
-        batch.out_cache_loc = out_loc
         if self.pool is not None:
+            batch.out_cache_loc = out_loc
             batch.req_to_token_pool = self.pool
         # after the pass: finished prompts free their slot; a cut one is the chunked request
         self.chunked = None
@@ -1687,14 +1688,14 @@ def _prompts(count, lengths, seed=7):
     return [("r%d" % k, torch.randint(0, 64, (n,), generator=gen).tolist()) for k, n in zip(range(count), lengths)]
 
 
-def _run_chunked(mod, out, release, chunk, prompts, model=None, abort=None, **env):
+def _run_chunked(mod, out, release, chunk, prompts, model=None, abort=None, pool=True, **env):
     """Feed `prompts` through a ChunkingScheduler of `release`; returns the rows each request's
     passes produced (rid: [ids, hidden, aux] concatenated, on the CPU) and the passes' shapes."""
     rows, passes = dict(), []
     with Env(SGLANG_HS_DUMP_DIR=out, **env):
         set_ranks(0, 0, chunk=chunk, hide=() if _v(release) >= (0, 5, 10) else ("sglang.srt.server_args",))
         model = model or build(mod, "list")
-        sched = ChunkingScheduler(mod, release, chunk)
+        sched = ChunkingScheduler(mod, release, chunk, pool=pool)
         for rid, toks in prompts:
             sched.add(rid, toks)
         k = 0
@@ -1771,12 +1772,13 @@ STITCH_RELEASES = ("0.5.21", "0.5.18", "0.5.10", "0.5.9", "0.5.7", "0.4.6")
 
 def case_chunked_prompts_stitched_per_release(mod, ref, tmp):
     # prompts cut into 2, 3 and 16 chunks (chunk 8), with whole prompts around them
-    prompts = _prompts(6, [12, 3, 20, 5, 128, 7])
-    for release in STITCH_RELEASES:
-        out = os.path.join(tmp, "dump-" + release)
-        rows, passes, _ = _run_chunked(mod, out, release, 8, prompts)
-        cut = [rid for rid in rows if sum(1 for p in passes for r in p if r[0] == rid) > 1]
-        check(len(cut) >= 3 and max(sum(1 for p in passes for r in p if r[0] == rid) for rid in cut) >= 16, "%s: chunks %s" % (release, passes))
+    prompts = _prompts(6, [10, 6, 20, 3, 121, 7])
+    # and 0.5.9's kept slot alone (a batch without ReqToTokenPool)
+    for release, pool in [(r, True) for r in STITCH_RELEASES] + [("0.5.9", False)]:
+        out = os.path.join(tmp, "dump-%s-%s" % (release, pool))
+        rows, passes, _ = _run_chunked(mod, out, release, 8, prompts, pool=pool)
+        chunks = sorted(sum(1 for p in passes for r in p if r[0] == rid) for rid in rows)
+        check({2, 3, 16} <= set(chunks), "%s: chunks per prompt %s" % (release, chunks))
         _stitched(out, rows, ref, prompts, rid_field=_v(release) >= (0, 5, 10))
         check(len(specforge_lists(out)) == len(prompts), "%s: SpecForge lists %d" % (release, len(specforge_lists(out))))
 
