@@ -7,7 +7,8 @@ INSPECT is the command to test (default: $SGLANG_HS_INSPECT, else target/debug o
 target/release/sglang-hs-inspect of this checkout); it is run with `--python` this interpreter.
 Cases: a clean folder (exit 0, counts, tokens, bytes, histogram, the PNG's structure), a folder
 mixing two layer conventions, one mixing two SGLang releases, one mixing files with and
-without provenance, an unreadable file, an empty folder and a missing one. Prints
+without provenance, an unreadable file, an empty folder and a missing one, and folders written
+by the recipe itself (the runtime mock patched with target/*/pysplice, or $PYSPLICE). Prints
 `N passed, M failed`; exit status 1 when a case fails.
 """
 
@@ -246,6 +247,70 @@ def case_several_folders_together(tmp):
     check([m["key"] for m in r["mixed"]] == ["architecture"] and r["mixed"][0]["others"][0]["files"] == [odd], "%r" % r["mixed"])
 
 
+def pysplice():
+    """The pysplice program of this checkout, or None."""
+    if os.environ.get("PYSPLICE"):
+        return os.environ["PYSPLICE"]
+    for kind in ("debug", "release"):
+        path = os.path.join(REPO, "target", kind, "pysplice")
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def real_dump(tmp, out, layers=None):
+    """Samples written by the recipe itself: the runtime mock patched with the recipe's TOML, one
+    prefill pass of two requests into `out` (SGLANG_HS_DUMP_LAYERS=`layers` when given)."""
+    import importlib.util
+
+    mock = os.path.join(tmp, "mock_patched_%d.py" % len(os.listdir(tmp)))
+    with open(os.path.join(REPO, "tests", "runtime", "mock_deepseek_v2.py")) as src, open(mock, "w") as dst:
+        dst.write(src.read())
+    spec = os.path.join(REPO, "crates", "pysplice-sglang", "recipes", "sglang_hs_dump.toml")
+    subprocess.run([pysplice(), "apply", "--spec", spec, mock], check=True, stdout=subprocess.DEVNULL)
+    loader = importlib.util.spec_from_file_location(os.path.basename(mock)[:-3], mock)
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    saved = dict(os.environ)
+    os.environ["SGLANG_HS_DUMP_DIR"] = out
+    if layers is not None:
+        os.environ["SGLANG_HS_DUMP_LAYERS"] = layers
+    try:
+        torch.manual_seed(0)
+        model = module.DeepseekV2ForCausalLM(module.MockConfig())
+        ids = torch.randint(0, 64, (9,))
+        batch = module.ForwardBatch(module.ForwardMode.EXTEND, ids, torch.arange(9), [5, 4], [0, 0], ["a", "b"])
+        with torch.no_grad():
+            model.model(ids, batch.positions, batch)
+        model.model._hs_dump_state["queue"].close()  # written and flushed
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return list(model.model.layers_to_capture)
+
+
+def case_folders_written_by_the_recipe(tmp):
+    # what the dump writes is what the checker reads: one model's folder agrees; a second one
+    # whose ids SGLang 0.5.13+ took as they are (no +1: the first id is not 1) does not
+    if pysplice() is None:
+        raise Skip("no pysplice program (cargo build --bin pysplice, or PYSPLICE=...)")
+    a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+    layers = real_dump(tmp, a)
+    code, r = inspect_json(a)
+    check(code == 0 and r["complete"] == 2 and r["tokens"]["complete"] == 9, "exit %d, %r" % (code, r))
+    check(r["agreed"]["aux_layers"] == layers and r["agreed"]["eagle_aux_hidden_state_layer_ids"] == [i - 1 for i in layers], "%r" % r["agreed"])
+    check(r["agreed"]["architecture"] == "DeepseekV3ForCausalLM" and r["agreed"]["model_class"] == "DeepseekV2Model", "%r" % r["agreed"])
+    other = real_dump(tmp, b, layers="3,5,6")
+    check(other == [3, 5, 6] != layers, "layers %r and %r" % (layers, other))
+    code, r = inspect_json(a, b)
+    keys = sorted(m["key"] for m in r["mixed"])
+    check(code == 1 and keys == ["aux_layers", "eagle_aux_hidden_state_layer_ids"], "exit %d, mixed %s" % (code, keys))
+
+
+class Skip(Exception):
+    pass
+
+
 CASES = [(n[5:], f) for n, f in list(globals().items()) if n.startswith("case_")]
 
 
@@ -255,6 +320,8 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 fn(tmp)
+            except Skip as why:
+                print("skip %s: %s" % (name, why))
             except Exception as exc:
                 failed += 1
                 print("FAIL %s: %s" % (name, "".join(traceback.format_exception_only(type(exc), exc)).strip()))
