@@ -120,6 +120,7 @@ def disagreements(values):
             key=key,
             majority=json.loads(top),
             majority_files=len(top_files),
+            tie=any(len(files) == len(top_files) for _, files in rest),
             others=[dict(value=json.loads(v), files=files) for v, files in rest],
         ))
     return mixed
@@ -275,7 +276,8 @@ def main(argv):
     if args.png:
         out.write("histogram written to %s (%dx%d)\n" % (args.png, args.png_size[0], args.png_size[1]))
     for m in mixed:
-        out.write("MIXED %s: %d files have %s; other values:\n" % (m["key"], m["majority_files"], show(m["majority"])))
+        tie = " (a tie: the value of the first file in order is taken as the majority)" if m["tie"] else ""
+        out.write("MIXED %s: %d files have %s%s; other values:\n" % (m["key"], m["majority_files"], show(m["majority"]), tie))
         for other in m["others"]:
             names = other["files"][:SHOWN]
             more = len(other["files"]) - len(names)
