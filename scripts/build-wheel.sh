@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the Python wheel `pysplice-cli` (commands pysplice, sglang-hs-dump, pysplice-lsp) for
-# hosts without Rust. Writes exactly one wheel under target/wheels/ and prints its path.
+# Build the Python wheel `pysplice-cli` (commands pysplice, sglang-hs-dump, sglang-hs-send,
+# sglang-hs-inspect, pysplice-lsp) for hosts without Rust. Writes exactly one wheel under
+# target/wheels/ and prints its path.
 # maturin comes from PyPI into a private venv under target/, so nothing is installed globally.
 # PYSPLICE_WHEEL_PROFILE=dev builds the commands in the dev profile (default: release).
 set -euo pipefail

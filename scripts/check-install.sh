@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The two ways users install pysplice, tried from this checkout as a new user would:
-#   1. `cargo install --locked --path cli` into an empty root: the three commands run;
-#   2. the wheel from scripts/build-wheel.sh, `pip install`ed into a fresh venv: the three
+#   1. `cargo install --locked --path cli` into an empty root: the five commands run;
+#   2. the wheel from scripts/build-wheel.sh, `pip install`ed into a fresh venv: the five
 #      commands run, `pysplice --version` and the demo (`sglang-hs-dump` with no path) work, the
 #      spec schema is installed where `pysplice schema --path` says.
 # PYSPLICE_INSTALL_PROFILE=dev builds both in the dev profile instead of release (CI: it reuses
@@ -36,13 +36,16 @@ expect_version "$scratch/cargo-root/bin/pysplice-lsp" pysplice-lsp
 expect_version "$scratch/cargo-root/bin/sglang-hs-send" sglang-hs-send
 # The sender starts python3 on the program built into it: its help comes from that program.
 "$scratch/cargo-root/bin/sglang-hs-send" --help | grep -q -- '--conversations' || { echo "check-install: sglang-hs-send --help" >&2; exit 1; }
+expect_version "$scratch/cargo-root/bin/sglang-hs-inspect" sglang-hs-inspect
+# The folder checker too: its help comes from the program built into it (no torch needed for it).
+"$scratch/cargo-root/bin/sglang-hs-inspect" --help | grep -q -- '--png' || { echo "check-install: sglang-hs-inspect --help" >&2; exit 1; }
 
 echo "-- wheel into a fresh venv"
 wheel=$(PYSPLICE_WHEEL_PROFILE="$profile" bash scripts/build-wheel.sh)
 echo "$wheel"
 python3 -m venv "$scratch/venv"
 "$scratch/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
-for cmd in pysplice sglang-hs-dump sglang-hs-send pysplice-lsp; do
+for cmd in pysplice sglang-hs-dump sglang-hs-send sglang-hs-inspect pysplice-lsp; do
   expect_version "$scratch/venv/bin/$cmd" "$cmd"
 done
 # The spec schema: installed under the prefix, found by `pysplice schema --path`, the same bytes

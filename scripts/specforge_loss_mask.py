@@ -36,6 +36,7 @@ import io
 import json
 import os
 import pickle
+import socket
 import struct
 import sys
 import zipfile
@@ -239,7 +240,10 @@ class Sample:
             raise MaskError("mask of %d for %d tokens" % (len(mask), ref.size[0]))
         info = self._entry(ref)
         folder, base = os.path.split(os.path.abspath(self.path))
-        tmp = os.path.join(folder, "." + base + ".mask.tmp")
+        _remove_stale_mask_temporaries(folder, base)
+        # A name of this process's own: a writer killed mid-copy leaves its temporary behind.
+        host = socket.gethostname().replace("/", "_")
+        tmp = os.path.join(folder, ".%s.mask.%d.%s.%s.tmp" % (base, os.getpid(), os.urandom(4).hex(), host))
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(tmp, flags, 0o600)
         try:
@@ -282,6 +286,33 @@ class Sample:
                     os.unlink(tmp)
                 except OSError:
                     pass
+
+
+def _remove_stale_mask_temporaries(folder, base):
+    """Remove the mask temporaries of `base` left by writers of this machine that are gone
+    (killed between the copy and the rename); a live writer's, or another host's (a shared
+    folder), stays."""
+    prefix = "." + base + ".mask."
+    suffix = "." + socket.gethostname().replace("/", "_") + ".tmp"
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(suffix)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix) :].split(".")[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # that process is alive (or not ours to signal): leave its file
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
 
 
 def _central_entry(f, name):

@@ -21,7 +21,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -362,6 +364,26 @@ class LossMaskTest(unittest.TestCase):
         tokenizer = make_tokenizer(template)
         with self.assertRaisesRegex(slm.MaskError, "does not render turn 2 as a continuation"):
             slm.assistant_spans(tokenizer, CONVERSATIONS["multi"])
+
+    def test_a_killed_writers_temporary_does_not_block_the_next(self):
+        # a writer killed between its copy and the rename leaves its temporary; the next
+        # write of that sample removes it (its process is gone) and keeps a live one's
+        path = os.path.join(self.dump, "data_dp0_pid1_abcd_00000000.ckpt")
+        write_sample(path, [5, 6, 7, 8], "r")
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()
+        host = socket.gethostname().replace("/", "_")
+        stale = os.path.join(self.dump, ".%s.mask.%d.0badcafe.%s.tmp" % (os.path.basename(path), gone.pid, host))
+        live = os.path.join(self.dump, ".%s.mask.%d.0badcafe.%s.tmp" % (os.path.basename(path), os.getpid(), host))
+        other_host = os.path.join(self.dump, ".%s.mask.%d.0badcafe.elsewhere.tmp" % (os.path.basename(path), gone.pid))
+        for p in (stale, live, other_host):
+            with open(p, "wb") as f:
+                f.write(b"half a copy")
+        slm.Sample(path).write_mask([0, 1, 1, 0])
+        self.assertEqual(slm.Sample(path).mask(), [0, 1, 1, 0])
+        self.assertFalse(os.path.exists(stale))
+        self.assertTrue(os.path.exists(live) and os.path.exists(other_host))
+        self.assertEqual(len(os.listdir(self.dump)), 3, os.listdir(self.dump))
 
     def test_torch_free_writer_matches_torch(self):
         # where torch exists, the stand-in writer's files load in torch as the real ones

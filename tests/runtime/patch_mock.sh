@@ -7,6 +7,7 @@
 #   DIR/run_hs_dump_test.py           the runtime test
 #   DIR/run_on_device.sh              runs the test (patched and --unpatched) and prints the verdicts
 #   DIR/bench_hs_dump.py              the writer's benchmark (GPU): python3 DIR/bench_hs_dump.py DIR/mock_deepseek_v2_patched.py
+#   DIR/bench_chunked.py              a long prompt chunked and unchunked: python3 DIR/bench_chunked.py DIR/mock_deepseek_v2_patched.py
 #   DIR/wait_idle.py                  docs/sglang.md's wait-until-idle step (Stopping the server), as the test runs it
 #
 # Then, on any machine with PyTorch (a GPU is used when present):
@@ -20,7 +21,7 @@ dest=${1:-$repo/.device/hs}
 cd "$repo"
 rm -rf "$dest"
 mkdir -p "$dest"
-cp tests/runtime/mock_deepseek_v2.py tests/runtime/run_hs_dump_test.py tests/runtime/dump_writers.py tests/runtime/run_on_device.sh tests/runtime/bench_hs_dump.py "$dest"/
+cp tests/runtime/mock_deepseek_v2.py tests/runtime/run_hs_dump_test.py tests/runtime/dump_writers.py tests/runtime/run_on_device.sh tests/runtime/bench_hs_dump.py tests/runtime/bench_chunked.py "$dest"/
 cp tests/runtime/mock_deepseek_v2.py "$dest/mock_deepseek_v2_patched.py"
 sed -n "/<<'WAIT_IDLE'\$/,/^WAIT_IDLE\$/p" docs/sglang.md | sed '1d;$d' >"$dest/wait_idle.py"
 [ -s "$dest/wait_idle.py" ] || { echo "no WAIT_IDLE block in docs/sglang.md" >&2; exit 1; }

@@ -111,12 +111,48 @@ def case(name, cls, inner_of):
             assert torch.equal(s["aux_hidden_state"][0], aux[sl].cpu()), "aux_hidden_state differs"
             assert s["layers_to_capture"] == list(inner.layers_to_capture), s["layers_to_capture"]
             assert torch.equal(s["loss_mask"], torch.ones(n, dtype=torch.long))
+            check_provenance(s["provenance"], name, inner, hidden)
             start += n
         ids, fb = batch(base.ForwardMode.DECODE, [1, 1], seed=2)
         with torch.no_grad():
             run(model, name, ids, fb, image=None)
         close_all()
         assert len(glob.glob(os.path.join(out_dir, "*.ckpt"))) == 2, "decode wrote files"
+
+
+# Patched by the bundled recipe (`sglang-hs-dump --arch all`): the provenance names the
+# program's release (HS_TEST_PYSPLICE_VERSION, when set, says which one).
+PYSPLICE_VERSION = os.environ.get("HS_TEST_PYSPLICE_VERSION")
+
+
+def check_provenance(p, name, inner, hidden):
+    """The sample's provenance names this architecture, its backbone class, the layers it
+    captured in both conventions, the dtype and width of hidden_state and the config's digest."""
+    import hashlib
+    import json
+    import re
+
+    layers = [int(i) for i in inner.layers_to_capture]
+    want = dict(
+        recipe="sglang-hs-dump",
+        architecture=name,
+        model_class=type(inner).__name__,
+        dtype=str(hidden.dtype).replace("torch.", ""),
+        hidden_size=hidden.shape[-1],
+        num_hidden_layers=base.Config().num_hidden_layers,
+        hidden_state="post-norm",
+        aux_layers=layers,
+        eagle_aux_hidden_state_layer_ids=[i - 1 for i in layers],
+        aux_layers_requested=None,
+    )
+    for key, value in want.items():
+        assert p[key] == value, "provenance %s=%r, expected %r" % (key, p[key], value)
+    version = p["pysplice_version"]
+    assert version == PYSPLICE_VERSION if PYSPLICE_VERSION else re.fullmatch(r"\d+\.\d+\.\d+\S*", version), version
+    # the stand-in's config refers to itself (text_config): written by name, not by address
+    config = vars(base.Config(architectures=[name]))
+    text = json.dumps({k: re.sub(" at 0x[0-9a-fA-F]+", "", str(v)) if isinstance(v, base.Config) else v for k, v in config.items()}, sort_keys=True)
+    assert p["config_sha256"] == hashlib.sha256(text.encode()).hexdigest(), "config_sha256"
 
 
 class Warnings(logging.Handler):

@@ -39,12 +39,16 @@ DTYPE = getattr(torch, os.environ.get("HS_TEST_DTYPE", "bfloat16"))
 # A fake `sglang` package: each rank getter reads fake_rank.STATE, which cases set.
 
 FAKE_FILES = {
-    "sglang/__init__.py": "",
+    # the release, as a real install's sglang/__init__.py (sglang.version) publishes it
+    "sglang/__init__.py": "from sglang.srt.fake_rank import STATE as _STATE\n__version__ = _STATE['version']\n",
     "sglang/srt/__init__.py": "",
     "sglang/srt/layers/__init__.py": "",
     "sglang/srt/distributed/__init__.py": "",
     "sglang/srt/managers/__init__.py": "",
-    "sglang/srt/fake_rank.py": "STATE = dict(attn_tp_rank=0, attn_dp_rank=0, tp_rank=0, chunk=-1)\n",
+    "sglang/srt/fake_rank.py": (
+        "STATE = dict(attn_tp_rank=0, attn_dp_rank=0, tp_rank=0, chunk=-1, version='0.5.99',\n"
+        "             tp_size=1, attn_tp_size=1, attn_dp_size=1, pp_rank=0, pp_size=1)\n"
+    ),
     # the server's chunked prefill size: 0.5.10+ ...
     "sglang/srt/server_args.py": (
         "import types\n"
@@ -80,11 +84,20 @@ FAKE_FILES = {
         "    return STATE['attn_tp_rank']\n"
         "def get_attention_dp_rank():\n"
         "    return STATE['attn_dp_rank']\n"
+        "def get_attention_tp_size():\n"
+        "    return STATE['attn_tp_size']\n"
+        "def get_attention_dp_size():\n"
+        "    return STATE['attn_dp_size']\n"
     ),
     "sglang/srt/distributed/parallel_state.py": (
         "from sglang.srt.fake_rank import STATE\n"
+        "import types\n"
         "def get_tensor_model_parallel_rank():\n"
         "    return STATE['tp_rank']\n"
+        "def get_tensor_model_parallel_world_size():\n"
+        "    return STATE['tp_size']\n"
+        "def get_pp_group():\n"
+        "    return types.SimpleNamespace(rank_in_group=STATE['pp_rank'], world_size=STATE['pp_size'])\n"
     ),
 }
 RANK_MODULES = (
@@ -275,7 +288,71 @@ def expected_rows(ref_module, aux_form="list", layer_ids=None):
     return ids, hidden, aux, list(model.model.layers_to_capture)
 
 
-def check_samples(paths, ids, hidden, aux, layers, lens=LENS, prefix=PREFIX, rids=RIDS, partial=None):
+PROVENANCE_KEYS = {
+    "recipe", "recipe_version", "pysplice_version", "sglang_version", "architecture", "model_class",
+    "dtype", "hidden_size", "num_hidden_layers", "hidden_state", "aux_layers",
+    "eagle_aux_hidden_state_layer_ids", "aux_layers_requested", "config_sha256",
+    "tp_rank", "tp_size", "attn_tp_rank", "attn_tp_size", "attn_dp_rank", "attn_dp_size", "pp_rank", "pp_size",
+}
+# The runtime test patches the mock with `pysplice apply --spec FILE`, where the recipe's
+# pysplice_version stays "unknown"; a mock patched by a bundled recipe says its version.
+EXPECT_PYSPLICE_VERSION = os.environ.get("HS_TEST_PYSPLICE_VERSION", "unknown")
+
+
+def config_digest(config):
+    """The provenance's config_sha256 as the recipe notes define it, computed here from the
+    config the model was built with: its JSON with sorted keys, keys starting with "_" left
+    out at every level, other values as str() without memory addresses."""
+    import hashlib
+    import json
+
+    def public(value):
+        if isinstance(value, dict):
+            return {k: public(v) for k, v in value.items() if not str(k).startswith("_")}
+        return [public(v) for v in value] if isinstance(value, list) else value
+
+    data = config.to_dict() if callable(getattr(config, "to_dict", None)) else dict(vars(config))
+    plain = lambda o: re.sub(" at 0x[0-9a-fA-F]+", "", str(o))  # noqa: E731
+    text = json.dumps(public(json.loads(json.dumps(data, default=plain))), sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_provenance(s, hidden_size, layers, requested=None, config=None, model_class="DeepseekV2Model", pp=(0, 1)):
+    """The sample's provenance says what built it: the fake sglang's release and ranks, the
+    mock's classes and config, the model's dtype, the layers captured (both conventions)."""
+    import sglang.srt.fake_rank as fake_rank
+
+    p = s.get("provenance")
+    check(isinstance(p, dict), "no provenance dict: %r" % (p,))
+    check(set(p) == PROVENANCE_KEYS, "provenance keys: extra %s, missing %s" % (sorted(set(p) - PROVENANCE_KEYS), sorted(PROVENANCE_KEYS - set(p))))
+    for key, value in p.items():
+        ok = value is None or type(value) in (str, int) or (type(value) is list and all(type(i) is int for i in value))
+        check(ok, "provenance %s=%r is not str, int, list of int or None" % (key, value))
+    config = config if config is not None else MOCK_CONFIG()
+    st = fake_rank.STATE
+    want = dict(
+        recipe="sglang-hs-dump",
+        pysplice_version=EXPECT_PYSPLICE_VERSION,
+        sglang_version=st["version"],
+        architecture=config.architectures[0],
+        model_class=model_class,
+        dtype=str(DTYPE).replace("torch.", ""),
+        hidden_size=hidden_size,
+        num_hidden_layers=config.num_hidden_layers,
+        hidden_state="post-norm",
+        aux_layers=list(layers) if layers is not None else None,
+        eagle_aux_hidden_state_layer_ids=[i - 1 for i in layers] if layers is not None else None,
+        aux_layers_requested=requested,
+        config_sha256=config_digest(config),
+        tp_rank=st["tp_rank"], tp_size=st["tp_size"], attn_tp_rank=st["attn_tp_rank"], attn_tp_size=st["attn_tp_size"],
+        attn_dp_rank=st["attn_dp_rank"], attn_dp_size=st["attn_dp_size"], pp_rank=pp[0], pp_size=pp[1],
+    )
+    for key, value in want.items():
+        check(p[key] == value, "provenance %s=%r, expected %r" % (key, p[key], value))
+    check(isinstance(p["recipe_version"], str) and p["recipe_version"].isdigit(), "recipe_version %r" % p["recipe_version"])
+
+
+def check_samples(paths, ids, hidden, aux, layers, lens=LENS, prefix=PREFIX, rids=RIDS, partial=None, requested=None, pp=(0, 1)):
     check(len(paths) == len(lens), "expected %d files, found %d" % (len(lens), len(paths)))
     if partial is None:
         partial = [bool(p) for p in prefix] if prefix is not None else [False] * len(lens)
@@ -285,7 +362,7 @@ def check_samples(paths, ids, hidden, aux, layers, lens=LENS, prefix=PREFIX, rid
         check(path.endswith(want) and not path.endswith("." + want), "%s: expected suffix %s" % (path, want))
         s = load_sample(path)
         b, start = start, start + n
-        keys = {"input_ids", "loss_mask", "hidden_state", "layers_to_capture", "prefix_len", "rid"}
+        keys = {"input_ids", "loss_mask", "hidden_state", "layers_to_capture", "prefix_len", "rid", "provenance"}
         if aux is not None:
             keys.add("aux_hidden_state")
         check(set(s) == keys, "keys %s != %s" % (sorted(s), sorted(keys)))
@@ -307,6 +384,7 @@ def check_samples(paths, ids, hidden, aux, layers, lens=LENS, prefix=PREFIX, rid
         else:
             check(s["layers_to_capture"] is None, "layers_to_capture should be None without aux")
         check(s["prefix_len"] == (prefix[i] if prefix is not None else None), "prefix_len %r" % s["prefix_len"])
+        check_provenance(s, H, layers if aux is not None else None, requested=requested, pp=pp)
         check(s["rid"] == (rids[i] if rids is not None else None), "rid %r" % s["rid"])
 
 
@@ -356,7 +434,7 @@ def _dump_case(mod, ref, tmp, aux_form, layer_env=None, layer_ids=None):
         check(torch.equal(got_aux, e_aux), "returned aux differs from unpatched")
         check(list(model.model.layers_to_capture) == e_layers, "layers_to_capture differs")
         paths = files_in(out)
-        check_samples(paths, e_ids, e_hidden, e_aux, e_layers)
+        check_samples(paths, e_ids, e_hidden, e_aux, e_layers, requested=layer_ids)
         # the files equal the rows this very forward returned
         s0 = load_sample(paths[0])
         check(torch.equal(s0["hidden_state"][0], value[0][: LENS[0]].cpu()), "file != returned rows")
@@ -482,7 +560,7 @@ def case_pp_last_rank_dumps_hidden_only(mod, ref, tmp):
         with torch.no_grad():
             value = model.model(ids, pos, batch, None, proxy)
     check(isinstance(value, torch.Tensor), "last PP rank should return the bare tensor")
-    check_samples(files_in(out), ids, value, None, None)
+    check_samples(files_in(out), ids, value, None, None, pp=(1, 2))
 
 
 def case_attn_tp_rank_1_runtime_context(mod, ref, tmp):
@@ -1750,6 +1828,10 @@ def _stitched(out, rows, ref, prompts, partial=(), rid_field=True, unchunked=Tru
         check(path.endswith(want) and not path.endswith("." + want), "%s: %s expected %s" % (os.path.basename(path), rid, want))
         check(s["rid"] == (rid if rid_field else None), "rid %r for %s" % (s["rid"], rid))
         check(s["prefix_len"] == 0, "prefix_len %r" % s["prefix_len"])
+        # the keys and provenance of an unchunked sample
+        keys = {"input_ids", "loss_mask", "hidden_state", "aux_hidden_state", "layers_to_capture", "prefix_len", "rid", "provenance"}
+        check(set(s) == keys, "keys %s != %s" % (sorted(s), sorted(keys)))
+        check_provenance(s, hidden.shape[-1], [2, 4, 5])
         n = ids.shape[0]
         check(s["loss_mask"].shape == (n,) and bool((s["loss_mask"] == 1).all()), "loss_mask")
         check(s["input_ids"].dtype == torch.long, "input_ids dtype")
@@ -1966,6 +2048,111 @@ def case_writer_failure_with_a_chunked_prompt_held(mod, ref, tmp):
         check(len(files_in(out)) == fail_at, "failing at pass %d: files %s" % (fail_at, os.listdir(out)))
 
 
+# --- provenance: what every sample says about its origin ---------------------------------
+
+
+def case_provenance_ranks_sizes_and_release(mod, ref, tmp):
+    import sglang.srt.fake_rank as fake_rank
+
+    saved = dict(fake_rank.STATE)
+    try:
+        # a writer of attention-DP group 1 in TP 4 = 2 DP groups x attention TP 2
+        fake_rank.STATE.update(tp_size=4, attn_tp_size=2, attn_dp_size=2)
+        out = os.path.join(tmp, "dump")
+        with Env(SGLANG_HS_DUMP_DIR=out):
+            set_ranks(0, 1, tp_rank=2, hide=("sglang.srt.runtime_context",))
+            model = build(mod, "list")
+            ids, pos, batch = make_batch(mod)
+            with torch.no_grad():
+                value = model.model(ids, pos, batch)
+        check_samples(files_in(out), ids, value[0], torch.cat(value[1], dim=-1), [2, 4, 5], partial=[False, True])
+        p = load_sample(files_in(out)[0])["provenance"]
+        check((p["tp_rank"], p["tp_size"], p["attn_dp_rank"], p["attn_dp_size"]) == (2, 4, 1, 2), "ranks %r" % p)
+    finally:
+        fake_rank.STATE.clear()
+        fake_rank.STATE.update(saved)
+
+
+def case_provenance_unknown_where_no_getter_says(mod, ref, tmp):
+    # no rank getters (a release older than all of them, or a failing one) and no release
+    # metadata: None, not a guess; the pipeline rank comes from the model's own group
+    import sglang
+
+    saved = sglang.__version__
+    sglang.__version__ = None
+    try:
+        out = os.path.join(tmp, "dump")
+        _pass(mod, out, hide=RANK_MODULES)
+        p = load_sample(files_in(out)[0])["provenance"]
+    finally:
+        sglang.__version__ = saved
+    for key in ("sglang_version", "tp_rank", "tp_size", "attn_tp_rank", "attn_tp_size", "attn_dp_rank", "attn_dp_size"):
+        check(p[key] is None, "provenance %s=%r, expected None" % (key, p[key]))
+    check((p["pp_rank"], p["pp_size"]) == (0, 1), "pp %r" % ((p["pp_rank"], p["pp_size"]),))
+
+
+def case_provenance_once_per_model(mod, ref, tmp):
+    calls = []
+    real = mod._pysplice_hs_provenance
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    mod._pysplice_hs_provenance = counted
+    try:
+        out = os.path.join(tmp, "dump")
+        with Env(SGLANG_HS_DUMP_DIR=out):
+            set_ranks(0, 0)
+            model = build(mod, "packed")
+            for _ in range(3):
+                with torch.no_grad():
+                    model.model(*make_batch(mod))
+            other = build(mod, "packed", architectures=["DeepseekV2ForCausalLM"])
+            with torch.no_grad():
+                other.model(*make_batch(mod))
+    finally:
+        mod._pysplice_hs_provenance = real
+    check(len(calls) == 2, "provenance computed %d times for 2 models" % len(calls))
+    paths = files_in(out)
+    check(len(paths) == 8, "%d files" % len(paths))
+    seen = [load_sample(p)["provenance"] for p in paths]
+    mine = [p for p in seen if p["architecture"] == "DeepseekV3ForCausalLM"]
+    theirs = [p for p in seen if p["architecture"] == "DeepseekV2ForCausalLM"]
+    check(len(mine) == 6 and len(theirs) == 2 and all(p == mine[0] for p in mine), "provenance varies within a model")
+    config = ref.MockConfig(architectures=["DeepseekV2ForCausalLM"])
+    check(theirs[0]["config_sha256"] == config_digest(config) != mine[0]["config_sha256"], "config digest does not follow the config")
+
+
+def case_specforge_reader_ignores_provenance(mod, ref, tmp):
+    # SpecForge's own offline reader yields the same samples and tensors with the key and
+    # with it removed from every file
+    sys.path.insert(0, os.path.join(HERE, "..", "send"))
+    try:
+        import specforge_ref
+        import specforge.runtime.data_plane.offline_reader  # noqa: F401
+    except ImportError as exc:
+        raise Skip("SpecForge not importable: %s" % exc)
+    finally:
+        sys.path.pop(0)
+    out = os.path.join(tmp, "dump")
+    _pass(mod, out, prefix=[0, 0])
+    bare = os.path.join(tmp, "bare")
+    os.makedirs(bare)
+    for path in files_in(out):
+        s = load_sample(path)
+        check(isinstance(s.pop("provenance"), dict), "no provenance in %s" % path)
+        torch.save(s, os.path.join(bare, os.path.basename(path)))
+    a, b = specforge_ref.read(out), specforge_ref.read(bare)
+    check(len(a) == len(b) == 2, "SpecForge read %d and %d samples" % (len(a), len(b)))
+    for x, y in zip(a, b):
+        check(os.path.basename(x["path"]) == os.path.basename(y["path"]), "order differs")
+        check((x["sample_id"], x["num_tokens"]) == (y["sample_id"], y["num_tokens"]), "refs differ")
+        check(sorted(x["tensors"]) == sorted(y["tensors"]) == ["aux_hidden_state", "hidden_state", "input_ids", "loss_mask"], "keys %s" % sorted(x["tensors"]))
+        for key in x["tensors"]:
+            check(torch.equal(x["tensors"][key], y["tensors"][key]), "%s differs" % key)
+
+
 CASES = [(name[5:].replace("_", "-"), fn) for name, fn in list(globals().items()) if name.startswith("case_")]
 
 
@@ -1975,6 +2162,8 @@ def run(path):
     mod = load(path, "mock_deepseek_v2_under_test")
     track_writers(mod)
     ref = load(PRISTINE, "mock_deepseek_v2_pristine")
+    global MOCK_CONFIG
+    MOCK_CONFIG = ref.MockConfig  # the config every case builds with (build())
     print("device %s, dtype %s, torch %s, module %s" % (DEVICE, DTYPE, torch.__version__, path))
     passed = failed = 0
     for name, fn in CASES:

@@ -90,7 +90,10 @@ def samples(folder):
 
 def stop_after(cmd, folder, count, sig):
     """Start the sender, stop it with `sig` once `count` samples are in `folder`."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal gives it, even where this test was started with SIGINT ignored
+    # (a background command of a shell without job control), which Python would keep.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     while len(samples(folder)) < count and proc.poll() is None and time.time() < deadline:
         time.sleep(0.02)

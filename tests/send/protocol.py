@@ -107,7 +107,11 @@ def command(url, conv, tok, record):
 # 7 s or more, so the signal comes mid-run however busy the machine is.
 def stop_after(cmd, logs, requests, sig):
     """Start the sender; send it `sig` once the servers accepted `requests` requests."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal gives it: a shell without job control (CI runs this test in the
+    # background) starts its background commands with SIGINT ignored, and Python keeps an
+    # ignored SIGINT ignored.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while count(*logs) < requests and proc.poll() is None and time.time() < deadline:
         time.sleep(0.02)

@@ -16,14 +16,17 @@
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
+
+#[path = "../shared/python_launch.rs"]
+mod python_launch;
+
+use python_launch::{exec_python, interpreter_problem, python_literal, python_of};
 
 /// The sender.
 const SEND: &str = include_str!("send.py");
 /// The loss-mask module the sender imports (also a script of its own).
 const LOSS_MASK: &str = include_str!("../../../scripts/specforge_loss_mask.py");
-/// Linux takes at most 128 KiB in one argument (`MAX_ARG_STRLEN`): the program goes in one.
-const MAX_ARGUMENT: usize = 128 * 1024;
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -36,49 +39,8 @@ fn main() -> ExitCode {
         eprintln!("sglang-hs-send: {problem}");
         return ExitCode::from(2);
     }
-    let program = bootstrap();
-    debug_assert!(program.len() < MAX_ARGUMENT);
-    let mut command = Command::new(&python);
-    command.arg("-c").arg(program).args(&args);
-    let err = run(command);
-    let shown = Path::new(&python).display();
-    if err.kind() == std::io::ErrorKind::NotFound {
-        eprintln!(
-            "sglang-hs-send: cannot run `{shown}`: no such program; pass --python with the \
-             interpreter of the environment that has transformers"
-        );
-    } else {
-        eprintln!("sglang-hs-send: cannot run `{shown}`: {err}");
-    }
+    exec_python("sglang-hs-send", "transformers", &python, bootstrap(), &args);
     ExitCode::from(2)
-}
-
-/// The value of `--python PY` or `--python=PY` (the sender's own parser accepts and ignores it).
-fn python_of(args: &[OsString]) -> Option<OsString> {
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        if arg == "--" {
-            return None;
-        }
-        if arg == "--python" {
-            return it.next().cloned();
-        }
-        if let Some(value) = arg.to_str().and_then(|a| a.strip_prefix("--python=")) {
-            return Some(OsString::from(value));
-        }
-    }
-    None
-}
-
-/// Why `python` cannot be the interpreter, said before trying to run it.
-fn interpreter_problem(python: &Path) -> Option<String> {
-    python.is_dir().then(|| {
-        format!(
-            "`{}` is a folder, not an interpreter; pass its interpreter: --python {}",
-            python.display(),
-            python.join("bin/python").display()
-        )
-    })
 }
 
 /// The program given to `python -c`: the loss-mask module made importable from its text, then
@@ -100,64 +62,16 @@ fn bootstrap() -> String {
     )
 }
 
-/// `text` as a Python string literal.
-fn python_literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 8 + 2);
-    out.push('\'');
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            ' '..='~' => out.push(c),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('\'');
-    out
-}
-
-/// Runs the interpreter; returns only when it could not be started.
-#[cfg(unix)]
-fn run(mut command: Command) -> std::io::Error {
-    use std::os::unix::process::CommandExt;
-    command.exec()
-}
-
-/// Runs the interpreter and exits with its status; returns only when it could not be started.
-#[cfg(not(unix))]
-fn run(mut command: Command) -> std::io::Error {
-    match command.status() {
-        Ok(status) => std::process::exit(status.code().unwrap_or(1)),
-        Err(err) => err,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_program_fits_in_one_argument() {
-        assert!(bootstrap().len() < MAX_ARGUMENT, "{} bytes", bootstrap().len());
-    }
-
-    #[test]
-    fn literals_escape_what_python_would_read_otherwise() {
-        assert_eq!(
-            python_literal("a'b\\c\n\u{e9}\u{1f600}"),
-            "'a\\'b\\\\c\\n\\u00e9\\U0001f600'"
+        assert!(
+            bootstrap().len() < python_launch::MAX_ARGUMENT,
+            "{} bytes",
+            bootstrap().len()
         );
-    }
-
-    #[test]
-    fn the_interpreter_is_found_in_either_spelling() {
-        let args = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
-        assert_eq!(python_of(&args(&["--url", "x", "--python", "/p"])), Some("/p".into()));
-        assert_eq!(python_of(&args(&["--python=/q"])), Some("/q".into()));
-        assert_eq!(python_of(&args(&["--", "--python", "/p"])), None);
     }
 }

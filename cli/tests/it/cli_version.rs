@@ -20,7 +20,7 @@ fn version_line(example: &str) -> (i32, String) {
 #[test]
 fn every_program_prints_its_version() {
     let version = env!("CARGO_PKG_VERSION");
-    for example in ["pysplice", "sglang-hs-dump", "pysplice-lsp"] {
+    for example in ["pysplice", "sglang-hs-dump", "pysplice-lsp", "sglang-hs-inspect"] {
         let (code, stdout) = version_line(example);
         assert_eq!(code, 0, "{example} --version exit code");
         assert_eq!(stdout.trim_end(), format!("{example} {version}"), "{example} --version");

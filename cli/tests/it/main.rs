@@ -1,5 +1,6 @@
-//! The programs end to end (`pysplice`, `sglang-hs-dump`, `pysplice-lsp`), run as users run
-//! them: exit codes, messages, JSON output and the files' bytes before and after.
+//! The programs end to end (`pysplice`, `sglang-hs-dump`, `pysplice-lsp`, the launcher of
+//! `sglang-hs-inspect`), run as users run them: exit codes, messages, JSON output and the files'
+//! bytes before and after.
 
 mod common;
 
@@ -18,6 +19,7 @@ mod lsp_transport;
 mod lsp_workspace;
 mod schemas;
 mod sglang_dump;
+mod sglang_hs_inspect;
 mod sglang_installed_probe;
 mod sglang_models_cli;
 mod sglang_trips;

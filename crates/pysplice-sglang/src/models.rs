@@ -40,7 +40,7 @@ pub fn conventions() -> Conventions {
 }
 
 /// The composed recipe: `imports` and `dump-helpers` of [`crate::recipes::SGLANG_HS_DUMP`], then
-/// the selector hooks of [`crate::recipes::SGLANG_HS_DUMP_MODELS`].
+/// the selector hooks of [`crate::recipes::SGLANG_HS_DUMP_MODELS`], [stamped](crate::recipes::stamp).
 ///
 /// ```
 /// let recipe = pysplice_sglang::models::recipe()?;
@@ -65,6 +65,7 @@ pub fn recipe() -> Result<Recipe, Error> {
     hooks.append(&mut models.hooks);
     models.hooks = hooks;
     models.notes = base.notes;
+    crate::recipes::stamp(&mut models);
     Ok(models)
 }
 

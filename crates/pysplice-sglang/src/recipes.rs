@@ -39,12 +39,40 @@ pub const CATALOGUE: &[BundledRecipe] = &[
 /// The names of the bundled recipes of [`CATALOGUE`].
 pub const BUILTIN_NAMES: [&str; 2] = ["sglang-hs-dump", "sglang-hs-dump-models"];
 
-/// [`SGLANG_HS_DUMP`], compiled.
+/// The version the bundled recipes write into every sample's provenance: this crate's, which is
+/// the programs' (`sglang-hs-dump --version`).
+pub const PYSPLICE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The `[vars]` entry of the dump recipes that names the pysplice release in each sample's
+/// provenance; the TOML files say `"unknown"`, so a spec read from a file
+/// (`pysplice apply --spec FILE`) keeps that, and [`stamp`] fills it for the bundled ones.
+pub const VERSION_VAR: &str = "pysplice_version";
+
+/// Gives a dump recipe's [`VERSION_VAR`] this build's [`PYSPLICE_VERSION`]; a recipe without
+/// that variable is left as it is. The bundled recipes ([`builtin`], [`crate::models::recipe`])
+/// come stamped.
+///
+/// ```
+/// let mut recipe = pysplice::Recipe::from_toml("sglang_hs_dump.toml", pysplice_sglang::recipes::SGLANG_HS_DUMP)?;
+/// assert_eq!(recipe.vars["pysplice_version"], "unknown");
+/// pysplice_sglang::recipes::stamp(&mut recipe);
+/// assert_eq!(recipe.vars["pysplice_version"], pysplice_sglang::recipes::PYSPLICE_VERSION);
+/// # Ok::<(), pysplice::Error>(())
+/// ```
+pub fn stamp(recipe: &mut Recipe) {
+    if let Some(value) = recipe.vars.get_mut(VERSION_VAR) {
+        *value = PYSPLICE_VERSION.to_string();
+    }
+}
+
+/// [`SGLANG_HS_DUMP`], compiled and [stamped](stamp).
 fn hs_dump() -> Result<Recipe, Error> {
-    Recipe::from_bundled_toml(
+    let mut recipe = Recipe::from_bundled_toml(
         &format!("{}sglang-hs-dump", pysplice::recipes::BUILTIN_PREFIX),
         SGLANG_HS_DUMP,
-    )
+    )?;
+    stamp(&mut recipe);
+    Ok(recipe)
 }
 
 /// The bundled recipe called `name` (with or without `builtin:`), or `None` when no recipe ships
@@ -86,6 +114,26 @@ mod tests {
             let prefixed = load(&format!("builtin:{name}")).expect("compiles");
             assert_eq!(bare.id, prefixed.id);
             assert!(!bare.hooks.is_empty());
+        }
+    }
+
+    #[test]
+    fn bundled_recipes_write_this_version_and_a_spec_file_unknown() {
+        let demo = include_str!("../data/demo_model.py");
+        let from_file = Recipe::from_toml("sglang_hs_dump.toml", SGLANG_HS_DUMP).expect("compiles");
+        assert_eq!(from_file.vars[VERSION_VAR], "unknown");
+        let models = crate::models::recipe().expect("compiles");
+        assert_eq!(models.vars[VERSION_VAR], PYSPLICE_VERSION);
+        for (recipe, version) in [
+            (
+                builtin("sglang-hs-dump").expect("known").expect("compiles"),
+                PYSPLICE_VERSION,
+            ),
+            (from_file, "unknown"),
+        ] {
+            let patched = pysplice::apply(&recipe, pysplice::SourceFile::new("deepseek_v2.py", demo)).expect("applies");
+            let line = format!("pysplice_version=\"{version}\",");
+            assert_eq!(patched.output().matches(&line).count(), 1, "{version}");
         }
     }
 

@@ -16,6 +16,7 @@ pub fn program(name: &str) -> PathBuf {
         "pysplice" => env!("CARGO_BIN_EXE_pysplice"),
         "sglang-hs-dump" | "sglang_hs_dump" => env!("CARGO_BIN_EXE_sglang-hs-dump"),
         "pysplice-lsp" | "pysplice_lsp" => env!("CARGO_BIN_EXE_pysplice-lsp"),
+        "sglang-hs-inspect" => env!("CARGO_BIN_EXE_sglang-hs-inspect"),
         other => panic!("no program {other}"),
     })
 }

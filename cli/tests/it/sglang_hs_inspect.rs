@@ -1,0 +1,109 @@
+//! `sglang-hs-inspect`, the native launcher of the dump-folder checker: it starts the interpreter
+//! named by `--python` on the checker built into it, passes the arguments through and hands back
+//! the checker's exit status. Runs without PyTorch: the checker imports it only to read samples,
+//! so its usage, a missing folder and an empty one are answered by any `python3`.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn inspect(args: &[&str]) -> Output {
+    Command::new(common::program("sglang-hs-inspect"))
+        .args(args)
+        .output()
+        .expect("the launcher runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `python3` where there is one (the launcher's default interpreter); the tests that run the
+/// checker itself need it.
+fn python3() -> bool {
+    Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_folder_given_as_the_interpreter_is_refused_naming_its_interpreter() {
+    let dir = tempfile::tempdir().unwrap();
+    let venv = dir.path().display().to_string();
+    let out = inspect(&["--python", &venv, "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains(&format!("--python {venv}/bin/python")), "{err}");
+}
+
+#[test]
+fn a_missing_interpreter_is_named_with_what_it_needs() {
+    let out = inspect(&["--python=/no/such/python", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("cannot run `/no/such/python`") && err.contains("has torch"),
+        "{err}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn the_checker_is_run_with_the_arguments_and_its_exit_status_is_kept() {
+    use std::os::unix::fs::PermissionsExt;
+    // a stand-in interpreter: writes its arguments, one per line, and exits 7
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("args");
+    let fake = dir.path().join("python");
+    let script = format!(
+        "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{}'\nexit 7\n",
+        seen.display()
+    );
+    std::fs::write(&fake, script).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let python = fake.display().to_string();
+    let out = inspect(&["dumpA", "--json", "--python", &python, "dumpB"]);
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    let args = std::fs::read_to_string(&seen).unwrap();
+    let (first, rest) = args.split_once('\n').unwrap();
+    assert_eq!(first, "-c");
+    // the program, then the arguments as given
+    let tail: Vec<&str> = rest.lines().rev().take(5).collect();
+    assert_eq!(tail, ["dumpB", &python, "--python", "--json", "dumpA"]);
+    let checker = include_str!("../../src/sglang_hs_inspect/hs_inspect.py");
+    let first_line = checker.lines().next().unwrap().trim_start_matches('"');
+    assert!(rest.contains(first_line), "the checker's text is not in the program");
+}
+
+#[test]
+fn the_built_in_checker_answers_usage_and_folders_without_torch() {
+    if !python3() {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let out = inspect(&["--help"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let help = text(&out.stdout);
+    for flag in ["--json", "--png FILE", "--png-size", "DIR"] {
+        assert!(help.contains(flag), "{flag} not in the help:\n{help}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let out = inspect(&[&missing.display().to_string()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not a folder"), "{}", text(&out.stderr));
+    // an empty folder: no sample is not a clean folder
+    let empty = dir.path().display().to_string();
+    let out = inspect(&["--json", &empty]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["complete"], 0);
+    assert!(
+        !Path::new(&empty).join("lengths.png").exists(),
+        "a PNG was written without --png"
+    );
+}
