@@ -2,14 +2,15 @@
 """A long request under chunked prefill, through the recipe's dump, against the same unchunked.
 
     python3 tests/runtime/bench_chunked.py PATCHED_MOCK [--dir /dev/shm/hs_chunked]
-        [--tokens 131072] [--chunk 8192] [--hidden 7168] [--aux 3]
+        [--tokens 131072] [--chunk 8192] [--hidden 7168] [--aux 3] [--gap SECONDS]
 
 Calls the recipe's `_pysplice_hs_dump` (from a mock patched by the engine, see patch_mock.sh)
 with the passes SGLang 0.5.23's scheduler makes of one prompt of --tokens tokens: with chunked
 prefill, --tokens / --chunk passes of one request (the same rid, `extend_prefix_lens` growing by
 one chunk each pass, `orig_seq_lens` the whole prompt, the request's pool slot kept); without, one
 pass of the whole prompt. Rows are DeepSeek-V3's width (bf16, H = --hidden, --aux aux layers),
-made on the GPU (CPU when there is none). Each mode runs in a process of its own and reports:
+made on the GPU (CPU when there is none). Passes come back to back, or --gap seconds apart (the
+time a real forward of a chunk takes). Each mode runs in a process of its own and reports:
 
   blocked   the time the forward spends in the dump per pass (median and max), the GPU idle;
   done      from the first pass until everything is written (the writer closed as at exit);
@@ -126,6 +127,8 @@ def run_mode(args):
         rows = slice(start, start + m + 8)
         value = (hidden[rows], aux[rows]) if K else hidden[rows]
         batch = Batch(ids[rows], [m], [start], [n], ["long-0"], [7], loc[rows])
+        if blocked and args.gap:
+            time.sleep(args.gap)  # the next chunk's own forward
         if DEVICE == "cuda":
             torch.cuda.synchronize()  # the forward's own GPU work is done
         t0 = time.perf_counter()
@@ -172,6 +175,7 @@ def main():
     p.add_argument("--chunk", type=int, default=8192)
     p.add_argument("--hidden", type=int, default=7168)
     p.add_argument("--aux", type=int, default=3)
+    p.add_argument("--gap", type=float, default=0.0, help="seconds between passes (default: back to back)")
     p.add_argument("--mode", help=argparse.SUPPRESS)
     args = p.parse_args()
     args.mock = os.path.abspath(args.mock)
@@ -183,7 +187,7 @@ def main():
     rows, failed = [], False
     for mode in ("chunked", "unchunked"):
         cmd = [sys.executable, os.path.abspath(__file__), args.mock, "--mode", mode, "--dir", args.dir,
-               "--tokens", str(args.tokens), "--chunk", str(args.chunk), "--hidden", str(args.hidden), "--aux", str(args.aux)]
+               "--tokens", str(args.tokens), "--chunk", str(args.chunk), "--hidden", str(args.hidden), "--aux", str(args.aux), "--gap", str(args.gap)]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0 or not done.stdout.strip():
             print(done.stdout, done.stderr)
@@ -197,8 +201,8 @@ def main():
     shutil.rmtree(args.dir, ignore_errors=True)
     row_mib = args.tokens * args.hidden * 2 * (1 + args.aux) / (1 << 20)
     print()
-    print("%d-token prompt, H = %d, %d aux layers, bf16 (%.0f MiB of rows); chunks of %d tokens"
-          % (args.tokens, args.hidden, args.aux, row_mib, args.chunk))
+    print("%d-token prompt, H = %d, %d aux layers, bf16 (%.0f MiB of rows); chunks of %d tokens, %s"
+          % (args.tokens, args.hidden, args.aux, row_mib, args.chunk, "%.2f s apart" % args.gap if args.gap else "back to back"))
     print("| prefill | passes | blocked per pass, median | max | all written | peak RSS over base | peak anonymous | files |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
