@@ -11,7 +11,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn pysplice() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
@@ -69,17 +69,18 @@ impl Dir {
 }
 
 /// Waits for `child`, killing it (and failing) if it hangs: a FIFO that blocks must fail the
-/// test, not hang it.
-fn finish(mut child: Child) -> Output {
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
+/// test, not hang it. Its output is read meanwhile (a full pipe would block it).
+fn finish(child: Child) -> Output {
+    let pid = child.id();
+    let (done, output) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    match output.recv_timeout(Duration::from_secs(60)) {
+        Ok(result) => result.expect("output"),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
             panic!("the command hangs");
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
-    child.wait_with_output().expect("output")
 }
 
 /// Runs `binary` under a 4 GiB address-space limit: should reading `/dev/zero` ever come back,
