@@ -15,31 +15,18 @@
 //! `python3`), the one of the environment that has `torch`. On Unix the interpreter replaces
 //! this process, so its exit status is the checker's own.
 
-use std::ffi::OsString;
-use std::path::Path;
 use std::process::ExitCode;
 
 #[path = "../shared/python_launch.rs"]
 mod python_launch;
 
-use python_launch::{exec_python, interpreter_problem, python_literal, python_of};
+use python_launch::python_literal;
 
 /// The checker.
 const INSPECT: &str = include_str!("hs_inspect.py");
 
 fn main() -> ExitCode {
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    if args.iter().any(|a| a == "--version" || a == "-V") {
-        println!("sglang-hs-inspect {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
-    let python = python_of(&args).unwrap_or_else(|| OsString::from("python3"));
-    if let Some(problem) = interpreter_problem(Path::new(&python)) {
-        eprintln!("sglang-hs-inspect: {problem}");
-        return ExitCode::from(2);
-    }
-    exec_python("sglang-hs-inspect", "torch", &python, bootstrap(), &args);
-    ExitCode::from(2)
+    python_launch::launch("sglang-hs-inspect", "torch", bootstrap)
 }
 
 /// The program given to `python -c`: the checker run as `__main__`. The current directory is

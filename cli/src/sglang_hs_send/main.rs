@@ -14,14 +14,12 @@
 //! one of the environment that has `transformers`. On Unix the interpreter replaces this
 //! process, so Ctrl-C, `kill` and the exit status are the sender's own.
 
-use std::ffi::OsString;
-use std::path::Path;
 use std::process::ExitCode;
 
 #[path = "../shared/python_launch.rs"]
 mod python_launch;
 
-use python_launch::{exec_python, interpreter_problem, python_literal, python_of};
+use python_launch::python_literal;
 
 /// The sender.
 const SEND: &str = include_str!("send.py");
@@ -29,18 +27,7 @@ const SEND: &str = include_str!("send.py");
 const LOSS_MASK: &str = include_str!("../../../scripts/specforge_loss_mask.py");
 
 fn main() -> ExitCode {
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    if args.iter().any(|a| a == "--version" || a == "-V") {
-        println!("sglang-hs-send {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
-    let python = python_of(&args).unwrap_or_else(|| OsString::from("python3"));
-    if let Some(problem) = interpreter_problem(Path::new(&python)) {
-        eprintln!("sglang-hs-send: {problem}");
-        return ExitCode::from(2);
-    }
-    exec_python("sglang-hs-send", "transformers", &python, bootstrap(), &args);
-    ExitCode::from(2)
+    python_launch::launch("sglang-hs-send", "transformers", bootstrap)
 }
 
 /// The program given to `python -c`: the loss-mask module made importable from its text, then

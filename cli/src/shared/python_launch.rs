@@ -4,7 +4,25 @@
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, ExitCode};
+
+/// The whole command: `--version`, else the interpreter of `--python` (default `python3`) run
+/// in this process's place with the program `bootstrap` gives; exit status 2 when it cannot be
+/// started (`needs`: the package its environment must have, for the message).
+pub fn launch(name: &str, needs: &str, bootstrap: impl FnOnce() -> String) -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if args.iter().any(|a| a == "--version" || a == "-V") {
+        println!("{name} {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    let python = python_of(&args).unwrap_or_else(|| OsString::from("python3"));
+    if let Some(problem) = interpreter_problem(Path::new(&python)) {
+        eprintln!("{name}: {problem}");
+        return ExitCode::from(2);
+    }
+    exec_python(name, needs, &python, bootstrap(), &args);
+    ExitCode::from(2)
+}
 
 /// Linux takes at most 128 KiB in one argument (`MAX_ARG_STRLEN`): the program goes in one.
 pub const MAX_ARGUMENT: usize = 128 * 1024;
