@@ -9,7 +9,8 @@ model with embeddings only), patched by `sglang_hs_dump --arch all`.
 
 Per architecture: a prefill (EXTEND) pass of two requests writes one file per request whose
 input_ids, hidden_state (post-norm) and aux_hidden_state equal, slice by slice, what the model's
-forward returns with the dump off; a decode pass writes nothing; layers_to_capture is recorded.
+forward returns with the dump off; a decode pass writes nothing; layers_to_capture is recorded;
+a prompt cut into three chunked-prefill passes is stitched into one file of its passes' rows.
 With SGLANG_HS_DUMP_LAYERS naming layers the model lacks, the dump turns off with one warning and
 the forward's results equal those of the model built without the dump.
 Runs on CUDA when available (HS_TEST_DEVICE=cpu forces the CPU). Prints `N passed, M failed`.
@@ -120,6 +121,41 @@ def case(name, cls, inner_of):
         assert len(glob.glob(os.path.join(out_dir, "*.ckpt"))) == 2, "decode wrote files"
 
 
+def case_chunked(name, cls, inner_of):
+    # One 13-token prompt cut by chunked prefill into passes of 5, 5 and 3 tokens, as 0.5.10+
+    # batches show it (the same rid, the prefix growing by each chunk, orig_seq_lens the whole
+    # prompt): one complete .ckpt, whose rows are those of its passes, in order, bit for bit.
+    with tempfile.TemporaryDirectory() as tmp:
+        out_dir = os.path.join(tmp, "dump")
+        model = build(cls, name, out_dir)
+        inner = inner_of(model)
+        prompt = torch.randint(0, 64, (13,), generator=torch.Generator().manual_seed(3)).to(DEVICE)
+        image = torch.randn(1, 4, device=DEVICE) if name.startswith("Vlm") else None
+        hidden, aux, start = [], [], 0
+        for n in (5, 5, 3):
+            ids = prompt[start : start + n]
+            fb = base.ForwardBatch(base.ForwardMode.EXTEND, ids, [n], rids=["long"])
+            fb.extend_prefix_lens_cpu = [start]
+            fb.extend_prefix_lens = torch.tensor([start])
+            fb.orig_seq_lens = torch.tensor([prompt.shape[0]])
+            h, a = reference(model, inner, name, ids, fb, image)
+            hidden.append(h[:n].cpu())
+            aux.append(a[:n].cpu())
+            with torch.no_grad():
+                run(model, name, ids, fb, image)
+            start += n
+        close_all()
+        names = sorted(os.listdir(out_dir))
+        files = [f for f in names if f.endswith(".ckpt")]
+        assert len(files) == 1 and not any(f.endswith(".partial") for f in names), "files %s" % names
+        s = torch.load(os.path.join(out_dir, files[0]), map_location="cpu", weights_only=True)
+        assert s["prefix_len"] == 0, s["prefix_len"]
+        assert torch.equal(s["input_ids"], prompt.cpu().long()), "input_ids differ"
+        assert torch.equal(s["hidden_state"][0], torch.cat(hidden)), "hidden_state is not its passes' rows"
+        assert torch.equal(s["aux_hidden_state"][0], torch.cat(aux)), "aux_hidden_state is not its passes' rows"
+        check_provenance(s["provenance"], name, inner, hidden[0])
+
+
 # Patched by the bundled recipe (`sglang-hs-dump --arch all`): the provenance names the
 # program's release (HS_TEST_PYSPLICE_VERSION, when set, says which one).
 PYSPLICE_VERSION = os.environ.get("HS_TEST_PYSPLICE_VERSION")
@@ -213,7 +249,7 @@ def case_bad_layers(name, cls, inner_of):
 def main():
     passed = failed = 0
     for name, cls, inner_of in ARCHS:
-        for label, fn in (("", case), (" bad-layers", case_bad_layers)):
+        for label, fn in (("", case), (" chunked", case_chunked), (" bad-layers", case_bad_layers)):
             try:
                 fn(name, cls, inner_of)
                 passed += 1
