@@ -31,19 +31,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "send"))
 sys.dont_write_bytecode = True
 
+import harness  # noqa: E402
 import tiny_tokenizer  # noqa: E402
 
 
 def program(given):
-    if given:
-        return given
-    if os.environ.get("SGLANG_HS_SEND"):
-        return os.environ["SGLANG_HS_SEND"]
-    for kind in ("release", "debug"):
-        p = os.path.join(REPO, "target", kind, "sglang-hs-send")
-        if os.path.exists(p):
-            return p
-    raise SystemExit("no sglang-hs-send: cargo build --bin sglang-hs-send, or pass --send")
+    return given or harness.send_program(kinds=("release", "debug"))
 
 
 def timed(cmd):

@@ -40,6 +40,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, os.path.join(REPO, "scripts")]
 
 import router  # noqa: E402
+from harness import send_program  # noqa: E402
 import selftest  # noqa: E402  (its server and patching helpers)
 import specforge_ref  # noqa: E402
 import tiny_tokenizer  # noqa: E402
@@ -60,16 +61,6 @@ def phase(name, t0):
     TIMES.append((name, time.time() - t0))
     print("%7.2f s  %s" % (TIMES[-1][1], name), flush=True)
     return time.time()
-
-
-def send_program():
-    if os.environ.get("SGLANG_HS_SEND"):
-        return os.environ["SGLANG_HS_SEND"]
-    for kind in ("debug", "release"):
-        p = os.path.join(REPO, "target", kind, "sglang-hs-send")
-        if os.path.exists(p):
-            return p
-    raise SystemExit("no sglang-hs-send: cargo build --bin sglang-hs-send, or set SGLANG_HS_SEND")
 
 
 def send_command(url, conv, tok, dumps, *extra):

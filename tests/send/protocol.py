@@ -40,6 +40,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE]
 
 import router  # noqa: E402
+from harness import send_program, start_server  # noqa: E402
 import tiny_tokenizer  # noqa: E402
 
 N = 300
@@ -58,26 +59,6 @@ def check(cond, what):
 def phase(name, t0):
     print("%7.2f s  %s" % (time.time() - t0, name), flush=True)
     return time.time()
-
-
-def send_program():
-    if os.environ.get("SGLANG_HS_SEND"):
-        return os.environ["SGLANG_HS_SEND"]
-    for kind in ("debug", "release"):
-        p = os.path.join(REPO, "target", kind, "sglang-hs-send")
-        if os.path.exists(p):
-            return p
-    raise SystemExit("no sglang-hs-send: cargo build --bin sglang-hs-send, or set SGLANG_HS_SEND")
-
-
-def start_server(log, *args):
-    cmd = [sys.executable, os.path.join(HERE, "standin_server.py"), "--port", "0", "--log", log, *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise RuntimeError("stand-in did not start: %r" % line)
-    return proc, line.split()[-1]
 
 
 def accepted(*logs):
@@ -146,7 +127,7 @@ def main():
     procs = []
 
     def server(log, *args):
-        proc, url = start_server(log, *args)
+        proc, url = start_server("--log", log, *args)
         procs.append(proc)
         return proc, url
 

@@ -40,6 +40,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, os.path.join(REPO, "scripts")]
 
 import router  # noqa: E402
+from harness import start_server  # noqa: E402  (e2e.py calls it as selftest.start_server)
 import specforge_ref  # noqa: E402
 import tiny_tokenizer  # noqa: E402
 
@@ -74,16 +75,6 @@ def patch_mock(tmp):
     spec = os.path.join(REPO, "crates", "pysplice-sglang", "recipes", "sglang_hs_dump.toml")
     subprocess.run(pysplice() + ["apply", "--spec", spec, dest], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     return dest
-
-
-def start_server(*args):
-    cmd = [sys.executable, os.path.join(HERE, "standin_server.py"), "--port", "0", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise RuntimeError("stand-in did not start: %r" % line)
-    return proc, line.split()[-1]
 
 
 def post(url, body, raw=None, timeout=30):
