@@ -11,6 +11,11 @@
 //!   read from ([`ErrorKind::FolderReplaced`]: moved, or a link put in its place), and does every
 //!   later step relative to that open folder (`openat`, `renameat`, `unlinkat`), so nothing is
 //!   ever written through a folder swapped in meanwhile;
+//! - a file of a folder walk is read where the walk met it (`DiskFile::read_in`, crate-only):
+//!   relative to its folder's handle (each folder of the walk opened in its parent with
+//!   `O_NOFOLLOW|O_DIRECTORY`), never through a link, only when it has the device and inode the
+//!   walk saw ([`ErrorKind::FileReplaced`] otherwise) and its folder is still in its place; writing
+//!   it keeps to that same handle, checked again to be in its place;
 //! - the new text goes into a temp file created exclusively (`O_CREAT|O_EXCL`, so a planted file
 //!   or link of that name is never followed) under an unpredictable name of bounded length in the
 //!   target's folder, with the target's owner, group, mode and extended attributes set on the
@@ -25,7 +30,8 @@
 //! - a symbolic link is written through: the file it points to (resolved when it is read) is
 //!   replaced, the link stays;
 //! - a file with several hard links gets a new inode, as with `sed -i`: the other names keep the
-//!   old content ([`DiskFile::hard_links`] tells the caller);
+//!   old content ([`DiskFile::hard_links`] tells the caller); two of its names written together
+//!   each get their text (each a file of its own), under the one lock of the first;
 //! - temp files that a dead pysplice process left behind (`.pysplice-<pid>-<random>.tmp`, same
 //!   user, older than 15 minutes) are removed when writing into their folder; a copy of old bytes
 //!   that a failed rollback could not put back is kept as `.pysplice-kept-<pid>-<random>.orig`,

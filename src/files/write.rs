@@ -348,13 +348,15 @@ fn lock_current(file: &DiskFile, folder: &Folder, lock: bool) -> Result<(File, M
     if sys::identity(&meta) != file.identity {
         return Err(changed(name));
     }
-    while lock {
-        match sys::try_lock(&guard).map_err(|e| io_error(name, "cannot lock", e))? {
-            sys::Lock::Held | sys::Lock::Unsupported => break,
-            sys::Lock::Busy if start.elapsed() > LOCK_WAIT => {
-                return Err(ErrorKind::Locked.at(Location::new(name, 1, 1)))
+    if lock {
+        loop {
+            match sys::try_lock(&guard).map_err(|e| io_error(name, "cannot lock", e))? {
+                sys::Lock::Held | sys::Lock::Unsupported => break,
+                sys::Lock::Busy if start.elapsed() > LOCK_WAIT => {
+                    return Err(ErrorKind::Locked.at(Location::new(name, 1, 1)))
+                }
+                sys::Lock::Busy => std::thread::sleep(Duration::from_millis(5)),
             }
-            sys::Lock::Busy => std::thread::sleep(Duration::from_millis(5)),
         }
     }
     // The previous holder of the lock may have renamed a new file into place.
