@@ -621,6 +621,14 @@ mod tests {
         assert!(matches!(err.kind(), ErrorKind::NotInFolder { files: 3, .. }), "{err}");
         assert_eq!(err.location().line, 0);
         assert!(none.write().is_none());
+        // A mistyped target: the closest definitions of the files scanned are suggested.
+        let typo = Recipe::from_toml("r.toml", &RECIPE.replace("in = \"f\"", "in = \"ff\"")).unwrap();
+        let batch = Batch::run(&typo, &[dir.path().to_path_buf()], Op::Apply);
+        let err = batch.first_error().expect("no target anywhere");
+        let ErrorKind::NotInFolder { candidates, .. } = err.kind() else {
+            panic!("{err}")
+        };
+        assert_eq!(candidates.first().map(String::as_str), Some("f"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! A folder opened once, and every file of a read or a write named relative to it (`openat`,
 //! `fstatat`, `renameat`, `unlinkat`): a folder of the path moved away or replaced by a link
-//! between the steps cannot redirect them, since no step resolves the path again. Elsewhere than
+//! between the steps cannot redirect them, since no step resolves the path again. A folder of a
+//! walk is opened in its parent's handle ([`Folder::open_child`]) and knows where it was opened,
+//! to check that it is still there ([`Folder::in_place`]). Elsewhere than
 //! Unix the same calls go through the path (what std offers).
 
 use std::ffi::{OsStr, OsString};

@@ -110,7 +110,7 @@ fn renamer(tree: PathBuf, outside: PathBuf, seed: u64, stop: Arc<AtomicBool>, sw
     }
 }
 
-/// One run of the recipe over a fresh tree under a renamer; gives the figures' increments.
+/// One run of the recipe over a fresh tree under a renamer, counted in `figures`.
 fn one_run(seed: u64, recipe: &Recipe, patched: &str, figures: &mut Figures) {
     let dir = tempfile::tempdir().unwrap();
     let (tree, outside) = (dir.path().join("t"), dir.path().join("outside"));
@@ -123,7 +123,7 @@ fn one_run(seed: u64, recipe: &Recipe, patched: &str, figures: &mut Figures) {
         let (tree, outside, stop, swaps) = (tree.clone(), outside.clone(), stop.clone(), swaps.clone());
         std::thread::spawn(move || renamer(tree, outside, seed, stop, swaps))
     };
-    let batch = Batch::run(recipe, &[tree.clone()], Op::Apply);
+    let batch = Batch::run(recipe, std::slice::from_ref(&tree), Op::Apply);
     let result = match batch.write() {
         None => Err(batch.first_error().expect("a failed run has an error").clone()),
         Some(written) => written.map(|w| w.len()),
