@@ -36,7 +36,7 @@ use rayon::prelude::*;
 
 use crate::engine::{apply_reporting, revert, HookOutcome, Patched, Status};
 use crate::error::{Error, ErrorKind, Location};
-use crate::files::{write_all, DiskFile};
+use crate::files::{path_name, write_all, DiskFile, Spot};
 use crate::outline::ParsedFile;
 use crate::spec::Recipe;
 use scope::Scope;
@@ -89,7 +89,8 @@ pub struct Batch {
 }
 
 /// The first path of `paths` that names the same file as an earlier one (as given, or once
-/// resolved), if any: a batch changes each file once.
+/// resolved), if any: a batch changes each file once. Two names of one file (hard links) are
+/// not the same path: each name is patched (see [`crate::files`]).
 #[must_use]
 pub fn duplicate(paths: &[PathBuf]) -> Option<&Path> {
     let mut seen = Vec::new();
@@ -104,12 +105,26 @@ pub fn duplicate(paths: &[PathBuf]) -> Option<&Path> {
 }
 
 /// A file of a run of several paths: given by name, or found in a folder given.
+#[derive(Clone)]
 struct Found {
     path: PathBuf,
     rel: String,
     module: String,
     /// Given by name: `[recipe] files` does not leave it out.
     given: bool,
+    /// Where the walk met it (a file of a folder given): read there and nowhere else.
+    spot: Option<Spot>,
+}
+
+/// Test hooks: what runs between the steps of a folder run, to swap files deterministically.
+#[cfg(test)]
+pub(crate) mod faults {
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// Runs after the folders are walked, before any file is read.
+        pub(crate) static AFTER_WALK: RefCell<Option<Box<dyn Fn()>>> = RefCell::new(None);
+    }
 }
 
 /// What a file of a run of several is to the run; with the targeted hooks (by index) whose
@@ -147,6 +162,7 @@ impl Batch {
             }
         }
         let mut found: Vec<Found> = Vec::new();
+        // Each file once, by its resolved path (two hard links are two names, two files).
         let mut seen = std::collections::HashSet::new();
         // A file given by name is not run again as a file of a folder given.
         for path in paths.iter().filter(|p| !is_folder(p)) {
@@ -162,6 +178,7 @@ impl Batch {
                     module: module_name("", &rel),
                     rel,
                     given: true,
+                    spot: None,
                 });
                 continue;
             }
@@ -169,14 +186,16 @@ impl Batch {
                 Ok(walked) => {
                     batch.not_followed.extend(walked.links);
                     let package = package_of(path);
-                    for (file, rel) in walked.files {
-                        if seen.insert(std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone())) {
-                            let module = module_name(&package, &rel);
+                    for file in walked.files {
+                        // The path the walk resolved, not the name resolved again.
+                        if seen.insert(file.spot.folder.path().join(&file.spot.name)) {
+                            let module = module_name(&package, &file.rel);
                             found.push(Found {
-                                path: file,
-                                rel,
+                                path: file.path,
+                                rel: file.rel,
                                 module,
                                 given: false,
+                                spot: Some(file.spot),
                             });
                         }
                     }
@@ -184,12 +203,20 @@ impl Batch {
                 Err(err) => batch.errors.push(err),
             }
         }
+        #[cfg(test)]
+        faults::AFTER_WALK.with(|hook| {
+            if let Some(hook) = hook.borrow().as_ref() {
+                hook();
+            }
+        });
         let scope = Scope::new(recipe);
         let (taken, left): (Vec<Found>, Vec<Found>) = found
             .into_iter()
             .partition(|f| f.given || scope.takes(&f.rel, &f.module));
         batch.not_targeted.extend(left.into_iter().map(|f| f.path));
         let looked_at = taken.len();
+        // Kept for the suggestions of a run that fails (a target no file defines).
+        let scanned: Vec<Found> = if op == Op::Apply { taken.clone() } else { Vec::new() };
         // Hooks that choose their classes by selectors get, in each file, the paths the
         // selection over the whole folder chose there (none: left out of that file's recipe).
         let chosen = chosen_by_selectors(recipe, paths, &mut batch.errors);
@@ -215,7 +242,7 @@ impl Batch {
                     own = Scope::new(file_recipe);
                     &own
                 };
-                let verdict = judge(file_scope, targeted, f.path, f.given, op);
+                let verdict = judge(file_scope, targeted, f.path, f.spot.as_ref(), f.given, op);
                 let ids = match &verdict {
                     Verdict::Run(_, here) | Verdict::Skipped(_, here) => {
                         here.iter().map(|&i| file_recipe.hooks[i].id.clone()).collect()
@@ -233,21 +260,41 @@ impl Batch {
                 Verdict::NotTargeted(path) | Verdict::Skipped(path, _) => batch.not_targeted.push(path),
             }
         }
-        if op == Op::Apply && batch.errors.is_empty() {
+        // A file that could not be read or parsed may hold the target: its error says why.
+        let all_read = batch.files.iter().all(|f| f.file.is_some());
+        if op == Op::Apply && batch.errors.is_empty() && all_read {
             // Named after the first folder given, or the first file when there is none.
             let run = paths.iter().find(|p| is_folder(p)).or(paths.first());
-            let run = run.map_or_else(String::new, |p| p.display().to_string());
-            for i in scope.targeted() {
+            let run = run.map_or_else(String::new, |p| path_name(p));
+            let missing: Vec<usize> = scope
+                .targeted()
+                .filter(|&i| !recipe.hooks[i].optional && !targets_found.contains(&recipe.hooks[i].id))
+                .collect();
+            let known = if missing.is_empty() {
+                Vec::new()
+            } else {
+                definitions(&scanned)
+            };
+            for i in missing {
                 let hook = &recipe.hooks[i];
-                if !hook.optional && !targets_found.contains(&hook.id) {
-                    let kind = ErrorKind::NotInFolder {
-                        path: scope::describe(&hook.target),
-                        files: looked_at,
-                    };
-                    batch
-                        .errors
-                        .push(kind.at(Location::whole(run.clone())).with_hook(&hook.id));
-                }
+                let candidates = match &hook.target {
+                    crate::locate::Target::Definition { path, .. } => {
+                        crate::suggest::closest(path, known.iter().map(String::as_str), 3)
+                    }
+                    crate::locate::Target::Paths(wanted) => wanted
+                        .first()
+                        .map(|path| crate::suggest::closest(path, known.iter().map(String::as_str), 3))
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                let kind = ErrorKind::NotInFolder {
+                    path: scope::describe(&hook.target),
+                    files: looked_at,
+                    candidates: candidates.into(),
+                };
+                batch
+                    .errors
+                    .push(kind.at(Location::whole(run.clone())).with_hook(&hook.id));
             }
         }
         batch
@@ -301,8 +348,8 @@ impl Batch {
 /// whether the whole recipe has hooks with targets: run (with the targeted hooks whose targets
 /// it holds), or not targeted. Of the files found in folders, only one that may hold a target (a
 /// cheap text test) is parsed.
-fn judge(scope: &Scope<'_>, targeted: bool, path: PathBuf, given: bool, op: Op) -> Verdict {
-    let file = match DiskFile::read(&path) {
+fn judge(scope: &Scope<'_>, targeted: bool, path: PathBuf, spot: Option<&Spot>, given: bool, op: Op) -> Verdict {
+    let file = match read(&path, spot) {
         Ok(file) => file,
         Err(err) => return Verdict::Run(Box::new(failed(path, err)), Vec::new()),
     };
@@ -381,6 +428,46 @@ fn without_selectors(recipe: &Recipe) -> Recipe {
     let mut out = recipe.clone();
     out.hooks
         .retain(|hook| !matches!(hook.target, crate::locate::Target::Select { .. }));
+    out
+}
+
+/// Reads a file of a run: where the walk met it, or by the path given.
+fn read(path: &Path, spot: Option<&Spot>) -> Result<DiskFile, Error> {
+    match spot {
+        Some(spot) => DiskFile::read_in(spot, path),
+        None => DiskFile::read(path),
+    }
+}
+
+/// The most definition paths a failed folder run draws its suggestions from (each is compared
+/// with the target: a tree of a million definitions would take long for a hint).
+const MAX_SUGGESTION_NAMES: usize = 100_000;
+
+/// The definition paths of the files `scanned` (read as the run reads them, parsed), each once,
+/// in path order: what "did you mean" draws from when no file defines a target. A file that
+/// cannot be read or parsed gives none.
+fn definitions(scanned: &[Found]) -> Vec<String> {
+    let per_file: Vec<Vec<String>> = scanned
+        .par_iter()
+        .map(|f| {
+            let Ok(file) = read(&f.path, f.spot.as_ref()) else {
+                return Vec::new();
+            };
+            ParsedFile::parse(file.source().clone())
+                .map(|parsed| parsed.definitions().iter().map(|d| d.path().to_string()).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for path in per_file.into_iter().flatten() {
+        if out.len() == MAX_SUGGESTION_NAMES {
+            break;
+        }
+        if seen.insert(path.clone()) {
+            out.push(path);
+        }
+    }
     out
 }
 
@@ -534,6 +621,14 @@ mod tests {
         assert!(matches!(err.kind(), ErrorKind::NotInFolder { files: 3, .. }), "{err}");
         assert_eq!(err.location().line, 0);
         assert!(none.write().is_none());
+        // A mistyped target: the closest definitions of the files scanned are suggested.
+        let typo = Recipe::from_toml("r.toml", &RECIPE.replace("in = \"f\"", "in = \"ff\"")).unwrap();
+        let batch = Batch::run(&typo, &[dir.path().to_path_buf()], Op::Apply);
+        let err = batch.first_error().expect("no target anywhere");
+        let ErrorKind::NotInFolder { candidates, .. } = err.kind() else {
+            panic!("{err}")
+        };
+        assert_eq!(candidates.first().map(String::as_str), Some("f"), "{err}");
     }
 
     #[test]
@@ -559,6 +654,85 @@ mod tests {
         assert!(batch.first_error().is_none(), "{:?}", batch.first_error());
         assert!(batch.files.is_empty(), "skipped there on purpose: nothing placed");
         assert_eq!(batch.not_targeted, paths);
+    }
+
+    /// A tree `t/zz/m.py` and, beside it, `outside/m.py` with the same text; `swap` runs between
+    /// the walk and the first read. Gives the run, the file inside and the one outside.
+    #[cfg(unix)]
+    fn swapped_between_walk_and_read(swap: fn(&Path, &Path)) -> (tempfile::TempDir, Batch, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let (tree, outside) = (dir.path().join("t"), dir.path().join("outside"));
+        std::fs::create_dir_all(tree.join("zz")).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        let (inside, precious) = (tree.join("zz/m.py"), outside.join("m.py"));
+        std::fs::write(&inside, "def f():\n    pass\n").unwrap();
+        std::fs::write(&precious, "def f():\n    pass\n").unwrap();
+        let recipe = Recipe::from_toml("r.toml", RECIPE).unwrap();
+        let (t, o) = (tree.clone(), outside.clone());
+        faults::AFTER_WALK.with(|hook| *hook.borrow_mut() = Some(Box::new(move || swap(&t, &o))));
+        let batch = Batch::run(&recipe, &[tree], Op::Apply);
+        faults::AFTER_WALK.with(|hook| *hook.borrow_mut() = None);
+        (dir, batch, inside, precious)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_swapped_for_a_link_after_the_walk_is_never_read_or_written() {
+        let (_dir, batch, inside, precious) = swapped_between_walk_and_read(|tree, outside| {
+            let file = tree.join("zz/m.py");
+            std::fs::rename(&file, tree.join("zz/m.py.away")).unwrap();
+            std::os::unix::fs::symlink(outside.join("m.py"), &file).unwrap();
+        });
+        let err = batch.first_error().expect("the swap is an error");
+        assert!(matches!(err.kind(), ErrorKind::FileReplaced), "{err}");
+        assert_eq!(err.location().file, inside.display().to_string());
+        assert!(batch.write().is_none());
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "def f():\n    pass\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_swapped_for_a_link_after_the_walk_is_never_read_or_written() {
+        let (_dir, batch, inside, precious) = swapped_between_walk_and_read(|tree, outside| {
+            std::fs::rename(tree.join("zz"), tree.join(".zz.away")).unwrap();
+            std::os::unix::fs::symlink(outside, tree.join("zz")).unwrap();
+        });
+        let err = batch.first_error().expect("the swap is an error");
+        assert!(matches!(err.kind(), ErrorKind::FolderReplaced { .. }), "{err}");
+        assert_eq!(err.location().file, inside.display().to_string());
+        assert!(batch.write().is_none());
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "def f():\n    pass\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_swap_after_reading_writes_nothing_anywhere() {
+        for swap_folder in [false, true] {
+            let (dir, batch, inside, precious) = swapped_between_walk_and_read(|_, _| {});
+            assert!(batch.first_error().is_none(), "{:?}", batch.first_error());
+            let (tree, outside) = (dir.path().join("t"), dir.path().join("outside"));
+            if swap_folder {
+                std::fs::rename(tree.join("zz"), tree.join(".zz.away")).unwrap();
+                std::os::unix::fs::symlink(&outside, tree.join("zz")).unwrap();
+            } else {
+                std::fs::rename(&inside, tree.join("zz/m.py.away")).unwrap();
+                std::os::unix::fs::symlink(&precious, &inside).unwrap();
+            }
+            let err = batch.write().expect("read fine").unwrap_err();
+            assert!(
+                matches!(
+                    err.kind(),
+                    ErrorKind::FolderReplaced { .. } | ErrorKind::NotRegular { .. }
+                ),
+                "{err}"
+            );
+            assert_eq!(std::fs::read_to_string(&precious).unwrap(), "def f():\n    pass\n");
+            let moved = if swap_folder { ".zz.away/m.py" } else { "zz/m.py.away" };
+            assert_eq!(
+                std::fs::read_to_string(tree.join(moved)).unwrap(),
+                "def f():\n    pass\n"
+            );
+        }
     }
 
     #[test]

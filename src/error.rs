@@ -138,12 +138,14 @@ pub enum ErrorKind {
 
     /// In a run of several files or a folder, a required hook's target is defined in none of
     /// the files (the location is the first folder given, or the first file).
-    #[error("`{path}` is not defined in {} of this run", files_text(*files))]
+    #[error("`{path}` is not defined in {} of this run{}", files_text(*files), crate::suggest::did_you_mean(candidates))]
     NotInFolder {
         /// The hook's target.
         path: String,
         /// How many `.py` files the folder run looked at.
         files: usize,
+        /// The definition paths of those files closest to the target, best first.
+        candidates: Box<[String]>,
     },
 
     /// A target path names several definitions and no ordinal picks one (the location is the
@@ -243,6 +245,12 @@ pub enum ErrorKind {
     /// The file changed on disk between reading and writing; nothing was written.
     #[error("the file changed on disk since it was read; nothing was written, run again")]
     Changed,
+
+    /// In a folder run, the name of a file met in the walk no longer names the file walked
+    /// (replaced by a symbolic link or another file, or removed) when it is read: nothing was
+    /// read through it, and nothing of the run is written.
+    #[error("the file was replaced (by a symbolic link or another file) or removed since its folder was walked; nothing was read through it, run again")]
+    FileReplaced,
 
     /// A plan applied to another text than the one it was made from ([`crate::Plan::apply_to`]):
     /// its edits are of that text. The location is the first place where the two differ (the
@@ -402,6 +410,7 @@ impl Error {
                 | ErrorKind::TooLarge { .. }
                 | ErrorKind::OutputTooLarge { .. }
                 | ErrorKind::FolderReplaced { .. }
+                | ErrorKind::FileReplaced
                 | ErrorKind::Oversized { .. }
                 | ErrorKind::PartialWrite { .. }
         )
@@ -557,6 +566,11 @@ mod tests {
                 candidates: Box::new(["q".into()]),
                 members: Box::new([]),
             },
+            ErrorKind::NotInFolder {
+                path: "p".into(),
+                files: 2,
+                candidates: Box::new(["q".into()]),
+            },
             ErrorKind::Ambiguous {
                 path: "p".into(),
                 lines: vec![1, 2],
@@ -588,6 +602,7 @@ mod tests {
                 bound_line: 9,
             },
             ErrorKind::Changed,
+            ErrorKind::FileReplaced,
             ErrorKind::PlanMismatch { planned: "g.py".into() },
             ErrorKind::Locked,
             ErrorKind::NotRegular { what: "a FIFO".into() },

@@ -11,6 +11,11 @@
 //!   read from ([`ErrorKind::FolderReplaced`]: moved, or a link put in its place), and does every
 //!   later step relative to that open folder (`openat`, `renameat`, `unlinkat`), so nothing is
 //!   ever written through a folder swapped in meanwhile;
+//! - a file of a folder walk is read where the walk met it (`DiskFile::read_in`, crate-only):
+//!   relative to its folder's handle (each folder of the walk opened in its parent with
+//!   `O_NOFOLLOW|O_DIRECTORY`), never through a link, only when it has the device and inode the
+//!   walk saw ([`ErrorKind::FileReplaced`] otherwise) and its folder is still in its place; writing
+//!   it keeps to that same handle, checked again to be in its place;
 //! - the new text goes into a temp file created exclusively (`O_CREAT|O_EXCL`, so a planted file
 //!   or link of that name is never followed) under an unpredictable name of bounded length in the
 //!   target's folder, with the target's owner, group, mode and extended attributes set on the
@@ -25,7 +30,8 @@
 //! - a symbolic link is written through: the file it points to (resolved when it is read) is
 //!   replaced, the link stays;
 //! - a file with several hard links gets a new inode, as with `sed -i`: the other names keep the
-//!   old content ([`DiskFile::hard_links`] tells the caller);
+//!   old content ([`DiskFile::hard_links`] tells the caller); two of its names written together
+//!   each get their text (each a file of its own), under the one lock of the first;
 //! - temp files that a dead pysplice process left behind (`.pysplice-<pid>-<random>.tmp`, same
 //!   user, older than 15 minutes) are removed when writing into their folder; a copy of old bytes
 //!   that a failed rollback could not put back is kept as `.pysplice-kept-<pid>-<random>.orig`,
@@ -36,11 +42,13 @@ mod read;
 mod sys;
 mod write;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Location};
 use crate::source::SourceFile;
-use folder::Folder;
+pub(crate) use folder::Folder;
 
 pub use read::{read_bytes, read_text, MAX_FILE_BYTES};
 pub use write::write_all;
@@ -62,6 +70,44 @@ pub struct DiskFile {
     /// Whether the file had no write permission bit when read: it is never written (an atomic
     /// rename would replace it all the same).
     read_only: bool,
+    /// The open folder it was read through, for a file of a folder walk: writing stays on
+    /// this handle instead of opening the folder by its path again.
+    held: Option<Arc<Folder>>,
+}
+
+/// Where a folder walk met a file: the open folder it is in, its name there, and the device
+/// and inode the walk saw (not following a link), which the file read must still have.
+#[derive(Clone, Debug)]
+pub(crate) struct Spot {
+    /// The folder, opened through its parents' handles.
+    pub(crate) folder: Arc<Folder>,
+    /// The file's name in it.
+    pub(crate) name: OsString,
+    /// Device and inode when walked.
+    pub(crate) identity: (u64, u64),
+}
+
+/// `path` as text for messages, unambiguous: a byte that is not UTF-8 is written `\xNN` (where
+/// [`Path::display`] would show U+FFFD for any of them, a name that does not exist).
+#[must_use]
+pub fn path_name(path: &Path) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        let mut out = String::with_capacity(bytes.len());
+        for chunk in bytes.utf8_chunks() {
+            out.push_str(chunk.valid());
+            for byte in chunk.invalid() {
+                out.push_str(&format!("\\x{byte:02x}"));
+            }
+        }
+        out
+    }
+    #[cfg(not(unix))]
+    {
+        path.display().to_string()
+    }
 }
 
 impl DiskFile {
@@ -71,7 +117,7 @@ impl DiskFile {
     /// [`ErrorKind::NotRegular`], [`ErrorKind::TooLarge`] and [`ErrorKind::Io`] as [`read_bytes`];
     /// [`ErrorKind::NotUtf8`] when it is not UTF-8.
     pub fn read(path: &Path) -> Result<DiskFile, Error> {
-        let name = path.display().to_string();
+        let name = path_name(path);
         let real = std::fs::canonicalize(path).map_err(|source| io_error(&name, "cannot read", source))?;
         let (dir, file_name) = split(&real, &name)?;
         // The folder first, then the file in it: the file read is in the folder recorded.
@@ -91,6 +137,56 @@ impl DiskFile {
             identity: sys::identity(&meta),
             folder_identity,
             read_only: meta.permissions().readonly(),
+            held: None,
+        })
+    }
+
+    /// Reads the file a folder walk met at `spot` (`path` is its name in messages): opened
+    /// relative to the walked folder's handle, never through a link, and only when it is still
+    /// the file walked (same device and inode) in a folder still in its place.
+    ///
+    /// # Errors
+    /// [`ErrorKind::FileReplaced`] when the name now names another file or a link,
+    /// [`ErrorKind::FolderReplaced`] when its folder was moved; then those of [`DiskFile::read`].
+    pub(crate) fn read_in(spot: &Spot, path: &Path) -> Result<DiskFile, Error> {
+        let name = path_name(path);
+        let folder = &spot.folder;
+        let replaced = || ErrorKind::FileReplaced.at(Location::new(name.clone(), 1, 1));
+        // Never through a link (O_NOFOLLOW); whatever fails here is a swap when the name no
+        // longer names the file walked.
+        let walked = || {
+            folder
+                .entry(&spot.name)
+                .is_ok_and(|now| !now.link && now.identity == spot.identity)
+        };
+        let (mut handle, meta) = match read::open_in(folder, &spot.name, &name, false) {
+            Ok(opened) if sys::identity(&opened.1) == spot.identity => opened,
+            Ok(_) => return Err(replaced()),
+            Err(_) if !walked() => return Err(replaced()),
+            Err(err) => return Err(err),
+        };
+        // Moved out of the tree since the walk: not read.
+        if !folder.in_place().unwrap_or(false) {
+            return Err(ErrorKind::FolderReplaced {
+                folder: path_name(folder.path()),
+            }
+            .at(Location::new(name, 1, 1)));
+        }
+        let folder_identity = folder
+            .identity()
+            .map_err(|source| io_error(&name, "cannot read", source))?;
+        let bytes = read::read_handle(&mut handle, &name)?;
+        let source = SourceFile::from_bytes(name, bytes.clone())?;
+        Ok(DiskFile {
+            path: path.to_path_buf(),
+            real: folder.path().join(&spot.name),
+            bytes,
+            source,
+            links: sys::links(&meta),
+            identity: sys::identity(&meta),
+            folder_identity,
+            read_only: meta.permissions().readonly(),
+            held: Some(Arc::clone(folder)),
         })
     }
 
@@ -111,6 +207,13 @@ impl DiskFile {
     #[must_use]
     pub fn hard_links(&self) -> u64 {
         self.links
+    }
+
+    /// Whether `other` was read from the same file (device and inode), under this name or
+    /// another (a hard link).
+    #[must_use]
+    pub fn same_file(&self, other: &DiskFile) -> bool {
+        self.identity != (0, 0) && self.identity == other.identity
     }
 
     /// The text read.
@@ -633,13 +736,23 @@ mod tests {
         let err = write_all(&[(&a, "x = 2\n"), (&b, "x = 3\n")]).unwrap_err();
         assert!(err.to_string().contains("the same file is given twice"), "{err}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "x = 1\n");
-        // A hard link is the same file under another name too.
+    }
+
+    #[test]
+    fn two_names_of_one_file_are_each_written() {
+        // Hard links: each name gets its text and becomes a file of its own (as `sed -i` on
+        // both names), under one lock.
+        let dir = temp();
+        let path = file(dir.path(), "m.py", "x = 1\n");
         let hard = dir.path().join("h.py");
         fs::hard_link(&path, &hard).unwrap();
-        let c = DiskFile::read(&hard).unwrap();
-        let err = write_all(&[(&a, "x = 2\n"), (&c, "x = 3\n")]).unwrap_err();
-        assert!(err.to_string().contains("the same file is given twice"), "{err}");
-        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 1\n");
+        let (a, c) = (DiskFile::read(&path).unwrap(), DiskFile::read(&hard).unwrap());
+        assert!(a.same_file(&c));
+        write_all(&[(&a, "x = 2\n"), (&c, "x = 2\n")]).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "x = 2\n");
+        assert_eq!(fs::read_to_string(&hard).unwrap(), "x = 2\n");
+        assert_eq!(fs::metadata(&path).unwrap().nlink(), 1);
+        assert_eq!(names(dir.path()), ["h.py", "m.py"]);
     }
 
     #[test]

@@ -1,35 +1,57 @@
 //! The `.py` files of a folder run: every file below the folder, in a stable order, without
 //! following a symbolic link out of the tree or round in a loop.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::glob;
 use crate::error::{Error, ErrorKind, Location};
+use crate::files::{path_name, Folder, Spot};
 
 /// How deep a tree may nest: deeper is refused rather than walked (no real package comes near).
 const MAX_DEPTH: usize = 256;
 
+/// A `.py` file a walk met.
+#[derive(Debug)]
+pub(crate) struct WalkedFile {
+    /// Its path: the folder given, joined with the names below it.
+    pub(crate) path: PathBuf,
+    /// Its path below the folder given, `/`-separated (for globs and module names).
+    pub(crate) rel: String,
+    /// Where it is: the only way it is read and written.
+    pub(crate) spot: Spot,
+}
+
 /// What a walk found.
 #[derive(Debug, Default)]
 pub(crate) struct Walked {
-    /// Every `.py` entry that is not a folder or a link, with its path below the folder, in
-    /// path order. FIFOs and other non-files named `*.py` are in: reading refuses them by name.
-    pub(crate) files: Vec<(PathBuf, String)>,
+    /// Every `.py` entry that is not a folder or a link, in path order. FIFOs and other
+    /// non-files named `*.py` are in: reading refuses them by name.
+    pub(crate) files: Vec<WalkedFile>,
     /// Symbolic links not followed, with what they point to.
     pub(crate) links: Vec<(PathBuf, PathBuf)>,
 }
 
-/// Walks `root` (a folder; a link given as the root is followed, since it was named), skipping
-/// hidden folders, `__pycache__` and the paths `exclude` names (path globs, as `[recipe] files`).
+/// Walks `root` (a folder; a link given as the root is followed, once, since it was named),
+/// skipping hidden folders, `__pycache__` and the paths `exclude` names (path globs, as
+/// `[recipe] files`).
+///
+/// Every folder below the root is opened relative to its parent's handle, never through a link
+/// (`O_NOFOLLOW|O_DIRECTORY`), and must be the folder the listing saw (device and inode); each
+/// file is recorded with its folder's handle and the device and inode seen, so that reading it
+/// later ([`crate::files::DiskFile::read_in`]) never resolves a path again.
 ///
 /// # Errors
-/// A folder that cannot be listed, a link that points into a loop (to itself, or to a folder
-/// that holds it), a `.py` link that points nowhere, a tree deeper than [`MAX_DEPTH`].
+/// A folder that cannot be listed, a folder replaced (by a link or another folder) while it is
+/// walked ([`ErrorKind::FolderReplaced`]), a link that points into a loop (to itself, or to a
+/// folder that holds it), a `.py` link that points nowhere, a tree deeper than [`MAX_DEPTH`].
 pub(crate) fn walk(root: &Path, exclude: &[String]) -> Result<Walked, Error> {
     let mut walked = Walked::default();
     let real_root = std::fs::canonicalize(root).map_err(|err| io_error(root, "cannot read the folder", err))?;
-    let mut stack = vec![(root.to_path_buf(), String::new(), 0usize)];
-    while let Some((dir, rel_dir, depth)) = stack.pop() {
+    let top = Folder::open(&real_root).map_err(|err| io_error(root, "cannot read the folder", err))?;
+    let mut stack = vec![(Arc::new(top), root.to_path_buf(), String::new(), 0usize)];
+    while let Some((folder, dir, rel_dir, depth)) = stack.pop() {
         if depth > MAX_DEPTH {
             let err = std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -37,63 +59,97 @@ pub(crate) fn walk(root: &Path, exclude: &[String]) -> Result<Walked, Error> {
             );
             return Err(io_error(&dir, "cannot read the folder", err));
         }
-        let mut entries: Vec<_> = std::fs::read_dir(&dir)
-            .and_then(|list| list.collect::<Result<Vec<_>, _>>())
+        let mut names: Vec<OsString> = folder
+            .names()
             .map_err(|err| io_error(&dir, "cannot read the folder", err))?;
-        entries.sort_by_key(std::fs::DirEntry::file_name);
+        names.sort();
         let mut folders = Vec::new();
-        for entry in entries {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
+        for name in names {
+            let path = dir.join(&name);
+            let text = name.to_string_lossy();
             let rel = if rel_dir.is_empty() {
-                name.clone()
+                text.to_string()
             } else {
-                format!("{rel_dir}/{name}")
+                format!("{rel_dir}/{text}")
             };
             if exclude.iter().any(|glob| glob::names_file(glob, &rel, "")) {
                 continue;
             }
-            let kind = entry.file_type().map_err(|err| io_error(&path, "cannot read", err))?;
-            let is_py = name.ends_with(".py");
-            if kind.is_symlink() {
-                match std::fs::metadata(&path) {
-                    Ok(meta) if meta.is_dir() => {
-                        let target = std::fs::canonicalize(&path).map_err(|err| io_error(&path, "cannot read", err))?;
-                        let here = real_root.join(&rel_dir);
-                        if here.starts_with(&target) {
-                            return Err(loop_error(&path, Some(&target)));
-                        }
-                        walked.links.push((path, target));
-                    }
-                    Ok(_) if is_py => {
-                        let target = std::fs::canonicalize(&path).unwrap_or_default();
-                        walked.links.push((path, target));
-                    }
-                    Ok(_) => {}
-                    Err(err) if err.raw_os_error() == Some(ELOOP) => return Err(loop_error(&path, None)),
-                    Err(err) if is_py => return Err(io_error(&path, "cannot read the link", err)),
-                    Err(_) => {}
+            let entry = folder.entry(&name).map_err(|err| io_error(&path, "cannot read", err))?;
+            let is_py = text.ends_with(".py");
+            if entry.link {
+                link(&mut walked, path, &real_root.join(&rel_dir), is_py)?;
+            } else if entry.dir {
+                if text.starts_with('.') || text == "__pycache__" {
+                    continue;
                 }
-            } else if kind.is_dir() {
-                if !name.starts_with('.') && name != "__pycache__" {
-                    folders.push((path, rel, depth + 1));
+                let replaced = || {
+                    ErrorKind::FolderReplaced {
+                        folder: path_name(&path),
+                    }
+                    .at(Location::whole(path_name(&path)))
+                };
+                let child = match Folder::open_child(&folder, &name) {
+                    Ok(child) => child,
+                    // A link or a file in its place since it was listed.
+                    Err(err) if err.raw_os_error().is_some_and(|c| c == ELOOP || c == ENOTDIR) => {
+                        return Err(replaced())
+                    }
+                    Err(err) => return Err(io_error(&path, "cannot read the folder", err)),
+                };
+                if !child.identity().is_ok_and(|id| id == entry.identity) {
+                    return Err(replaced());
                 }
+                folders.push((Arc::new(child), path, rel, depth + 1));
             } else if is_py {
-                walked.files.push((path, rel));
+                let spot = Spot {
+                    folder: Arc::clone(&folder),
+                    name,
+                    identity: entry.identity,
+                };
+                walked.files.push(WalkedFile { path, rel, spot });
             }
         }
         // Popped in name order.
         stack.extend(folders.into_iter().rev());
     }
-    walked.files.sort_by(|a, b| a.1.cmp(&b.1));
+    walked.files.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(walked)
 }
 
-/// `ELOOP`: too many levels of symbolic links.
-#[cfg(target_os = "linux")]
-const ELOOP: i32 = 40;
-#[cfg(not(target_os = "linux"))]
-const ELOOP: i32 = 62;
+/// A symbolic link met in the walk, at `path` in the folder `here` (its resolved path): never
+/// followed; noted with what it points to (a folder, or a `.py` file), or a loop that fails the
+/// run. Only its target's metadata is looked at, for the note.
+fn link(walked: &mut Walked, path: PathBuf, here: &Path, is_py: bool) -> Result<(), Error> {
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => {
+            let target = std::fs::canonicalize(&path).map_err(|err| io_error(&path, "cannot read", err))?;
+            if here.starts_with(&target) {
+                return Err(loop_error(&path, Some(&target)));
+            }
+            walked.links.push((path, target));
+        }
+        Ok(_) if is_py => {
+            let target = std::fs::canonicalize(&path).unwrap_or_default();
+            walked.links.push((path, target));
+        }
+        Ok(_) => {}
+        Err(err) if err.raw_os_error() == Some(ELOOP) => return Err(loop_error(&path, None)),
+        Err(err) if is_py => return Err(io_error(&path, "cannot read the link", err)),
+        Err(_) => {}
+    }
+    Ok(())
+}
+
+/// `ELOOP` (too many levels of symbolic links: `O_NOFOLLOW` met a link) and `ENOTDIR`.
+#[cfg(unix)]
+const ELOOP: i32 = libc::ELOOP;
+#[cfg(unix)]
+const ENOTDIR: i32 = libc::ENOTDIR;
+#[cfg(not(unix))]
+const ELOOP: i32 = i32::MIN;
+#[cfg(not(unix))]
+const ENOTDIR: i32 = i32::MIN;
 
 fn loop_error(link: &Path, target: Option<&Path>) -> Error {
     let message = match target {
@@ -115,5 +171,5 @@ fn io_error(path: &Path, action: &str, source: std::io::Error) -> Error {
         action: action.to_string(),
         source: source.into(),
     }
-    .at(Location::whole(path.display().to_string()))
+    .at(Location::whole(path_name(path)))
 }

@@ -1,12 +1,15 @@
 //! A folder opened once, and every file of a read or a write named relative to it (`openat`,
 //! `fstatat`, `renameat`, `unlinkat`): a folder of the path moved away or replaced by a link
-//! between the steps cannot redirect them, since no step resolves the path again. Elsewhere than
+//! between the steps cannot redirect them, since no step resolves the path again. A folder of a
+//! walk is opened in its parent's handle ([`Folder::open_child`]) and knows where it was opened,
+//! to check that it is still there ([`Folder::in_place`]). Elsewhere than
 //! Unix the same calls go through the path (what std offers).
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// What `fstatat` says of a name in a folder, without following a link.
@@ -16,6 +19,10 @@ pub(crate) struct Entry {
     pub(crate) identity: (u64, u64),
     /// What it is when it is not a regular file (`a directory`, `a symbolic link`, ...).
     pub(crate) kind: Option<&'static str>,
+    /// A folder (not a link to one).
+    pub(crate) dir: bool,
+    /// A symbolic link.
+    pub(crate) link: bool,
     /// Its size in bytes.
     pub(crate) len: u64,
     /// Whether this process's effective user owns it.
@@ -31,6 +38,9 @@ pub(crate) struct Folder {
     path: PathBuf,
     #[cfg_attr(not(unix), allow(dead_code))]
     handle: File,
+    /// For a folder opened inside another (a folder of a walk): that folder and the name it had
+    /// there, to check that it is still in its place.
+    parent: Option<(Arc<Folder>, OsString)>,
 }
 
 impl Folder {
@@ -40,7 +50,34 @@ impl Folder {
         Ok(Folder {
             path: path.to_path_buf(),
             handle: imp::open_dir(path)?,
+            parent: None,
         })
+    }
+
+    /// Opens the folder `name` of `parent`, relative to its handle and never through a link
+    /// (`O_NOFOLLOW|O_DIRECTORY`): a link or a file swapped in for it fails (`ELOOP`,
+    /// `ENOTDIR`).
+    pub(crate) fn open_child(parent: &Arc<Folder>, name: &OsStr) -> io::Result<Folder> {
+        Ok(Folder {
+            path: parent.path.join(name),
+            handle: imp::open_dir_at(parent, name)?,
+            parent: Some((Arc::clone(parent), name.to_os_string())),
+        })
+    }
+
+    /// Whether the folder is still where it was opened: each folder of its chain still under
+    /// its name in the one above (the same device and inode), and the top one still at its path.
+    pub(crate) fn in_place(&self) -> io::Result<bool> {
+        let id = self.identity()?;
+        match &self.parent {
+            Some((parent, name)) => {
+                let here = parent.entry(name).is_ok_and(|e| e.identity == id);
+                Ok(here && parent.in_place()?)
+            }
+            None => Ok(imp::open_dir(&self.path)
+                .and_then(|h| imp::handle_identity(&h))
+                .is_ok_and(|now| now == id)),
+        }
     }
 
     /// The folder's path as opened.
@@ -195,10 +232,24 @@ mod imp {
         Ok(Entry {
             identity: (u64::from(st.st_dev), u64::from(st.st_ino)),
             kind,
+            dir: st.st_mode & libc::S_IFMT == libc::S_IFDIR,
+            link: st.st_mode & libc::S_IFMT == libc::S_IFLNK,
             len: u64::try_from(st.st_size).unwrap_or(0),
             mine: st.st_uid == me,
             modified,
         })
+    }
+
+    pub(super) fn open_dir_at(folder: &Folder, name: &OsStr) -> io::Result<File> {
+        let c = c_name(name)?;
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: a folder descriptor `folder` keeps open, a NUL-terminated name.
+        let fd = unsafe { libc::openat(folder.handle.as_raw_fd(), c.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        Ok(unsafe { File::from_raw_fd(fd) })
     }
 
     pub(super) fn open_at(folder: &Folder, name: &OsStr, mode: Mode) -> io::Result<File> {
@@ -313,6 +364,10 @@ mod imp {
         Ok((0, 0))
     }
 
+    pub(super) fn open_dir_at(folder: &Folder, name: &OsStr) -> io::Result<File> {
+        open_dir(&folder.path.join(name))
+    }
+
     pub(super) fn stat_at(folder: &Folder, name: &OsStr) -> io::Result<Entry> {
         let meta = std::fs::symlink_metadata(folder.path.join(name))?;
         let kind = if meta.is_file() {
@@ -327,6 +382,8 @@ mod imp {
         Ok(Entry {
             identity: (0, 0),
             kind,
+            dir: meta.is_dir(),
+            link: meta.file_type().is_symlink(),
             len: meta.len(),
             mine: true,
             modified: meta.modified().ok(),

@@ -22,6 +22,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::folder::Folder;
@@ -80,23 +81,27 @@ pub fn write_all(changes: &[(&DiskFile, &str)]) -> Result<(), Error> {
     }
     let mut order: Vec<&(&DiskFile, &str)> = changes.iter().collect();
     order.sort_by(|a, b| a.0.real.cmp(&b.0.real));
-    // One file under two names (a link, a hard link) would be planned twice from the same bytes,
-    // and its second lock would wait on the first.
+    // One name twice (a link and its target) would be planned twice from the same bytes.
+    // Two names of one file (hard links) are two files to the user: each name gets the new
+    // text (a file of its own, as with `sed -i`), under the one lock its first name takes.
     let mut paths = std::collections::HashSet::new();
-    let mut inodes = std::collections::HashSet::new();
     for (file, _) in &order {
-        let known = file.identity != (0, 0);
-        if !paths.insert(&file.real) || (known && !inodes.insert(file.identity)) {
+        if !paths.insert(&file.real) {
             let source = io::Error::new(io::ErrorKind::InvalidInput, "the same file is given twice");
             return Err(io_error(file.name(), "cannot write", source));
         }
     }
-    // Each folder opened once, and only when it is the folder its files were read from.
-    let mut folders: BTreeMap<&Path, Folder> = BTreeMap::new();
+    // Each folder opened once, and only when it is the folder its files were read from; a
+    // folder of a walk is the handle the file was read through, still in its place.
+    let mut folders: BTreeMap<&Path, Arc<Folder>> = BTreeMap::new();
     for (file, _) in &order {
         let dir = folder_of(file);
         if !folders.contains_key(dir) {
-            let folder = open_folder(file, dir)?;
+            let folder = match &file.held {
+                Some(held) if held.in_place().unwrap_or(false) => Arc::clone(held),
+                Some(_) => return Err(folder_replaced(file, dir)),
+                None => Arc::new(open_folder(file, dir)?),
+            };
             remove_stale(&folder);
             folders.insert(dir, folder);
         }
@@ -107,8 +112,12 @@ pub fn write_all(changes: &[(&DiskFile, &str)]) -> Result<(), Error> {
     }
     let backups = changes.len() > 1;
     let mut staged = Vec::with_capacity(order.len());
+    let mut locked = std::collections::HashSet::new();
     for (file, text) in order {
-        staged.push(Staged::new(file, &folders[folder_of(file)], text, backups)?);
+        // The second name of a file locked already: its lock is held (a second `flock` on
+        // another handle of the same file would wait on the first).
+        let lock = file.identity == (0, 0) || locked.insert(file.identity);
+        staged.push(Staged::new(file, &folders[folder_of(file)], text, backups, lock)?);
     }
     for k in 0..staged.len() {
         if let Err(err) = staged[k].commit(k) {
@@ -199,9 +208,9 @@ struct Staged<'f> {
 }
 
 impl<'f> Staged<'f> {
-    fn new(file: &'f DiskFile, folder: &'f Folder, text: &str, backup: bool) -> Result<Staged<'f>, Error> {
+    fn new(file: &'f DiskFile, folder: &'f Folder, text: &str, backup: bool, lock: bool) -> Result<Staged<'f>, Error> {
         let name = file.name();
-        let (mut guard, guard_meta) = lock_current(file, folder)?;
+        let (mut guard, guard_meta) = lock_current(file, folder, lock)?;
         if read::read_handle(&mut guard, name)? != file.bytes {
             return Err(changed(name));
         }
@@ -328,9 +337,10 @@ fn keep(backup: &mut Temp<'_>) -> std::path::PathBuf {
     backup.folder.path().join(&backup.name)
 }
 
-/// Opens and locks the file its name names now, checking on the handle that it is still a
-/// regular file, still the file read, and still the one its name names once locked.
-fn lock_current(file: &DiskFile, folder: &Folder) -> Result<(File, Metadata), Error> {
+/// Opens and locks the file its name names now (`lock`: unless this process holds its lock
+/// already, through another name), checking on the handle that it is still a regular file,
+/// still the file read, and still the one its name names once locked.
+fn lock_current(file: &DiskFile, folder: &Folder, lock: bool) -> Result<(File, Metadata), Error> {
     let name = file.name();
     let start = Instant::now();
     // Never through a link: the name in the folder read from must still be the file read.
@@ -338,13 +348,15 @@ fn lock_current(file: &DiskFile, folder: &Folder) -> Result<(File, Metadata), Er
     if sys::identity(&meta) != file.identity {
         return Err(changed(name));
     }
-    loop {
-        match sys::try_lock(&guard).map_err(|e| io_error(name, "cannot lock", e))? {
-            sys::Lock::Held | sys::Lock::Unsupported => break,
-            sys::Lock::Busy if start.elapsed() > LOCK_WAIT => {
-                return Err(ErrorKind::Locked.at(Location::new(name, 1, 1)))
+    if lock {
+        loop {
+            match sys::try_lock(&guard).map_err(|e| io_error(name, "cannot lock", e))? {
+                sys::Lock::Held | sys::Lock::Unsupported => break,
+                sys::Lock::Busy if start.elapsed() > LOCK_WAIT => {
+                    return Err(ErrorKind::Locked.at(Location::new(name, 1, 1)))
+                }
+                sys::Lock::Busy => std::thread::sleep(Duration::from_millis(5)),
             }
-            sys::Lock::Busy => std::thread::sleep(Duration::from_millis(5)),
         }
     }
     // The previous holder of the lock may have renamed a new file into place.

@@ -12,6 +12,7 @@ mod captures;
 mod compile_check;
 mod document;
 mod engine;
+mod folder_swaps;
 mod hostile;
 mod limits;
 mod outline;

@@ -62,11 +62,15 @@ pub fn workspace_edits(files: Vec<(Uri, Option<i32>, Vec<TextEdit>)>, document_c
     }
 }
 
+/// The most `.py` files a workspace command looks at.
+pub const MAX_WORKSPACE_FILES: usize = 50_000;
+
 /// The `.py` files under `root`, sorted, skipping hidden folders, virtual environments, caches and
-/// build output (at most 50,000 files, links not followed).
-pub fn python_files(root: &Path) -> Vec<PathBuf> {
+/// build output (links not followed): the first `limit` found, and how many more were left out.
+pub fn python_files(root: &Path, limit: usize) -> (Vec<PathBuf>, usize) {
     const SKIP: [&str; 5] = ["__pycache__", "node_modules", "target", "venv", "site-packages"];
     let mut found = Vec::new();
+    let mut left_out = 0;
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
@@ -75,13 +79,17 @@ pub fn python_files(root: &Path) -> Vec<PathBuf> {
             let Ok(kind) = entry.file_type() else { continue };
             if kind.is_dir() && !name.starts_with('.') && !SKIP.contains(&name.as_str()) {
                 stack.push(entry.path());
-            } else if kind.is_file() && name.ends_with(".py") && found.len() < 50_000 {
-                found.push(entry.path());
+            } else if kind.is_file() && name.ends_with(".py") {
+                if found.len() < limit {
+                    found.push(entry.path());
+                } else {
+                    left_out += 1;
+                }
             }
         }
     }
     found.sort();
-    found
+    (found, left_out)
 }
 
 /// The `file:` URI of an absolute path (percent-encoding what URIs do not allow).

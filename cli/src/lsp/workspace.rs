@@ -19,7 +19,7 @@ use lsp_types::{MessageActionItem, MessageType, ShowMessageRequestParams, Uri};
 use pysplice::document::{Document, TextEdit};
 use pysplice::{ParsedFile, Recipe, SourceFile, Target};
 
-use crate::convert::{path_uri, python_files, workspace_edits};
+use crate::convert::{path_uri, python_files, workspace_edits, MAX_WORKSPACE_FILES};
 use crate::server::Server;
 
 /// The command that lists the configured recipes: `[{"id", "summary"}]`.
@@ -55,6 +55,15 @@ struct FileText {
 struct Run {
     changes: Vec<(Uri, Option<i32>, Vec<TextEdit>)>,
     failed: Vec<String>,
+    /// The `.py` files over [`MAX_WORKSPACE_FILES`], not looked at.
+    left_out: usize,
+}
+
+/// What the client is told when a workspace has more `.py` files than a command looks at.
+fn left_out_message(left_out: usize) -> String {
+    format!(
+        "pysplice: the workspace has more than {MAX_WORKSPACE_FILES} Python files; the recipe was applied to the first {MAX_WORKSPACE_FILES} found, {left_out} were left out (open a smaller folder, or run `pysplice apply` on the folders in question)"
+    )
 }
 
 impl Run {
@@ -120,8 +129,12 @@ impl Server<'_> {
             ));
         };
         let root = self.workspace_folder()?;
-        let mut run = Run::default();
-        for path in python_files(&root) {
+        let (paths, left_out) = python_files(&root, MAX_WORKSPACE_FILES);
+        let mut run = Run {
+            left_out,
+            ..Run::default()
+        };
+        for path in paths {
             if let Some(file) = self.file_text(&path, &mut run.failed) {
                 run.apply(&recipe, file);
             }
@@ -134,11 +147,15 @@ impl Server<'_> {
     fn apply_by_target(&mut self, command: RequestId) -> Answer {
         let root = self.workspace_folder()?;
         let recipes = self.recipes.clone();
-        let mut run = Run::default();
+        let (paths, left_out) = python_files(&root, MAX_WORKSPACE_FILES);
+        let mut run = Run {
+            left_out,
+            ..Run::default()
+        };
         let mut used = BTreeSet::new();
         // Files that several recipes target, with those recipes (indexes into `recipes`).
         let mut ambiguous: Vec<(String, Vec<usize>)> = Vec::new();
-        for path in python_files(&root) {
+        for path in paths {
             let Some(file) = self.file_text(&path, &mut run.failed) else {
                 continue;
             };
@@ -309,8 +326,12 @@ impl Server<'_> {
     }
 
     /// Sends the run's edits in one `workspace/applyEdit` and gives the command's answer:
-    /// `{"recipe": the only recipe or null, "recipes", "changed": [uri], "failed": [message]}`.
+    /// `{"recipe": the only recipe or null, "recipes", "changed": [uri], "failed": [message],
+    /// "left_out": count}`; files left out over the limit are also shown as a warning.
     fn send_run(&mut self, run: Run, recipes: Vec<String>) -> serde_json::Value {
+        if run.left_out > 0 {
+            self.show(MessageType::WARNING, left_out_message(run.left_out));
+        }
         let files: Vec<&str> = run.changes.iter().map(|(uri, _, _)| uri.as_str()).collect();
         let only = match recipes.as_slice() {
             [only] => serde_json::Value::from(only.as_str()),
@@ -318,6 +339,7 @@ impl Server<'_> {
         };
         let answer = serde_json::json!({
             "recipe": only, "recipes": recipes, "changed": files, "failed": run.failed,
+            "left_out": run.left_out,
         });
         if !run.changes.is_empty() {
             let label = match recipes.as_slice() {
@@ -368,6 +390,23 @@ mod tests {
     }
 
     const TWO_F: &str = "def f():\n    pass\n\nclass A:\n    def g(self):\n        pass\n";
+
+    #[test]
+    fn files_over_the_limit_are_counted_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..5 {
+            std::fs::write(dir.path().join(format!("m{i}.py")), "").unwrap();
+        }
+        let (kept, left_out) = python_files(dir.path(), 3);
+        assert_eq!((kept.len(), left_out), (3, 2));
+        assert_eq!(python_files(dir.path(), 5).1, 0);
+        let message = left_out_message(2);
+        assert!(
+            message.contains(&format!("more than {MAX_WORKSPACE_FILES} Python files")),
+            "{message}"
+        );
+        assert!(message.contains("2 were left out"), "{message}");
+    }
 
     #[test]
     fn a_recipe_targets_a_file_where_a_targeted_hook_finds_its_target() {

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::batch::{self, Batch, FileRun, Op, RunOptions};
+use pysplice::files::path_name;
 use pysplice::report::printable;
 use pysplice::{report, Error, ErrorKind, HookOutcome, Patched, Recipe};
 use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
@@ -48,7 +49,7 @@ pub struct ApplyArgs {
 /// Reads the recipe (a TOML hook spec, or `builtin:NAME`); on failure prints the error and gives
 /// exit code 2.
 pub fn load_recipe(path: &Path) -> Result<Recipe, u8> {
-    let name = path.display().to_string();
+    let name = path_name(path);
     pysplice_sglang::recipes::load(&name).map_err(|err| {
         match err.kind() {
             ErrorKind::Io { source, .. } => errln!("{name}: cannot read the spec: {source}"),
@@ -87,7 +88,7 @@ fn run_all(args: &FilesArgs, op: Op) -> Result<(Recipe, Batch), u8> {
         }
     }
     if let Some(path) = batch::duplicate(&paths) {
-        errln!("{}: given more than once", path.display());
+        errln!("{}: given more than once", printable(&path_name(path)));
         return Err(2);
     }
     let options = RunOptions {
@@ -97,8 +98,8 @@ fn run_all(args: &FilesArgs, op: Op) -> Result<(Recipe, Batch), u8> {
     for (link, target) in &batch.not_followed {
         errln!(
             "note: {}: a symbolic link (to {}), not followed",
-            printable(&link.display().to_string()),
-            printable(&target.display().to_string())
+            printable(&path_name(link)),
+            printable(&path_name(target))
         );
     }
     Ok((recipe, batch))
@@ -120,7 +121,7 @@ fn report_not_targeted(batch: &Batch, json: bool, words: Words, body: fn(Splice)
                 diff: None,
                 notes: Vec::new(),
             };
-            outln!("{}", Output::new(path.display().to_string(), body(splice)).to_line());
+            outln!("{}", Output::new(path_name(path), body(splice)).to_line());
         }
     } else if !batch.not_targeted.is_empty() {
         let n = batch.not_targeted.len();
@@ -137,7 +138,7 @@ fn report_not_targeted(batch: &Batch, json: bool, words: Words, body: fn(Splice)
                     batch
                         .not_targeted
                         .iter()
-                        .map(|p| format!("  - {}", printable(&p.display().to_string()))),
+                        .map(|p| format!("  - {}", printable(&path_name(p)))),
                 )
                 .collect()
         } else {
@@ -173,7 +174,7 @@ fn failure(recipe: &Recipe, done: &FileRun, words: Words, body: fn(Splice) -> Bo
         diff: None,
         notes: Vec::new(),
     };
-    Output::failed(done.path.display().to_string(), body(splice), error)
+    Output::failed(path_name(&done.path), body(splice), error)
 }
 
 /// Reports files that failed and gives the exit code, or nothing when all succeeded. With
@@ -227,13 +228,7 @@ fn write_changed(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body:
         // Called after `report_failures` found none.
         None => Ok(()),
         Some(Ok(written)) => {
-            for file in written.into_iter().filter(|f| f.hard_links() > 1) {
-                errln!(
-                    "note: {} had {} hard links; it is now a file of its own, the other names keep the old content",
-                    file.path().display(),
-                    file.hard_links()
-                );
-            }
+            hard_link_notes(&written);
             Ok(())
         }
         Some(Err(err)) => {
@@ -248,6 +243,39 @@ fn write_changed(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body:
                 }
             }
             Err(exit_code(&err))
+        }
+    }
+}
+
+/// A note for each file written that had several hard links: each name written is now a file
+/// of its own; names of it outside the run keep the old content. Several names of one file in
+/// the run get one note that names them all.
+fn hard_link_notes(written: &[&pysplice::files::DiskFile]) {
+    for (i, file) in written.iter().enumerate() {
+        if file.hard_links() < 2 || written[..i].iter().any(|f| f.same_file(file)) {
+            continue;
+        }
+        let names: Vec<String> = written[i..]
+            .iter()
+            .filter(|f| std::ptr::eq(**f, *file) || f.same_file(file))
+            .map(|f| printable(&path_name(f.path())).into_owned())
+            .collect();
+        let others = file.hard_links().saturating_sub(names.len() as u64);
+        let rest = if others == 0 {
+            ""
+        } else {
+            ", the other names keep the old content"
+        };
+        if let [name] = names.as_slice() {
+            errln!(
+                "note: {name} had {} hard links; it is now a file of its own{rest}",
+                file.hard_links()
+            );
+        } else {
+            errln!(
+                "note: {} were names (hard links) of one file; each is now a file of its own with the new text{rest}",
+                names.join(", ")
+            );
         }
     }
 }

@@ -380,24 +380,65 @@ fn hard_links_are_broken_and_said() {
     let file = dir.write("m.py", MODEL);
     let other = dir.path().join("other.py");
     fs::hard_link(&file, &other).unwrap();
-    // Both names at once: one file, planned twice from the same bytes; refused, nothing written.
-    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file, &other]);
-    assert_exit(&output, 2);
-    assert!(
-        text(&output.stderr).contains("other.py:1:1: cannot write: the same file is given twice"),
-        "{}",
-        text(&output.stderr)
-    );
-    assert_eq!(fs::read_to_string(&file).unwrap(), MODEL);
     let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &file]);
     assert_exit(&output, 0);
     assert!(
-        text(&output.stderr).contains("m.py had 2 hard links; it is now a file of its own"),
+        text(&output.stderr)
+            .contains("m.py had 2 hard links; it is now a file of its own, the other names keep the old content"),
         "{}",
         text(&output.stderr)
     );
     assert!(fs::read_to_string(&file).unwrap().contains("self.a = 1"));
     assert_eq!(fs::read_to_string(&other).unwrap(), MODEL);
+}
+
+/// Two names of one file (hard links), given at once or met in a folder, are two files to the
+/// user: each name is patched (each becomes a file of its own), one note names both, and the
+/// next run finds both up to date.
+#[test]
+fn two_hard_links_given_at_once_are_both_patched() {
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let sub = dir.path().join("pkg");
+    fs::create_dir(&sub).unwrap();
+    let file = sub.join("m.py");
+    fs::write(&file, MODEL).unwrap();
+    let other = sub.join("other.py");
+    for folder_run in [false, true] {
+        fs::write(&file, MODEL).unwrap();
+        let _ = fs::remove_file(&other);
+        fs::hard_link(&file, &other).unwrap();
+        let args: Vec<&Path> = if folder_run {
+            vec![p("apply"), p("--spec"), &spec, &sub]
+        } else {
+            vec![p("apply"), p("--spec"), &spec, &file, &other]
+        };
+        let output = run(pysplice(), &args);
+        assert_exit(&output, 0);
+        let (out, err) = (text(&output.stdout), text(&output.stderr));
+        for name in [&file, &other] {
+            assert!(
+                fs::read_to_string(name).unwrap().contains("self.a = 1"),
+                "{}",
+                name.display()
+            );
+            assert!(
+                out.contains(&format!("Successfully patched {}", name.display())),
+                "{out}"
+            );
+        }
+        assert!(
+            err.contains(&format!(
+                "note: {}, {} were names (hard links) of one file; each is now a file of its own with the new text",
+                file.display(),
+                other.display()
+            )),
+            "{err}"
+        );
+        assert_ne!(fs::metadata(&file).unwrap().ino(), fs::metadata(&other).unwrap().ino());
+        let again = run(pysplice(), &[p("check"), p("--spec"), &spec, &sub]);
+        assert_exit(&again, 0);
+    }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -960,4 +1001,59 @@ fn a_folder_one_may_not_list_is_still_read_and_written() {
     assert_eq!(fs::read_to_string(&file).unwrap(), MODEL);
     let names: Vec<_> = fs::read_dir(&folder).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names, ["m.py"], "a temp file is left");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Names in messages
+
+/// A file name that is not UTF-8 is shown with its bytes escaped (`\xff`), the name that
+/// exists, never the lossy U+FFFD one: in the success line, in an error, in JSON.
+#[test]
+fn names_that_are_not_utf8_are_shown_escaped() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let tree = dir.path().join("t");
+    fs::create_dir(&tree).unwrap();
+    let good = tree.join(std::ffi::OsStr::from_bytes(b"m\xff.py"));
+    fs::write(&good, MODEL).unwrap();
+    let shown = format!("{}/m\\xff.py", tree.display());
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &tree]);
+    assert_exit(&output, 0);
+    let out = text(&output.stdout);
+    assert!(out.contains(&format!("Successfully patched {shown}")), "{out}");
+    assert!(!out.contains('\u{fffd}'), "{out}");
+    // An error names the file the same way.
+    let bad = tree.join(std::ffi::OsStr::from_bytes(b"bad\xfe.py"));
+    fs::write(&bad, "class Model:\n    def forward(self, x:\n").unwrap();
+    let output = run(pysplice(), &[p("check"), p("--spec"), &spec, &tree]);
+    let err = text(&output.stderr);
+    assert!(err.contains(&format!("{}/bad\\xfe.py:", tree.display())), "{err}");
+    assert!(!err.contains('\u{fffd}'), "{err}");
+    let output = run(pysplice(), &[p("check"), p("--json"), p("--spec"), &spec, &tree]);
+    let out = text(&output.stdout);
+    assert!(out.contains("bad\\\\xfe.py"), "{out}");
+    assert!(!out.contains('\u{fffd}'), "{out}");
+}
+
+/// A mistyped target in a folder run gets the closest names of the files scanned, as one file
+/// does.
+#[test]
+fn a_mistyped_target_in_a_folder_run_gets_a_suggestion() {
+    let dir = Dir::new();
+    let spec = dir.write("typo.toml", &recipe("rt", "forwad", "self.a = 1"));
+    let tree = dir.path().join("t");
+    fs::create_dir_all(tree.join("sub")).unwrap();
+    fs::write(tree.join("sub/m.py"), MODEL).unwrap();
+    fs::write(tree.join("n.py"), "def helper():\n    pass\n").unwrap();
+    let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &tree]);
+    assert_exit(&output, 1);
+    let err = text(&output.stderr);
+    assert!(
+        err.contains(
+            "`Model.forwad` is not defined in any of the 2 .py files of this run; did you mean `Model.forward`"
+        ),
+        "{err}"
+    );
+    assert_eq!(fs::read_to_string(tree.join("sub/m.py")).unwrap(), MODEL);
 }

@@ -323,3 +323,30 @@ fn the_recipes_are_listed_for_a_picker() {
     shut_down(client);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A workspace with more `.py` files than the command looks at: the answer counts those left
+/// out, and a warning names the limit and the count.
+#[test]
+fn files_over_the_limit_are_counted_and_said() {
+    const LIMIT: usize = 50_000;
+    let (dir, mut client) = workspace(&[]);
+    let many = dir.join("many");
+    std::fs::create_dir(&many).unwrap();
+    for i in 0..LIMIT + 2 {
+        std::fs::write(many.join(format!("e{i}.py")), "").unwrap();
+    }
+    let named = client.request(
+        "workspace/executeCommand",
+        json!({"command": "pysplice.applyRecipeToWorkspace", "arguments": ["count"]}),
+    );
+    assert_eq!(named["result"]["left_out"], 2, "{named:#}");
+    let said = client.wait_for(|m| is_method(m, "window/showMessage"));
+    assert_eq!(said["params"]["type"], 2, "a warning: {said:#}");
+    let message = said["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("more than {LIMIT} Python files")) && message.contains("2 were left out"),
+        "{message}"
+    );
+    shut_down(client);
+    let _ = std::fs::remove_dir_all(&dir);
+}
