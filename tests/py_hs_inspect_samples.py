@@ -204,12 +204,12 @@ def zip_bytes(entries, options=None):
     return bytes(out)
 
 
-def sample_bytes(value, name="archive", options=None, extra_entries=()):
+def sample_bytes(value, name="archive", options=None, extra_entries=(), byteorder=b"little"):
     """A whole sample file: `value` pickled, its tensors' storages, torch.save's records."""
     p = Pickler()
     pkl = p.dumps(value)
     entries = [(name + "/data.pkl", pkl), (name + "/.format_version", b"1"), (name + "/.storage_alignment", b"64"),
-               (name + "/byteorder", b"little")]
+               (name + "/byteorder", byteorder)]
     entries += [(name + "/data/" + key, t.data) for key, t in p.storages]
     entries += [(name + "/version", b"3\n")] + list(extra_entries)
     return zip_bytes(entries, options)

@@ -934,6 +934,9 @@ def y_ticks(peak):
     return list(range(0, -(-peak // step) * step + 1, step))
 
 
+AXIS_TITLE = "tokens: each bar from its length to twice it, less one (1K: 1024)"
+
+
 def title_of(bins):
     n = sum(c for _, _, c in bins)
     return "lengths of %d complete sample%s, in tokens" % (n, "" if n == 1 else "s") if n else "no complete samples"
@@ -949,7 +952,7 @@ def png_builtin(bins, width, height):
     ticks = y_ticks(max(counts) if counts else 0)
     labels = [str(t) for t in ticks]
     left = pad + max(text_width(t, s) for t in labels) + 5 * s
-    top = pad + line + pad + line + 2 * s
+    top = pad + line + pad + line + line // 2 + pad
     bottom = pad + line + pad + line + pad
     right = pad + text_width(compact(bins[-1][0]) if bins else "", s) // 2 + s
     x0, x1, y0, y1 = left, width - right, top, height - bottom
@@ -986,7 +989,7 @@ def png_builtin(bins, width, height):
                 cx = x0 + (i + 0.5) * slot
                 c.rect(cx, y1 + s, cx + s, y1 + 3 * s, AXIS)
                 c.text(int(cx - text_width(label, s) / 2), y1 + 3 * s + 2, label, s)
-        for t in ("TOKENS: BINS FROM EACH LENGTH TO TWICE IT, K = 1024", "TOKENS (K = 1024)", "TOKENS"):
+        for t in (AXIS_TITLE.upper().replace(";", ","), "TOKENS (1K: 1024)", "TOKENS"):
             if text_width(t, s) <= width - 2 * pad:
                 c.text((width - text_width(t, s)) // 2, height - pad - line, t, s)
                 break
@@ -1007,10 +1010,9 @@ def png_matplotlib(bins, width, height):
     xs = list(range(len(bins)))
     ax.bar(xs, [n for _, _, n in bins], width=0.7, color="#3b6ea8")
     ax.set_xticks(xs)
-    ax.set_xticklabels(["%s-%s" % (compact(lo), compact(hi + 1) if hi + 1 >= 1024 else hi) for lo, hi, _ in bins],
-                       rotation=45 if len(bins) > 6 else 0, ha="right" if len(bins) > 6 else "center")
+    ax.set_xticklabels([compact(lo) for lo, _, _ in bins])
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("tokens (power-of-two bins; K = 1024)")
+    ax.set_xlabel(AXIS_TITLE)
     ax.set_ylabel("samples")
     ax.set_title(title_of(bins))
     with warnings.catch_warnings():
