@@ -15,6 +15,7 @@ archives torch.save never would (compressed, duplicated, truncated).
 
 import importlib.util
 import os
+import pickle
 import struct
 import zlib
 
@@ -96,7 +97,7 @@ class Pickler:
             elif -(1 << 31) <= v < (1 << 31):
                 self.out += b"J" + struct.pack("<i", v)
             else:
-                raw = v.to_bytes((v.bit_length() + 8) // 8, "little", signed=True)
+                raw = pickle.encode_long(v)
                 self.out += b"\x8a" + bytes([len(raw)]) + raw
         elif isinstance(v, float):
             self.out += b"G" + struct.pack(">d", v)
@@ -250,3 +251,50 @@ def write(path, data):
     with open(path, "wb") as f:
         f.write(data)
     return path
+
+
+def content(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def count_runs(flags):
+    return sum(1 for i, f in enumerate(flags) if f and (i == 0 or not flags[i - 1]))
+
+
+def decode_png(data):
+    """(width, height, rows of RGB bytes) of an 8-bit RGB or RGBA PNG without interlace."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    at, idat, ihdr = 8, b"", None
+    while at < len(data):
+        (n,) = struct.unpack(">I", data[at:at + 4])
+        kind, payload = data[at + 4:at + 8], data[at + 8:at + 8 + n]
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">IIBBBBB", payload)
+        elif kind == b"IDAT":
+            idat += payload
+        at += 12 + n
+    width, height, depth, colour, _, _, interlace = ihdr
+    assert depth == 8 and colour in (2, 6) and not interlace
+    bpp = 3 if colour == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        prev = line
+        rows.append(bytes(line) if bpp == 3 else b"".join(bytes(line[x * 4:x * 4 + 3]) for x in range(width)))
+    return width, height, rows
