@@ -103,6 +103,28 @@ def mutated(draw):
     return bytes(data)
 
 
+@st.composite
+def mutated_pickles(draw):
+    """A sample whose data.pkl (not the archive around it) has bytes changed, cut or inserted;
+    its CRC is right, so the changed instructions are what is read."""
+    p = S.Pickler()
+    prov = draw(st.one_of(st.none(), provenances.map(lambda x: dict(S.provenance(), **x))))
+    pkl = bytearray(p.dumps(S.sample(tokens=draw(st.integers(0, 20)), prov=prov)))
+    for _ in range(draw(st.integers(1, 6))):
+        at = draw(st.integers(0, len(pkl) - 1))
+        how = draw(st.sampled_from(("set", "insert", "delete", "op")))
+        if how == "set":
+            pkl[at] = draw(st.integers(0, 255))
+        elif how == "insert":
+            pkl[at:at] = draw(st.binary(max_size=8))
+        elif how == "op":
+            pkl[at:at] = draw(st.sampled_from(OPS + [b"h\x02", b"h\x05", b"q\x01", b"K\x07"]))
+        else:
+            del pkl[at:at + draw(st.integers(1, 8))]
+    entries = [("a/data.pkl", bytes(pkl)), ("a/version", b"3\n")] + [("a/data/" + k, t.data) for k, t in p.storages]
+    return S.zip_bytes(entries)
+
+
 OPS = [b"(", b"}", b"]", b")", b"t", b"\x85", b"\x86", b"\x87", b"a", b"e", b"s", b"u", b"N", b"\x88", b"\x89",
        b"R", b"Q", b".", b"0", b"b", b"\x81", b"\x94"]
 
@@ -157,6 +179,11 @@ def any_bytes(data):
 
 @prop(mutated())
 def mutated_samples(data):
+    read_bytes(data)
+
+
+@prop(mutated_pickles())
+def mutated_data_pkl(data):
     read_bytes(data)
 
 
