@@ -294,6 +294,23 @@ class HostileSamples(unittest.TestCase):
         got = dict((os.path.basename(u["file"]), u["kind"]) for u in r["unreadable"])
         self.assertEqual(got, {"zero.ckpt": "not-a-file", "dangling.ckpt": "not-a-file"})
 
+    def test_a_folder_nested_fifteen_hundred_deep_is_walked(self):
+        # os.walk recursed once per level and ended with a RecursionError past a thousand
+        levels, path = [], self.dir
+        for _ in range(1500):  # os.makedirs and shutil.rmtree recurse too: one level at a time
+            path = os.path.join(path, "a")
+            os.mkdir(path)
+            levels.append(path)
+        try:
+            deep = self.put(os.path.relpath(os.path.join(path, "x.ckpt"), self.dir), S.sample_bytes(S.sample()))
+            code, r, err = run_json(self.dir)
+            self.assertEqual((code, r["complete"]), (0, 1), err)
+            self.assertEqual(H.list_samples([self.dir])[0], [(deep, True)])
+        finally:
+            os.unlink(os.path.join(path, "x.ckpt"))
+            for level in reversed(levels):
+                os.rmdir(level)
+
     # ---- --png: a new file only, never through a link, never a sample
 
     def test_png_is_written_new_with_axes_and_a_title(self):

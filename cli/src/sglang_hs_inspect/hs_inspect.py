@@ -258,8 +258,13 @@ class Archive:
         self.fd, self.file_size = fd, size
         if size < EOCD.size or pread(fd, 4, 0) != b"PK\x03\x04":
             raise ArchiveError("not a zip archive (torch.save's format; the legacy format is not read)")
-        tail_len = min(size, EOCD.size + 0xFFFF)
+        # the end record is the last 22 bytes unless the archive has a comment (torch.save
+        # writes none); else it is within the last 64 KiB
+        tail_len = EOCD.size
         tail = pread(fd, tail_len, size - tail_len)
+        if tail[:4] != b"PK\x05\x06" or EOCD.unpack(tail)[7]:
+            tail_len = min(size, EOCD.size + 0xFFFF)
+            tail = pread(fd, tail_len, size - tail_len)
         at = tail.rfind(b"PK\x05\x06")
         while at >= 0 and not (at + EOCD.size <= tail_len and at + EOCD.size + EOCD.unpack_from(tail, at)[7] == tail_len):
             at = tail.rfind(b"PK\x05\x06", 0, at)
@@ -801,19 +806,32 @@ class TorchReader:
 
 def list_samples(folders):
     """(path, complete) of every sample under the folders, sorted by path; and the folders
-    that could not be listed, as unreadable entries."""
+    that could not be listed, as unreadable entries. The walk keeps its own stack (os.walk
+    recurses once per level: a folder nested a thousand deep would end it) and does not
+    follow links to folders; a link to a file is a sample like a file."""
     found, problems = [], []
-
-    def failed(exc):
-        problems.append(dict(file=exc.filename, kind="folder", error="cannot list this folder: %s" % (exc.strerror or exc)))
-
-    for folder in folders:
-        for root, dirs, names in os.walk(folder, onerror=failed):
-            dirs.sort()
-            for name in names:
-                if name.startswith(".") or not name.endswith(SUFFIXES):
-                    continue
-                found.append((os.path.join(root, name), name.endswith(".ckpt")))
+    todo = list(reversed(folders))
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(dict(file=folder, kind="folder", error="cannot list this folder: %s" % (exc.strerror or exc)))
+            continue
+        below = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+                is_link = entry.is_symlink()
+            except OSError:
+                is_dir = is_link = False
+            if is_dir:
+                if not is_link:
+                    below.append(entry.path)
+            elif not entry.name.startswith(".") and entry.name.endswith(SUFFIXES):
+                found.append((entry.path, entry.name.endswith(".ckpt")))
+        todo.extend(reversed(below))
     return sorted(found), problems
 
 
