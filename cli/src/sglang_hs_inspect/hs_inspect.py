@@ -793,7 +793,7 @@ class TorchReader:
                 same = (isinstance(theirs, self.torch.Tensor) and tuple(theirs.shape) == mine.shape
                         and str(theirs.dtype) == "torch." + mine.dtype and tuple(theirs.stride()) == mine.stride)
             elif key in ("layers_to_capture", "provenance"):
-                same = type(theirs) is type(mine) and theirs == mine
+                same = isinstance(theirs, type(mine)) and theirs == mine
             else:
                 continue
             if not same:
