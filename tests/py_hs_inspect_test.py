@@ -23,6 +23,10 @@ import zlib
 
 import torch
 
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import py_hs_inspect_samples as S  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H = 8  # hidden size of the samples
 
@@ -72,16 +76,34 @@ def write(folder, name, tokens, prov="default", layers=(2, 4, 5), seed=0):
     return path
 
 
-def inspect(*args):
+def inspect(*args, timeout=300):
     """(exit status, stdout) of the command."""
-    p = subprocess.run(command() + ["--python", sys.executable] + list(args), capture_output=True, text=True, timeout=300)
+    p = subprocess.run(command() + ["--python", sys.executable] + list(args), capture_output=True, text=True, timeout=timeout)
     if p.returncode not in (0, 1):
         print(p.stderr, file=sys.stderr)
     return p.returncode, p.stdout
 
 
-def inspect_json(*args):
-    code, out = inspect("--json", *args)
+# The command run by a small parent that reports the command's peak memory (ru_maxrss of the
+# command alone: a child spawned by this test process would count this process's own).
+PEAK = """
+import os, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_, status, usage = os.wait4(p.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss // 1024)
+"""
+
+
+def peak_mib(*args):
+    """(exit status, peak resident memory in MiB) of the command."""
+    p = subprocess.run([sys.executable, "-c", PEAK] + command() + ["--python", sys.executable] + list(args),
+                       capture_output=True, text=True, timeout=300)
+    code, mib = p.stdout.split()
+    return int(code), int(mib)
+
+
+def inspect_json(*args, timeout=300):
+    code, out = inspect("--json", *args, timeout=timeout)
     return code, json.loads(out)
 
 
@@ -138,28 +160,22 @@ def case_clean_folder(tmp):
     check(bins[0]["low"] <= lengths[0] and lengths[-1] <= bins[-1]["high"], "bins do not cover the lengths")
     for b in bins:
         check(b["count"] == sum(1 for n in lengths if b["low"] <= n <= b["high"]), "bin %r" % b)
-    # the PNG: size as asked, every chunk's CRC, the pixels inflate to one filter byte per row
-    chunks = png_chunks(open(png, "rb").read())
+    # the PNG: size as asked, every chunk's CRC, drawn by matplotlib where this interpreter has
+    # it, else by the built-in renderer; one bar (in the bars' colour) per filled bin
+    data = S.content(png)
+    chunks = png_chunks(data)
     kinds = [k for k, _ in chunks]
     check(kinds[0] == b"IHDR" and kinds[-1] == b"IEND" and b"IDAT" in kinds, "chunks %r" % kinds)
-    width, height, depth, color, _, _, _ = struct.unpack(">IIBBBBB", chunks[0][1])
+    width, height, rows = S.decode_png(data)
     check((width, height) == (200, 100) == (r["png"]["width"], r["png"]["height"]), "IHDR %dx%d" % (width, height))
-    check((depth, color) == (8, 2), "8-bit RGB expected, got depth %d color type %d" % (depth, color))
-    raw = zlib.decompress(b"".join(p for k, p in chunks if k == b"IDAT"))
-    check(len(raw) == height * (1 + width * 3), "IDAT inflates to %d bytes" % len(raw))
-    rows = [raw[y * (1 + width * 3) + 1:(y + 1) * (1 + width * 3)] for y in range(height)]
-    check(all(raw[y * (1 + width * 3)] == 0 for y in range(height)), "filter bytes")
-    # one bar per bin, the tallest bar for the fullest bin
-    ground = b"\xff\xff\xff"
-    heights = []
-    for x in range(width):
-        column = [rows[y][3 * x:3 * x + 3] for y in range(height)]
-        heights.append(sum(1 for px in column if px != ground))
-    bars, inside = 0, False
-    for h in heights:
-        if h > 1 and not inside:
-            bars += 1
-        inside = h > 1
+    try:
+        import matplotlib  # noqa: F401
+        drawn = "matplotlib"
+    except ImportError:
+        drawn = "built-in"
+    check(r["png"]["renderer"].startswith(drawn), "renderer %r" % r["png"]["renderer"])
+    bar = b"\x3b\x6e\xa8"
+    bars = S.count_runs([any(row[3 * x:3 * x + 3] == bar for row in rows) for x in range(width)])
     check(bars == sum(1 for b in bins if b["count"]), "%d bars for %d bins" % (bars, len(bins)))
     # the text report says the same and agrees
     code, out = inspect(d)
@@ -225,6 +241,134 @@ def case_unreadable_file(tmp):
         f.write(b"not a torch file")
     code, r = inspect_json(d)
     check(code == 1 and [u["file"] for u in r["unreadable"]] == [bad] and r["complete"] == 1, "exit %d, %r" % (code, r))
+
+
+def unreadable_kinds(r):
+    return [(os.path.basename(u["file"]), u.get("kind")) for u in r["unreadable"]]
+
+
+def case_hand_written_samples_are_read_by_torch_as_by_the_checker(tmp):
+    # the archives the torch-free tests use (py_hs_inspect_samples.py) are what torch.load
+    # reads, tensor for tensor: the command's torch.load step compares them with its own reading
+    d = os.path.join(tmp, "dump")
+    for i, n in enumerate((3, 7, 12)):
+        S.write(os.path.join(d, "h%d.ckpt" % i), S.sample_bytes(S.sample(tokens=n)))
+    code, r = inspect_json(d)
+    check(code == 0 and r["complete"] == 3 and r["tokens"]["complete"] == 22, "exit %d, %r" % (code, r))
+    loaded = torch.load(os.path.join(d, "h1.ckpt"), weights_only=True, mmap=True)
+    check(tuple(loaded["hidden_state"].shape) == (1, 7, 8) and loaded["hidden_state"].dtype == torch.bfloat16, "%r" % loaded)
+    check(loaded["provenance"] == S.provenance(), "provenance %r" % loaded["provenance"])
+
+
+def case_a_provenance_of_shared_references_ends_at_once(tmp):
+    # `a = [a, a]` sixty times over, as a value the checker compares and prints: 1 KB on
+    # disk, 2**60 values in print (the old checker never ended)
+    d = os.path.join(tmp, "dump")
+    a = [1]
+    for _ in range(60):
+        a = [a, a]
+    S.write(os.path.join(d, "bomb.ckpt"), S.sample_bytes(S.sample(prov=S.provenance(sglang_version=a))))
+    write(d, "good.ckpt", 5)
+    code, r = inspect_json(d, timeout=120)
+    check(code == 1 and unreadable_kinds(r) == [("bomb.ckpt", "pickle")], "exit %d, %r" % (code, r["unreadable"]))
+
+
+def case_nested_and_tensor_provenance_values_are_named(tmp):
+    # torch.save'd by torch itself: a nested list, a tensor, a dict as provenance values
+    d = os.path.join(tmp, "dump")
+    write(d, "nested.ckpt", 5, prov=provenance(aux_layers=[[2], [4]]))
+    write(d, "tensor.ckpt", 5, prov=provenance(hidden_size=torch.tensor(8)))
+    write(d, "dict.ckpt", 5, prov=provenance(sglang_version=dict(v="0.5.10")))
+    deep = 1
+    for _ in range(300):
+        deep = [deep]
+    write(d, "deep.ckpt", 5, prov=provenance(aux_layers=deep))
+    code, r = inspect_json(d)
+    got = dict(unreadable_kinds(r))
+    check(code == 1 and got == {"nested.ckpt": "provenance", "tensor.ckpt": "provenance", "dict.ckpt": "provenance",
+                                "deep.ckpt": "pickle"}, "exit %d, %r" % (code, r["unreadable"]))
+    code, out = inspect(d)
+    check("Traceback" not in out and out.count("UNREADABLE") == 4, out)
+
+
+def case_a_zip_bomb_is_refused_in_bounded_memory(tmp):
+    # torch.save stores data.pkl; one deflated to 1 MB that inflates to 1 GiB is refused
+    # before it is inflated (the old checker took its whole size, and more, in memory)
+    d, clean = os.path.join(tmp, "dump"), os.path.join(tmp, "clean")
+    write(clean, "good.ckpt", 5)
+    size = 1 << 30
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = c.compress(b"\x80\x02X" + size.to_bytes(4, "little"))
+    chunk = b"a" * (1 << 24)
+    for _ in range(size // len(chunk)):
+        body += c.compress(chunk)
+    body += c.compress(b".") + c.flush()
+    # the archive by hand: the deflated data.pkl and torch.save's version record
+    entries, central = b"", b""
+    for name, method, data, usize, crc in ((b"bomb/data.pkl", 8, body, size + 8, 0),
+                                           (b"bomb/version", 0, b"3\n", 2, zlib.crc32(b"3\n"))):
+        central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, method, 0, 0, crc, len(data), usize,
+                               len(name), 0, 0, 0, 0, 0, len(entries)) + name
+        entries += struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, method, 0, 0, crc, len(data), usize, len(name), 0) + name + data
+    os.makedirs(d)
+    with open(os.path.join(d, "bomb.ckpt"), "wb") as f:
+        f.write(entries + central + struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 2, 2, len(central), len(entries), 0))
+    check(os.path.getsize(os.path.join(d, "bomb.ckpt")) < 4 << 20, "the bomb is not small")
+    _, base = peak_mib(clean)
+    code, peak = peak_mib(d)
+    check(code == 1, "exit %d" % code)
+    check(peak < base + 200, "%d MiB for the bomb, %d MiB for a clean folder" % (peak, base))
+    code, r = inspect_json(d)
+    check(unreadable_kinds(r) == [("bomb.ckpt", "archive")], "%r" % r["unreadable"])
+
+
+def case_a_sample_declaring_two_to_the_36_ids_is_named(tmp):
+    # the old checker fell back to a whole load and reported a MemoryError
+    d = os.path.join(tmp, "dump")
+    s = S.sample(input_ids=S.T("LongStorage", (1 << 36,), data=b"\0" * 40, numel=1 << 36))
+    S.write(os.path.join(d, "ids.ckpt"), S.sample_bytes(s))
+    code, r = inspect_json(d)
+    check(code == 1 and unreadable_kinds(r) == [("ids.ckpt", "tensor")], "exit %d, %r" % (code, r["unreadable"]))
+    check("MemoryError" not in r["unreadable"][0]["error"], r["unreadable"][0]["error"])
+
+
+def case_fifos_and_devices_named_like_samples_do_not_block(tmp):
+    d = os.path.join(tmp, "dump")
+    write(d, "good.ckpt", 5)
+    os.mkfifo(os.path.join(d, "fifo.ckpt"))
+    os.symlink("/dev/zero", os.path.join(d, "zero.ckpt.partial"))
+    code, r = inspect_json(d, timeout=120)
+    check(code == 1 and r["complete"] == 1, "exit %d, %r" % (code, r))
+    check(sorted(unreadable_kinds(r)) == [("fifo.ckpt", "not-a-file"), ("zero.ckpt.partial", "not-a-file")], "%r" % r["unreadable"])
+
+
+def case_png_is_never_written_over_a_file_or_through_a_link(tmp):
+    d = os.path.join(tmp, "dump")
+    sample = write(d, "good.ckpt", 5)
+    before = S.content(sample)
+    link = os.path.join(tmp, "lengths.png")
+    os.symlink(sample, link)
+    mine = os.path.join(tmp, "mine.png")
+    S.write(mine, b"my own file")
+    for png in (link, mine, sample):
+        p = subprocess.run(command() + ["--python", sys.executable, d, "--png", png], capture_output=True, text=True, timeout=300)
+        check(p.returncode == 2 and "--png" in p.stderr, "--png %s: exit %d, %s" % (png, p.returncode, p.stderr))
+    check(S.content(sample) == before and S.content(mine) == b"my own file", "a file was written over")
+    code, r = inspect_json(d, "--png", os.path.join(tmp, "new.png"))
+    check(code == 0 and S.content(os.path.join(tmp, "new.png"))[:8] == b"\x89PNG\r\n\x1a\n", "exit %d" % code)
+
+
+def case_names_and_values_are_printed_escaped(tmp):
+    d = os.path.join(tmp, "dump")
+    write(d, "a.ckpt", 5)
+    write(d, "b.ckpt", 5)
+    write(d, "evil\x1b]0;PWNED\x07\u202e.ckpt", 5, prov=provenance(pysplice_version="\x1b[2J"))
+    S.write(os.path.join(d, "bad\x1b[31m.ckpt"), b"\x1b[2J")
+    p = subprocess.run(command() + ["--python", sys.executable, d], capture_output=True, timeout=300)
+    check(p.returncode == 1, "exit %d" % p.returncode)
+    for raw in (b"\x1b", b"\x07", "\u202e".encode()):
+        check(raw not in p.stdout + p.stderr, "%r printed raw:\n%s" % (raw, p.stdout.decode(errors="replace")))
+    check(b"bad\\x1b[31m.ckpt" in p.stdout and b"\\x1b[2J (1)" in p.stdout, p.stdout.decode())
 
 
 def case_empty_and_missing_folders(tmp):

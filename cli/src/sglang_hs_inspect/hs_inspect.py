@@ -3,23 +3,30 @@
     sglang-hs-inspect DIR... [--json] [--png FILE] [--png-size WxH] [--python PY]
 
 Reads every sample under the folders (recursive *.ckpt and *.ckpt.partial; hidden temporaries
-are skipped), one at a time with torch.load(weights_only=True, mmap=True), so that only the
-shapes are read, never the tensors' data. Says how many complete and partial samples there are,
-their tokens and bytes, a histogram of the complete samples' lengths, and checks that every file
-agrees on what it was dumped from: the SGLang release, the architecture and model class, the
-config's digest, the aux layers (SGLang's layers_to_capture and SpecForge's
-eagle_aux_hidden_state_layer_ids), the dtype and width of hidden_state and what it is
-(post-norm), the recipe's format version, and whether the file has a provenance at all (files
-of older dumps have none: a mix of both is a mix).
+are skipped), one at a time. Each file is first read without PyTorch, within fixed bounds: a
+regular file only, torch.save's zip layout (entries stored, not compressed), a small data.pkl
+read by a restricted reader that runs nothing and knows only plain values and tensors, and
+provenance values that are scalars or flat lists. Then torch.load(weights_only=True, mmap=True)
+must read the same, so that only the shapes are read, never the tensors' data. Says how many
+complete and partial samples there are, their tokens and bytes, a histogram of the complete
+samples' lengths, and checks that every file agrees on what it was dumped from: the SGLang
+release, the architecture and model class, the config's digest, the aux layers (SGLang's
+layers_to_capture and SpecForge's eagle_aux_hidden_state_layer_ids), the dtype and width of
+hidden_state and what it is (post-norm), the recipe's format version, and whether the file has
+a provenance at all (files of older dumps have none: a mix of both is a mix).
 
 Exit status: 0 when the folders hold samples that all agree; 1 when they disagree (the odd files
 are named, with the key that differs and the majority's value), a file cannot be read, or there
-is no sample; 2 for a usage error.
+is no sample; 2 for a usage error, an interpreter without PyTorch, or a PNG that cannot be
+written.
 """
 
 import argparse
+import io
 import json
+import math
 import os
+import stat
 import struct
 import sys
 import zlib
@@ -44,53 +51,702 @@ CHECKED = (
 SUFFIXES = (".ckpt", ".ckpt.partial")
 SHOWN = 10  # odd files named per value in the text report (all of them in --json)
 
+# Bounds on one sample, far above what the dump writes (a data.pkl of about 2 KB, ten zip
+# entries, a provenance of twenty keys), so that no file can make the checker read, hold or
+# print more than a few megabytes.
+MAX_ENTRIES = 1024  # zip entries
+MAX_CENTRAL = 1 << 20  # bytes of the zip's central directory
+MAX_PICKLE = 1 << 20  # bytes of data.pkl
+MAX_OPS = 1 << 16  # pickle instructions
+MAX_NODES = 1 << 16  # values in data.pkl, counted as printing it would (shared ones each time)
+MAX_DEPTH = 32  # containers nested in data.pkl
+MAX_DIMS = 16  # dimensions of a tensor
+MAX_KEYS = 256  # provenance keys
+MAX_KEY = 128  # characters of a provenance key
+MAX_LIST = 4096  # items of a provenance list or layers_to_capture
+MAX_TEXT = 4096  # characters of a provenance string
+MAX_MESSAGE = 300  # characters of an error message quoted from torch.load
 
-def list_samples(folders):
-    """(path, complete) of every sample under the folders, sorted by path."""
-    found = []
-    for folder in folders:
-        for root, dirs, names in os.walk(folder):
-            dirs.sort()
-            for name in names:
-                if name.startswith(".") or not name.endswith(SUFFIXES):
-                    continue
-                found.append((os.path.join(root, name), name.endswith(".ckpt")))
-    return sorted(found)
+# torch.save's storage classes: (dtype name as torch prints it, bytes per element)
+STORAGES = dict(
+    DoubleStorage=("float64", 8), FloatStorage=("float32", 4), HalfStorage=("float16", 2),
+    BFloat16Storage=("bfloat16", 2), LongStorage=("int64", 8), IntStorage=("int32", 4),
+    ShortStorage=("int16", 2), CharStorage=("int8", 1), ByteStorage=("uint8", 1),
+    BoolStorage=("bool", 1), ComplexDoubleStorage=("complex128", 16), ComplexFloatStorage=("complex64", 8),
+)
+REBUILD = ("torch._utils", "_rebuild_tensor_v2")
+ORDERED_DICT = ("collections", "OrderedDict")
 
 
-def load(path):
-    """The sample at `path`: memory-mapped where the file allows it (torch.save's zip format),
-    so that reading its shapes reads none of its tensors."""
-    import torch
+class SampleError(Exception):
+    """Why a file is not a sample this checker reads; `kind` says which check refused it."""
 
+    kind = "sample"
+
+
+class NotAFile(SampleError):
+    """Not a regular file (a FIFO, a device, a folder), or one that cannot be opened."""
+
+    kind = "not-a-file"
+
+
+class ArchiveError(SampleError):
+    """Not torch.save's zip layout, or one outside the bounds (compressed, too large, damaged)."""
+
+    kind = "archive"
+
+
+class PickleError(SampleError):
+    """data.pkl holds what torch.save does not write for a sample, or more than the bounds."""
+
+    kind = "pickle"
+
+
+class TensorError(SampleError):
+    """A tensor or storage that does not fit the file."""
+
+    kind = "tensor"
+
+
+class ShapeError(SampleError):
+    """A sample without the keys and shapes the dump writes."""
+
+    kind = "sample"
+
+
+class ProvenanceError(SampleError):
+    """A provenance whose values are not scalars or flat lists within the bounds."""
+
+    kind = "provenance"
+
+
+class TorchError(SampleError):
+    """torch.load refuses the file, or reads it otherwise than the checker."""
+
+    kind = "torch"
+
+
+# ---------------------------------------------------------------------------------------
+# Printing: names and values from the files never drive the terminal.
+
+BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def printable(text):
+    """`text` with control characters, bidirectional formatting characters and the bytes of a
+    name that is not UTF-8 written as escapes (`\\x1b`, `\\u{202e}`, `\\n`), as the Rust
+    programs print names (pysplice::report::printable)."""
+    text = str(text)
+    if text.isprintable() and not BIDI.intersection(text):
+        return text
+    out = []
+    for c in text:
+        o = ord(c)
+        if c == "\n":
+            out.append("\\n")
+        elif c == "\r":
+            out.append("\\r")
+        elif c == "\t":
+            out.append("\\t")
+        elif o < 0x20 or 0x7F <= o < 0xA0:
+            out.append("\\x%02x" % o)
+        elif c in BIDI:
+            out.append("\\u{%x}" % o)
+        elif 0xDC80 <= o <= 0xDCFF:  # a byte of a file name that is not UTF-8
+            out.append("\\x%02x" % (o - 0xDC00))
+        elif 0xD800 <= o < 0xE000:
+            out.append("\\u{%x}" % o)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def json_name(text):
+    """A file name for the JSON report: the bytes of a name that is not UTF-8 as `\\xNN` (JSON
+    cannot hold them: a lone surrogate is refused by strict parsers)."""
+    if not any(0xD800 <= ord(c) < 0xE000 for c in text):
+        return text
+    return "".join("\\x%02x" % (ord(c) - 0xDC00) if 0xDC80 <= ord(c) <= 0xDCFF else
+                   "\\u{%x}" % ord(c) if 0xD800 <= ord(c) < 0xE000 else c for c in text)
+
+
+def show(value):
+    return json.dumps(value)
+
+
+def quoted(key):
+    """A key from a file, for a message: JSON-quoted (ASCII only), cut at 60 characters."""
+    return json.dumps(key[:60] + ("..." if len(key) > 60 else "")) if isinstance(key, str) else show(key)
+
+
+# ---------------------------------------------------------------------------------------
+# Files: regular files only, looked at before they are opened for reading.
+
+KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+         (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def what_it_is(mode):
+    for test, name in KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path):
+    """A read-only descriptor of the regular file at `path` (links followed). Anything else is
+    named in a SampleError without having been opened for reading: on Linux the path is opened
+    with O_PATH (which opens no device and waits on no FIFO), its type checked on that handle,
+    and the same file reopened through /proc/self/fd; elsewhere it is opened non-blocking and
+    checked on the handle."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except (RuntimeError, ValueError, TypeError):  # not the zip format, or an older torch
-        return torch.load(path, map_location="cpu", weights_only=True)
+        o_path = getattr(os, "O_PATH", 0)
+        if o_path and os.path.isdir("/proc/self/fd"):
+            probe = os.open(path, o_path | getattr(os, "O_CLOEXEC", 0))
+            try:
+                seen = os.fstat(probe)
+                if not stat.S_ISREG(seen.st_mode):
+                    raise NotAFile("%s, not a regular file; not read" % what_it_is(seen.st_mode))
+                fd = os.open("/proc/self/fd/%d" % probe, flags)
+            finally:
+                os.close(probe)
+        else:
+            fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+            seen = None
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (seen and (seen.st_dev, seen.st_ino) != (opened.st_dev, opened.st_ino)):
+            os.close(fd)
+            raise NotAFile("%s, not a regular file; not read" % what_it_is(opened.st_mode))
+        return fd
+    except OSError as exc:
+        raise NotAFile("cannot open it: %s" % (exc.strerror or exc))
 
 
-def facts(path):
+def pread(fd, size, at):
+    data = os.pread(fd, size, at)
+    if len(data) != size:
+        raise ArchiveError("the file ends inside its zip structure (truncated?)")
+    return data
+
+
+# ---------------------------------------------------------------------------------------
+# torch.save's zip layout, read with bounds: <name>/data.pkl, <name>/data/<key> per storage,
+# a few small records; every entry stored, not compressed.
+
+EOCD = struct.Struct("<4sHHHHIIH")
+ZIP64_LOCATOR = struct.Struct("<4sIQI")
+ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")
+CENTRAL = struct.Struct("<4sHHHHHHIIIHHHHHII")
+LOCAL = struct.Struct("<4sHHHHHIIIHH")
+
+
+class Entry:
+    """One zip entry: its name, where its local header is, its size and CRC."""
+
+    __slots__ = ("name", "header", "size", "crc")
+
+    def __init__(self, name, header, size, crc):
+        self.name, self.header, self.size, self.crc = name, header, size, crc
+
+
+class Archive:
+    """The entries of a torch.save archive, checked: one folder prefix, no duplicate, nothing
+    compressed or encrypted, every entry inside the file."""
+
+    def __init__(self, fd, size):
+        self.fd, self.file_size = fd, size
+        if size < EOCD.size or pread(fd, 4, 0) != b"PK\x03\x04":
+            raise ArchiveError("not a zip archive (torch.save's format; the legacy format is not read)")
+        # the end record is the last 22 bytes unless the archive has a comment (torch.save
+        # writes none); else it is within the last 64 KiB
+        tail_len = EOCD.size
+        tail = pread(fd, tail_len, size - tail_len)
+        if tail[:4] != b"PK\x05\x06" or EOCD.unpack(tail)[7]:
+            tail_len = min(size, EOCD.size + 0xFFFF)
+            tail = pread(fd, tail_len, size - tail_len)
+        at = tail.rfind(b"PK\x05\x06")
+        while at >= 0 and not (at + EOCD.size <= tail_len and at + EOCD.size + EOCD.unpack_from(tail, at)[7] == tail_len):
+            at = tail.rfind(b"PK\x05\x06", 0, at)
+        if at < 0:
+            raise ArchiveError("no end of central directory: not a whole zip archive (truncated?)")
+        end = size - tail_len + at
+        _sig, disk, cd_disk, n_disk, count, cd_size, cd_at, _comment = EOCD.unpack_from(tail, at)
+        if 0xFFFF in (count, n_disk) or 0xFFFFFFFF in (cd_size, cd_at):  # ZIP64
+            if end < ZIP64_LOCATOR.size:
+                raise ArchiveError("a ZIP64 archive without its locator")
+            sig, _disk, z64_at, _disks = ZIP64_LOCATOR.unpack(pread(fd, ZIP64_LOCATOR.size, end - ZIP64_LOCATOR.size))
+            if sig != b"PK\x06\x07" or z64_at + ZIP64_EOCD.size > end - ZIP64_LOCATOR.size:
+                raise ArchiveError("a ZIP64 archive whose locator is damaged")
+            fields = ZIP64_EOCD.unpack(pread(fd, ZIP64_EOCD.size, z64_at))
+            if fields[0] != b"PK\x06\x06":
+                raise ArchiveError("a ZIP64 archive whose end record is damaged")
+            disk, cd_disk, n_disk, count, cd_size, cd_at = fields[4:10]
+            end = z64_at
+        if disk or cd_disk or n_disk != count:
+            raise ArchiveError("a zip archive spanning several disks")
+        if count > MAX_ENTRIES:
+            raise ArchiveError("%d zip entries, more than the %d a sample may have" % (count, MAX_ENTRIES))
+        if cd_size > MAX_CENTRAL:
+            raise ArchiveError("a zip central directory of %d bytes, more than %d" % (cd_size, MAX_CENTRAL))
+        if cd_at + cd_size > end:
+            raise ArchiveError("the zip central directory lies outside the file")
+        self.data_end = cd_at
+        self.entries = dict()
+        cd = pread(fd, cd_size, cd_at)
+        p = 0
+        for _ in range(count):
+            if p + CENTRAL.size > len(cd):
+                raise ArchiveError("the zip central directory ends inside an entry")
+            (sig, _made, _need, flags, method, _time, _date, crc, csize, usize, n_name, n_extra, n_comment,
+             _disk, _int, _ext, header) = CENTRAL.unpack_from(cd, p)
+            if sig != b"PK\x01\x02":
+                raise ArchiveError("a damaged zip central directory")
+            raw = cd[p + CENTRAL.size:p + CENTRAL.size + n_name]
+            extra = cd[p + CENTRAL.size + n_name:p + CENTRAL.size + n_name + n_extra]
+            p += CENTRAL.size + n_name + n_extra + n_comment
+            if p > len(cd):
+                raise ArchiveError("the zip central directory ends inside an entry")
+            usize, csize, header = zip64_values(extra, usize, csize, header)
+            try:
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ArchiveError("a zip entry whose name is not UTF-8")
+            if name in self.entries:
+                raise ArchiveError("two zip entries named %s" % quoted(name))
+            if flags & 1:
+                raise ArchiveError("zip entry %s is encrypted" % quoted(name))
+            if method != 0 or csize != usize:
+                raise ArchiveError("zip entry %s is compressed (torch.save stores every entry as it is)" % quoted(name))
+            if header + LOCAL.size + usize > cd_at:
+                raise ArchiveError("zip entry %s lies outside the file's data" % quoted(name))
+            self.entries[name] = Entry(name, header, usize, crc)
+        if p != len(cd):
+            raise ArchiveError("the zip central directory holds more than its entries")
+        first = next(iter(self.entries), "")
+        self.prefix = first.split("/", 1)[0] + "/"
+        if not all(n.startswith(self.prefix) for n in self.entries):
+            raise ArchiveError("zip entries in more than one folder: not a torch.save archive")
+
+    def entry(self, name):
+        e = self.entries.get(self.prefix + name)
+        if e is None:
+            raise ArchiveError("no %s in the archive: not a torch.save archive" % name)
+        return e
+
+    def data_at(self, e):
+        """Where the entry's bytes start, from its local header (whose name must be the same)."""
+        fields = LOCAL.unpack(pread(self.fd, LOCAL.size, e.header))
+        n_name, n_extra = fields[9], fields[10]
+        if fields[0] != b"PK\x03\x04" or pread(self.fd, n_name, e.header + LOCAL.size) != e.name.encode("utf-8"):
+            raise ArchiveError("zip entry %s has a damaged local header" % quoted(e.name))
+        start = e.header + LOCAL.size + n_name + n_extra
+        if start + e.size > self.data_end:
+            raise ArchiveError("zip entry %s lies outside the file's data" % quoted(e.name))
+        return start
+
+    def read(self, name, limit):
+        e = self.entry(name)
+        if e.size > limit:
+            raise ArchiveError("%s is %d bytes, more than the %d a sample's may be" % (name, e.size, limit))
+        data = pread(self.fd, e.size, self.data_at(e))
+        if zlib.crc32(data) & 0xFFFFFFFF != e.crc:
+            raise ArchiveError("%s does not match its CRC (damaged)" % name)
+        return data
+
+
+def zip64_values(extra, usize, csize, header):
+    """The sizes and offset a ZIP64 extra field holds in place of 0xFFFFFFFF."""
+    wanted = [v == 0xFFFFFFFF for v in (usize, csize, header)]
+    if not any(wanted):
+        return usize, csize, header
+    at = 0
+    while at + 4 <= len(extra):
+        kind, n = struct.unpack_from("<HH", extra, at)
+        if kind == 1:
+            field = extra[at + 4:at + 4 + n]
+            values, i = [usize, csize, header], 0
+            for k in range(3):
+                if wanted[k]:
+                    if i + 8 > len(field):
+                        raise ArchiveError("a damaged ZIP64 extra field")
+                    (values[k],) = struct.unpack_from("<Q", field, i)
+                    i += 8
+            return tuple(values)
+        at += 4 + n
+    raise ArchiveError("a zip entry without the ZIP64 field its sizes need")
+
+
+# ---------------------------------------------------------------------------------------
+# data.pkl, read by a small pickle machine that knows only what torch.save writes for plain
+# values and tensors: nothing is imported or called.
+
+
+class Global:
+    """A name data.pkl refers to: a storage class, the tensor rebuilder or OrderedDict."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+
+class Storage:
+    """A tensor storage: the zip entry data/<key>, its element type and element count."""
+
+    __slots__ = ("key", "dtype", "itemsize", "numel")
+
+    def __init__(self, key, kind, numel):
+        self.key, self.numel = key, numel
+        self.dtype, self.itemsize = STORAGES[kind]
+
+
+class Tensor:
+    """A tensor of the sample, as torch.load would build it: storage, offset, shape, strides."""
+
+    __slots__ = ("storage", "offset", "shape", "stride")
+
+    def __init__(self, storage, offset, shape, stride):
+        self.storage, self.offset, self.shape, self.stride = storage, offset, shape, stride
+
+    @property
+    def dtype(self):
+        return self.storage.dtype
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def rebuild_tensor(args):
+    """torch._utils._rebuild_tensor_v2(storage, offset, shape, stride, requires_grad, hooks[, metadata]),
+    checked: the tensor lies inside its storage."""
+    if not isinstance(args, tuple) or len(args) not in (6, 7):
+        raise TensorError("a tensor record of an unknown shape")
+    storage, offset, shape, stride, grad, hooks = args[:6]
+    if not isinstance(storage, Storage) or not is_int(offset) or offset < 0:
+        raise TensorError("a tensor record without its storage")
+    for dims in (shape, stride):
+        if not isinstance(dims, tuple) or len(dims) > MAX_DIMS or not all(is_int(d) and d >= 0 for d in dims):
+            raise TensorError("a tensor whose shape or strides are not up to %d sizes" % MAX_DIMS)
+    if len(shape) != len(stride) or not isinstance(grad, bool) or not isinstance(hooks, dict) or hooks:
+        raise TensorError("a tensor record that torch.save does not write")
+    if len(args) == 7 and not isinstance(args[6], dict):
+        raise TensorError("a tensor record that torch.save does not write")
+    count = 1
+    for d in shape:
+        count *= d
+    if count:
+        extent = offset + 1 + sum((d - 1) * s for d, s in zip(shape, stride))
+        if extent > storage.numel or count > storage.numel:
+            raise TensorError("a tensor of shape %s reaching past its storage of %d elements" % (list(shape), storage.numel))
+    return Tensor(storage, offset, shape, stride)
+
+
+def unpickle(data):
+    """The value data.pkl holds, built from the opcodes torch.save's pickler writes (protocol 2,
+    and the plain-value opcodes of 3 and 4); anything else is refused. Returns (value,
+    storages by key)."""
+    stack, marks, memo, storages = [], [], dict(), dict()
+    pos, end, ops = 0, len(data), 0
+
+    def take(n):
+        nonlocal pos
+        if n < 0 or pos + n > end:
+            raise PickleError("data.pkl ends inside an instruction")
+        pos += n
+        return data[pos - n:pos]
+
+    def pop():
+        if not stack or (marks and len(stack) <= marks[-1]):
+            raise PickleError("data.pkl pops a value it has not pushed")
+        return stack.pop()
+
+    def top():
+        if not stack:
+            raise PickleError("data.pkl uses a value it has not pushed")
+        return stack[-1]
+
+    def since_mark():
+        if not marks:
+            raise PickleError("data.pkl closes a mark it has not opened")
+        at = marks.pop()
+        items = stack[at:]
+        del stack[at:]
+        return items
+
+    def text(raw):
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise PickleError("data.pkl holds a string that is not UTF-8")
+
+    def put(key, value):
+        d = top()
+        if not isinstance(d, dict):
+            raise PickleError("data.pkl sets an item of something that is not a dict")
+        if not (isinstance(key, str) or is_int(key)):
+            raise PickleError("a dict key that is not a string or an integer")
+        d[key] = value
+
+    while True:
+        ops += 1
+        if ops > MAX_OPS:
+            raise PickleError("data.pkl has more than %d instructions" % MAX_OPS)
+        op = take(1)
+        if op == b"\x80":  # PROTO
+            if take(1)[0] > 5 or ops != 1:
+                raise PickleError("data.pkl is not a pickle torch.save writes")
+        elif op == b"\x95":  # FRAME
+            take(8)
+        elif op == b"(":  # MARK
+            marks.append(len(stack))
+        elif op == b"}":
+            stack.append(dict())
+        elif op == b"]":
+            stack.append([])
+        elif op == b")":
+            stack.append(())
+        elif op == b"t":
+            stack.append(tuple(since_mark()))
+        elif op in (b"\x85", b"\x86", b"\x87"):  # TUPLE1, TUPLE2, TUPLE3
+            items = [pop() for _ in range(op[0] - 0x84)]
+            stack.append(tuple(reversed(items)))
+        elif op == b"a":  # APPEND
+            value = pop()
+            if not isinstance(top(), list):
+                raise PickleError("data.pkl appends to something that is not a list")
+            top().append(value)
+        elif op == b"e":  # APPENDS
+            items = since_mark()
+            if not isinstance(top(), list):
+                raise PickleError("data.pkl appends to something that is not a list")
+            top().extend(items)
+        elif op == b"s":  # SETITEM
+            value = pop()
+            put(pop(), value)
+        elif op == b"u":  # SETITEMS
+            items = since_mark()
+            if len(items) % 2:
+                raise PickleError("data.pkl sets a key without a value")
+            for i in range(0, len(items), 2):
+                put(items[i], items[i + 1])
+        elif op in (b"q", b"r", b"\x94"):  # BINPUT, LONG_BINPUT, MEMOIZE
+            key = take(1)[0] if op == b"q" else struct.unpack("<I", take(4))[0] if op == b"r" else len(memo)
+            memo[key] = top()
+        elif op in (b"h", b"j"):  # BINGET, LONG_BINGET
+            key = take(1)[0] if op == b"h" else struct.unpack("<I", take(4))[0]
+            if key not in memo:
+                raise PickleError("data.pkl refers to a value it has not stored")
+            stack.append(memo[key])
+        elif op == b"J":
+            stack.append(struct.unpack("<i", take(4))[0])
+        elif op == b"K":
+            stack.append(take(1)[0])
+        elif op == b"M":
+            stack.append(struct.unpack("<H", take(2))[0])
+        elif op in (b"\x8a", b"\x8b"):  # LONG1, LONG4
+            n = take(1)[0] if op == b"\x8a" else struct.unpack("<i", take(4))[0]
+            if not 0 <= n <= 8:
+                raise PickleError("data.pkl holds an integer of more than 64 bits")
+            stack.append(int.from_bytes(take(n), "little", signed=True))
+        elif op == b"G":
+            stack.append(struct.unpack(">d", take(8))[0])
+        elif op == b"X":
+            stack.append(text(take(struct.unpack("<I", take(4))[0])))
+        elif op == b"\x8c":  # SHORT_BINUNICODE
+            stack.append(text(take(take(1)[0])))
+        elif op == b"\x8d":  # BINUNICODE8
+            stack.append(text(take(struct.unpack("<Q", take(8))[0])))
+        elif op == b"N":
+            stack.append(None)
+        elif op == b"\x88":
+            stack.append(True)
+        elif op == b"\x89":
+            stack.append(False)
+        elif op in (b"c", b"\x93"):  # GLOBAL, STACK_GLOBAL
+            if op == b"c":
+                raw = line_pair(data, pos)
+                pos += len(raw[0]) + len(raw[1]) + 2
+                module, name = text(raw[0]), text(raw[1])
+            else:
+                name, module = pop(), pop()
+                if not (isinstance(module, str) and isinstance(name, str)):
+                    raise PickleError("data.pkl names an object with something that is not a string")
+            if (module, name) not in (REBUILD, ORDERED_DICT) and not (module == "torch" and name in STORAGES):
+                raise PickleError("data.pkl refers to %s, which a sample does not hold" % quoted("%s.%s" % (module, name)))
+            stack.append(Global(module, name))
+        elif op == b"Q":  # BINPERSID
+            pid = pop()
+            if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], Global)
+                    and pid[1].module == "torch" and isinstance(pid[2], str) and len(pid[2]) <= 64
+                    and isinstance(pid[3], str) and is_int(pid[4]) and pid[4] >= 0):
+                raise PickleError("data.pkl refers to a storage in a form torch.save does not write")
+            known = storages.get(pid[2])
+            if known is None:
+                known = storages[pid[2]] = Storage(pid[2], pid[1].name, pid[4])
+            elif (known.dtype, known.numel) != (STORAGES[pid[1].name][0], pid[4]):
+                raise PickleError("storage %s is declared twice, differently" % quoted(pid[2]))
+            stack.append(known)
+        elif op == b"R":  # REDUCE
+            args = pop()
+            fn = pop()
+            if isinstance(fn, Global) and (fn.module, fn.name) == REBUILD:
+                stack.append(rebuild_tensor(args))
+            elif isinstance(fn, Global) and (fn.module, fn.name) == ORDERED_DICT and args == ():
+                stack.append(dict())
+            else:
+                raise PickleError("data.pkl calls something other than torch.save's tensor rebuilder")
+        elif op == b".":  # STOP
+            value = pop()
+            check_tree(value)
+            return value, storages
+        else:
+            raise PickleError("data.pkl uses pickle instruction 0x%02x, which torch.save does not write" % op[0])
+
+
+def line_pair(data, pos):
+    """The two newline-ended names of a GLOBAL at `pos`, each at most 200 bytes."""
+    names = []
+    for _ in range(2):
+        nl = data.find(b"\n", pos, pos + 201)
+        if nl < 0:
+            raise PickleError("data.pkl names an object without ending the name")
+        names.append(data[pos:nl])
+        pos = nl + 1
+    return names
+
+
+def check_tree(root):
+    """Refuse a value that refers to itself, is nested more than MAX_DEPTH deep, or would be
+    more than MAX_NODES values once written out (shared references count each time they are
+    reached: `a = [a, a]` sixty times over is small in data.pkl and 2**60 values in print)."""
+    done = dict()  # id -> (values, depth)
+    path = set()
+    todo = [(root, False)]
+    while todo:
+        obj, closing = todo.pop()
+        if not isinstance(obj, (list, tuple, dict)):
+            continue
+        me = id(obj)
+        items = list(obj.keys()) + list(obj.values()) if isinstance(obj, dict) else obj
+        if closing:
+            path.discard(me)
+            nodes, depth = 1, 0
+            for item in items:
+                n, d = done.get(id(item), (1, 0)) if isinstance(item, (list, tuple, dict)) else (1, 0)
+                nodes += n
+                depth = max(depth, d)
+            if nodes > MAX_NODES:
+                raise PickleError("data.pkl holds a value that expands to more than %d values (shared references)" % MAX_NODES)
+            if depth + 1 > MAX_DEPTH:
+                raise PickleError("data.pkl nests values more than %d levels deep" % MAX_DEPTH)
+            done[me] = (nodes, depth + 1)
+            continue
+        if me in done:
+            continue
+        if me in path:
+            raise PickleError("data.pkl holds a value that contains itself")
+        path.add(me)
+        todo.append((obj, True))
+        for item in items:
+            if isinstance(item, (list, tuple, dict)) and id(item) not in done:
+                todo.append((item, False))
+
+
+def read_sample(fd, size):
+    """The sample in the open file `fd` of `size` bytes, read within the bounds above, its
+    tensors checked against their storages' entries (none of their data is read)."""
+    archive = Archive(fd, size)
+    if archive.prefix + "byteorder" in archive.entries and archive.read("byteorder", 16) != b"little":
+        raise ArchiveError("a big-endian archive")
+    value, storages = unpickle(archive.read("data.pkl", MAX_PICKLE))
+    for key, s in storages.items():
+        e = archive.entry("data/" + key)
+        if e.size != s.numel * s.itemsize:
+            raise TensorError("storage %s holds %d bytes, not the %d its %d %s elements take"
+                              % (quoted(key), e.size, s.numel * s.itemsize, s.numel, s.dtype))
+        archive.data_at(e)
+    return value
+
+
+# ---------------------------------------------------------------------------------------
+# What a sample says.
+
+
+def scalar_problem(v):
+    """Why `v` is not a provenance scalar, or None."""
+    if v is None or isinstance(v, (bool, int)):
+        return None
+    if isinstance(v, float):
+        return None if math.isfinite(v) else "a number that is not finite"
+    if isinstance(v, str):
+        return None if len(v) <= MAX_TEXT else "a string of %d characters (at most %d)" % (len(v), MAX_TEXT)
+    return "a tensor" if isinstance(v, Tensor) else "a %s" % type(v).__name__
+
+
+def check_provenance(prov):
+    """Refuse a provenance whose values are not scalars (None, bool, int, float, short str) or
+    flat lists of them, or that has too many or too long keys."""
+    if len(prov) > MAX_KEYS:
+        raise ProvenanceError("a provenance of %d keys (at most %d)" % (len(prov), MAX_KEYS))
+    for key, value in prov.items():
+        if not isinstance(key, str) or len(key) > MAX_KEY:
+            raise ProvenanceError("provenance key %s is not a string of at most %d characters" % (quoted(key), MAX_KEY))
+        problem = None
+        if isinstance(value, list):
+            if len(value) > MAX_LIST:
+                problem = "a list of %d items (at most %d)" % (len(value), MAX_LIST)
+            for item in value:
+                problem = problem or scalar_problem(item)
+                if problem:
+                    problem = "a list holding " + problem
+                    break
+        else:
+            problem = scalar_problem(value)
+        if problem:
+            raise ProvenanceError("provenance value %s is %s; provenance values are scalars or flat lists" % (quoted(key), problem))
+
+
+def tensor(s, key, required):
+    t = s.get(key)
+    if t is None and not required:
+        return None
+    if t is None:
+        raise ShapeError("no %s" % key)
+    if not isinstance(t, Tensor):
+        raise ShapeError("%s is %s, not a tensor" % (key, scalar_problem(t) or "a %s" % type(t).__name__))
+    return t
+
+
+def facts(s):
     """What one sample says: its token count and the values that must agree across files."""
-    s = load(path)
     if not isinstance(s, dict):
-        raise ValueError("not a dict but %s" % type(s).__name__)
-    ids, hidden = s.get("input_ids"), s.get("hidden_state")
-    if ids is None or hidden is None:
-        raise ValueError("no %s" % ("input_ids" if ids is None else "hidden_state"))
-    tokens = int(ids.shape[-1])
-    if hidden.dim() != 3 or int(hidden.shape[1]) != tokens:
-        raise ValueError("hidden_state %s does not hold %d tokens" % (list(hidden.shape), tokens))
-    aux = s.get("aux_hidden_state")
+        raise ShapeError("not a dict but %s" % type(s).__name__)
+    ids, hidden = tensor(s, "input_ids", True), tensor(s, "hidden_state", True)
+    if not ids.shape:
+        raise ShapeError("input_ids has no dimension")
+    tokens = ids.shape[-1]
+    if len(hidden.shape) != 3 or hidden.shape[1] != tokens:
+        raise ShapeError("hidden_state %s does not hold %d tokens" % (list(hidden.shape), tokens))
+    aux = tensor(s, "aux_hidden_state", False)
+    if aux is not None and (len(aux.shape) != 3 or aux.shape[:2] != hidden.shape[:2]):
+        raise ShapeError("aux_hidden_state %s does not match hidden_state %s" % (list(aux.shape), list(hidden.shape)))
     layers = s.get("layers_to_capture")
-    out = dict(
-        provenance="present" if isinstance(s.get("provenance"), dict) else "absent",
-        dtype=str(hidden.dtype).replace("torch.", ""),
-        hidden_size=int(hidden.shape[-1]),
-        aux_layers=[int(i) for i in layers] if layers is not None else None,
-        aux_width=int(aux.shape[-1]) if aux is not None else None,
-    )
+    if layers is not None and not (isinstance(layers, list) and len(layers) <= MAX_LIST and all(is_int(i) for i in layers)):
+        raise ShapeError("layers_to_capture is not a list of integers")
     prov = s.get("provenance")
-    if isinstance(prov, dict):
+    if prov is not None and not isinstance(prov, dict):
+        raise ShapeError("provenance is %s, not a dict" % (scalar_problem(prov) or "a %s" % type(prov).__name__))
+    out = dict(
+        provenance="present" if prov is not None else "absent",
+        dtype=hidden.dtype,
+        hidden_size=hidden.shape[-1],
+        aux_layers=list(layers) if layers is not None else None,
+        aux_width=aux.shape[-1] if aux is not None else None,
+    )
+    if prov is not None:
+        check_provenance(prov)
         for key, source in CHECKED:
             if source == "provenance":
                 out[key] = prov.get(key)
@@ -98,8 +754,85 @@ def facts(path):
     return tokens, out
 
 
-def show(value):
-    return json.dumps(value)
+# ---------------------------------------------------------------------------------------
+# PyTorch: each sample the reader above accepted must also be what torch.load reads.
+
+
+class NoTorch(Exception):
+    """The interpreter cannot read samples with PyTorch."""
+
+
+class TorchReader:
+    """torch.load(weights_only=True, mmap=True) of each sample, through the descriptor already
+    checked (/proc/self/fd on Linux), compared with what the restricted reader found."""
+
+    def __init__(self):
+        try:
+            import torch
+        except Exception as exc:  # not installed, or an install that fails to import
+            raise NoTorch("reading samples needs PyTorch, which %s cannot import (%s: %s); pass --python with "
+                          "the interpreter of the environment that has torch" % (sys.executable, type(exc).__name__, exc))
+        import inspect
+
+        if "mmap" not in inspect.signature(torch.load).parameters:
+            raise NoTorch("PyTorch %s has no memory-mapped torch.load; 2.1 or newer is needed" % torch.__version__)
+        self.torch = torch
+
+    def confirm(self, fd, path, sample):
+        where = "/proc/self/fd/%d" % fd if os.path.isdir("/proc/self/fd") else path
+        try:
+            loaded = self.torch.load(where, map_location="cpu", weights_only=True, mmap=True)
+        except Exception as exc:
+            message = str(exc).strip().split("\n")[0][:MAX_MESSAGE]
+            raise TorchError("torch.load refuses it: %s: %s" % (type(exc).__name__, message))
+        if not isinstance(loaded, dict) or set(loaded) != set(sample):
+            raise TorchError("torch.load reads other keys than the checker")
+        for key, mine in sample.items():
+            theirs = loaded[key]
+            if isinstance(mine, Tensor):
+                same = (isinstance(theirs, self.torch.Tensor) and tuple(theirs.shape) == mine.shape
+                        and str(theirs.dtype) == "torch." + mine.dtype and tuple(theirs.stride()) == mine.stride)
+            elif key in ("layers_to_capture", "provenance"):
+                same = isinstance(theirs, type(mine)) and theirs == mine
+            else:
+                continue
+            if not same:
+                raise TorchError("torch.load reads %s otherwise than the checker" % quoted(key))
+
+
+# ---------------------------------------------------------------------------------------
+# The report.
+
+
+def list_samples(folders):
+    """(path, complete) of every sample under the folders, sorted by path; and the folders
+    that could not be listed, as unreadable entries. The walk keeps its own stack (os.walk
+    recurses once per level: a folder nested a thousand deep would end it) and does not
+    follow links to folders; a link to a file is a sample like a file."""
+    found, problems = [], []
+    todo = list(reversed(folders))
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(dict(file=folder, kind="folder", error="cannot list this folder: %s" % (exc.strerror or exc)))
+            continue
+        below = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+                is_link = entry.is_symlink()
+            except OSError:
+                is_dir = is_link = False
+            if is_dir:
+                if not is_link:
+                    below.append(entry.path)
+            elif not entry.name.startswith(".") and entry.name.endswith(SUFFIXES):
+                found.append((entry.path, entry.name.endswith(".ckpt")))
+        todo.extend(reversed(below))
+    return sorted(found), problems
 
 
 def disagreements(values):
@@ -138,39 +871,221 @@ def buckets(lengths):
     return [tuple(b) for b in bins]
 
 
-def png_bytes(counts, width, height):
-    """A bar chart of `counts` as an RGB PNG of width x height pixels, written with zlib and
-    struct: one bar per count, scaled to the largest, on a white ground with a base line."""
-    white, bar, axis = b"\xff\xff\xff", b"\x3b\x6e\xa8", b"\x40\x40\x40"
-    n = max(len(counts), 1)
-    peak = max(counts) if counts else 0
-    margin = max(1, min(width, height) // 20)
-    inner_w, inner_h = max(width - 2 * margin, 1), max(height - 2 * margin, 1)
-    slot = inner_w / n
-    spans = []
-    for i, c in enumerate(counts):
-        x0 = margin + int(i * slot + slot * 0.1)
-        x1 = margin + int((i + 1) * slot - slot * 0.1)
-        h = int(round(inner_h * c / peak)) if peak else 0
-        spans.append((x0, max(x1, x0 + 1), h))
-    rows = []
-    base = height - margin  # the base line's row
-    for y in range(height):
-        row = bytearray(white * width)
-        if y == base:
-            row[margin * 3:(width - margin) * 3] = axis * (width - 2 * margin)
-        elif y < base:
-            for x0, x1, h in spans:
-                if h and y >= base - h:
-                    x1 = min(x1, width)
-                    row[x0 * 3:x1 * 3] = bar * (x1 - x0)
-        rows.append(b"\x00" + bytes(row))  # filter type 0 (none) per row
+# ---------------------------------------------------------------------------------------
+# The PNG: matplotlib where it is installed, else a small renderer of its own (axes, ticks,
+# digits and capitals in a 5x7 font), written with zlib and struct.
 
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+BAR, AXIS, GRID, INK = b"\x3b\x6e\xa8", b"\x40\x40\x40", b"\xe4\xe4\xe4", b"\x20\x20\x20"
+# 5x7 glyphs: seven rows of five bits, as hexadecimal pairs
+FONT = dict(zip(
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ -().,:/+",
+    """0E11131519110E 040C040404040E 0E11010204081F 1F02040201110E 02060A121F0202 1F101E0101110E
+    0608101E11110E 1F010204080808 0E11110E11110E 0E11110F01020C 0E1111111F1111 1E11111E11111E
+    0E11101010110E 1C12111111121C 1F10101E10101F 1F10101E101010 0E11101711110F 1111111F111111
+    0E04040404040E 0702020202120C 11121418141211 1010101010101F 111B1515111111 11111915131111
+    0E11111111110E 1E11111E101010 0E11111115120D 1E11111E141211 0F10100E01011E 1F040404040404
+    1111111111110E 11111111110A04 1111111515150A 11110A040A1111 1111110A040404 1F01020408101F
+    00000000000000 0000001F000000 02040808080402 08040202020408 00000000000C0C 000000000C0408
+    000C0C000C0C00 00010204081000 0004041F040400""".split()))
 
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"".join(rows), 9)) + chunk(b"IEND", b"")
+
+def glyph_rows(c):
+    code = FONT.get(c, FONT[" "])
+    return [int(code[i:i + 2], 16) for i in range(0, 14, 2)]
+
+
+class Canvas:
+    """An RGB image in memory; every drawing call is clipped to it."""
+
+    def __init__(self, width, height):
+        self.w, self.h = width, height
+        self.px = bytearray(b"\xff" * (width * height * 3))
+
+    def rect(self, x0, y0, x1, y1, rgb):
+        x0, x1, y0, y1 = max(0, int(x0)), min(self.w, int(x1)), max(0, int(y0)), min(self.h, int(y1))
+        if x0 >= x1:
+            return
+        row = rgb * (x1 - x0)
+        for y in range(y0, y1):
+            at = (y * self.w + x0) * 3
+            self.px[at:at + len(row)] = row
+
+    def text(self, x, y, s, scale, rgb=INK):
+        for i, c in enumerate(s):
+            for r, bits in enumerate(glyph_rows(c)):
+                for col in range(5):
+                    if bits >> (4 - col) & 1:
+                        px, py = x + (6 * i + col) * scale, y + r * scale
+                        self.rect(px, py, px + scale, py + scale, rgb)
+
+    def png(self):
+        stride = self.w * 3
+        raw = b"".join(b"\x00" + bytes(self.px[y * stride:(y + 1) * stride]) for y in range(self.h))
+
+        def chunk(kind, data):
+            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+        ihdr = struct.pack(">IIBBBBB", self.w, self.h, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+        return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+
+
+def text_width(s, scale):
+    return max(6 * len(s) - 1, 0) * scale
+
+
+def compact(n):
+    """A bin's bound, short: 512, 1K, 64K, 1M (K = 1024)."""
+    for unit, size in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= size and n % size == 0:
+            return "%d%s" % (n // size, unit)
+    return str(n)
+
+
+def y_ticks(peak):
+    """0 and up to four more round steps (1, 2 or 5 times a power of ten) reaching `peak`."""
+    if peak <= 0:
+        return [0, 1]
+    i = 0
+    while (1, 2, 5)[i % 3] * 10 ** (i // 3) * 4 < peak:
+        i += 1
+    step = (1, 2, 5)[i % 3] * 10 ** (i // 3)
+    return list(range(0, -(-peak // step) * step + 1, step))
+
+
+AXIS_TITLE = "tokens: each bar from its length to twice it, less one (1K: 1024)"
+
+
+def title_of(bins):
+    n = sum(c for _, _, c in bins)
+    return "lengths of %d complete sample%s, in tokens" % (n, "" if n == 1 else "s") if n else "no complete samples"
+
+
+def png_builtin(bins, width, height):
+    """The histogram as an RGB PNG of width x height pixels: a title, a y axis of sample counts
+    with round ticks, one bar per bin over an x axis labelled with each bin's first length."""
+    c = Canvas(width, height)
+    s = max(1, min(width // 320, height // 160))
+    line, pad = 7 * s, 3 * s + 2
+    counts = [n for _, _, n in bins]
+    ticks = y_ticks(max(counts) if counts else 0)
+    labels = [str(t) for t in ticks]
+    left = pad + max(text_width(t, s) for t in labels) + 5 * s
+    top = pad + line + pad + line + line // 2 + pad
+    bottom = pad + line + pad + line + pad
+    right = pad + text_width(compact(bins[-1][0]) if bins else "", s) // 2 + s
+    x0, x1, y0, y1 = left, width - right, top, height - bottom
+    if x1 - x0 < max(len(bins), 1) * 2 or y1 - y0 < 8:  # too small for axes: the bars alone
+        x0, x1, y0, y1, labels = 1, width - 1, 1, height - 2, None
+    ymax = ticks[-1]
+    if labels:
+        for t, label in zip(ticks, labels):
+            y = y1 - round((y1 - y0) * t / ymax)
+            if t:
+                c.rect(x0, y, x1, y + s, GRID)
+            c.rect(x0 - 4 * s, y, x0, y + s, AXIS)
+            c.text(x0 - 5 * s - text_width(label, s), y - line // 2, label, s)
+        c.text(pad, pad + line + pad, "SAMPLES", s)
+        title = title_of(bins).upper()
+        for t in (title, title.split(",")[0], "LENGTHS"):
+            if text_width(t, s) <= width - 2 * pad:
+                c.text((width - text_width(t, s)) // 2, pad, t, s)
+                break
+    slot = (x1 - x0) / max(len(bins), 1)
+    for i, (low, _high, n) in enumerate(bins):
+        h = round((y1 - y0) * n / ymax)
+        bx0, bx1 = x0 + int(i * slot + slot * 0.15), x0 + int((i + 1) * slot - slot * 0.15)
+        if h:
+            c.rect(bx0, y1 - h, max(bx1, bx0 + 1), y1, BAR)
+    c.rect(x0, y1, x1, y1 + s, AXIS)  # the base line
+    if labels:
+        c.rect(x0 - s, y0, x0, y1 + s, AXIS)
+        widest = max([text_width(compact(b[0]), s) for b in bins] or [0])
+        every = max(1, int(math.ceil((widest + 2 * s) / max(slot, 1))))
+        for i, (low, _high, _n) in enumerate(bins):
+            if i % every == 0:
+                label = compact(low)
+                cx = x0 + (i + 0.5) * slot
+                c.rect(cx, y1 + s, cx + s, y1 + 3 * s, AXIS)
+                c.text(int(cx - text_width(label, s) / 2), y1 + 3 * s + 2, label, s)
+        for t in (AXIS_TITLE.upper().replace(";", ","), "TOKENS (1K: 1024)", "TOKENS"):
+            if text_width(t, s) <= width - 2 * pad:
+                c.text((width - text_width(t, s)) // 2, height - pad - line, t, s)
+                break
+    return c.png()
+
+
+def png_matplotlib(bins, width, height):
+    """The histogram drawn by matplotlib (Agg, no display): axes, tick labels, a title."""
+    import warnings
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(width / 100.0, height / 100.0), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    xs = list(range(len(bins)))
+    ax.bar(xs, [n for _, _, n in bins], width=0.7, color="#3b6ea8")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([compact(lo) for lo, _, _ in bins])
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(AXIS_TITLE)
+    ax.set_ylabel("samples")
+    ax.set_title(title_of(bins))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fig.tight_layout()
+        out = io.BytesIO()
+        fig.savefig(out, format="png", dpi=100)
+    return out.getvalue()
+
+
+def png_chart(bins, width, height):
+    """(PNG bytes, what drew it): matplotlib if it imports, else the built-in renderer."""
+    try:
+        import matplotlib
+    except Exception as exc:
+        why = "matplotlib is not installed" if isinstance(exc, ImportError) else "matplotlib does not import"
+        return png_builtin(bins, width, height), "built-in (%s)" % why
+    try:
+        return png_matplotlib(bins, width, height), "matplotlib %s" % matplotlib.__version__
+    except Exception as exc:
+        return png_builtin(bins, width, height), "built-in (matplotlib failed: %s)" % type(exc).__name__
+
+
+def png_problem(path):
+    """Why `path` may not be the PNG's name, or None: it is never written through a link, over
+    an existing file, or under a sample's name."""
+    if path.endswith(SUFFIXES):
+        return "--png %s: a sample's name (*.ckpt, *.ckpt.partial); name the PNG otherwise" % path
+    if os.path.lexists(path):
+        return "--png %s: exists; it is not replaced (remove it or name another file)" % path
+    if not os.path.isdir(os.path.dirname(path) or "."):
+        return "--png %s: its folder does not exist" % path
+    return None
+
+
+def write_new(path, data):
+    """Write `data` into a file created for it (O_CREAT|O_EXCL|O_NOFOLLOW: never an existing
+    file, never through a link); one left half-written is removed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o644)
+    try:
+        mine = os.fstat(fd)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:
+        try:
+            now = os.stat(path, follow_symlinks=False)
+            if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+                os.unlink(path)
+        except OSError:
+            pass
+        raise
+    finally:
+        os.close(fd)
 
 
 def size_of(text):
@@ -190,31 +1105,63 @@ def human(n):
         n /= 1024.0
 
 
-def main(argv):
-    p = argparse.ArgumentParser(prog="sglang-hs-inspect", description=__doc__.split("\n\n")[2].strip())
+class Parser(argparse.ArgumentParser):
+    """argparse, with its error messages (which quote the arguments) printed escaped."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, "%s: error: %s\n" % (self.prog, printable(message)))
+
+
+def main(argv, reader=None, out=None):
+    """The command. `reader`: what confirms each sample (default: PyTorch, checked once when
+    there is a sample to read); `out`: where the report goes (default: stdout)."""
+    out = out or sys.stdout
+    p = Parser(prog="sglang-hs-inspect", description=__doc__.split("\n\n")[2].strip())
     p.add_argument("folders", nargs="+", metavar="DIR", help="dump folders (read recursively, together)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the text report")
-    p.add_argument("--png", metavar="FILE", help="write the length histogram as a PNG bar chart (nothing is written without it)")
+    p.add_argument("--png", metavar="FILE", help="write the length histogram as a PNG bar chart into a new file "
+                   "(an existing one is not replaced; nothing is written without it)")
     p.add_argument("--png-size", type=size_of, default=(640, 320), metavar="WxH", help="the PNG's size in pixels (default 640x320)")
     p.add_argument("--python", metavar="PY", help="the interpreter (read by the launcher)")
     args = p.parse_args(argv)
     for folder in args.folders:
         if not os.path.isdir(folder):
             p.error("%s: not a folder" % folder)
-    samples = list_samples(args.folders)
-    values, unreadable = [], []
+    if args.png and png_problem(args.png):
+        p.error(png_problem(args.png))
+    samples, unreadable = list_samples(args.folders)
+    if samples and reader is None:
+        try:
+            reader = TorchReader()
+        except NoTorch as why:
+            sys.stderr.write("sglang-hs-inspect: %s\n" % printable(why))
+            return 2
+    values = []
     complete = partial = tokens_complete = tokens_partial = size = 0
     lengths, versions = [], dict()
     for path, done in samples:
         try:
-            tokens, f = facts(path)
-            size += os.stat(path).st_size
-        except Exception as exc:
-            unreadable.append(dict(file=path, error="%s: %s" % (type(exc).__name__, exc)))
+            fd = open_regular(path)
+            try:
+                st = os.fstat(fd)
+                sample = read_sample(fd, st.st_size)
+                tokens, f = facts(sample)
+                reader.confirm(fd, path, sample)
+            finally:
+                os.close(fd)
+        except SampleError as exc:
+            unreadable.append(dict(file=path, kind=exc.kind, error=str(exc)))
             continue
+        except OSError as exc:
+            unreadable.append(dict(file=path, kind="io", error="cannot read it: %s" % (exc.strerror or exc)))
+            continue
+        size += st.st_size
         values.append((path, f))
-        if f.get("pysplice_version") is not None:
-            versions[f["pysplice_version"]] = versions.get(f["pysplice_version"], 0) + 1
+        version = f.get("pysplice_version")
+        if version is not None:
+            version = version if isinstance(version, str) else show(version)
+            versions[version] = versions.get(version, 0) + 1
         if done:
             complete += 1
             tokens_complete += tokens
@@ -235,38 +1182,43 @@ def main(argv):
         mid = len(lengths) // 2
         median = lengths[mid] if len(lengths) % 2 else (lengths[mid - 1] + lengths[mid]) / 2
         stats = dict(min=lengths[0], max=lengths[-1], mean=round(sum(lengths) / len(lengths), 2), median=median)
+    renderer = None
     if args.png:
-        with open(args.png, "wb") as f:
-            f.write(png_bytes([c for _, _, c in bins], *args.png_size))
+        data, renderer = png_chart(bins, *args.png_size)
+        try:
+            write_new(args.png, data)
+        except OSError as exc:
+            sys.stderr.write("sglang-hs-inspect: cannot write --png %s: %s\n" % (printable(args.png), printable(exc.strerror or exc)))
+            return 2
     ok = bool(values) and not mixed and not unreadable
     if args.json:
-        print(json.dumps(dict(
+        out.write(json.dumps(dict(
             ok=ok,
-            folders=args.folders,
+            folders=[json_name(f) for f in args.folders],
             complete=complete,
             partial=partial,
             tokens=dict(complete=tokens_complete, partial=tokens_partial),
             bytes=size,
             with_provenance=sum(1 for _, f in values if f["provenance"] == "present"),
-            pysplice_versions=versions,
+            pysplice_versions=dict((json_name(v), n) for v, n in versions.items()),
             agreed=agreed,
-            mixed=mixed,
-            unreadable=unreadable,
+            mixed=[dict(m, others=[dict(o, files=[json_name(x) for x in o["files"]]) for o in m["others"]]) for m in mixed],
+            unreadable=[dict(u, file=json_name(u["file"]), error=json_name(u["error"])) for u in unreadable],
             lengths=stats,
             histogram=[dict(low=a, high=b, count=c) for a, b, c in bins],
-            png=dict(path=args.png, width=args.png_size[0], height=args.png_size[1]) if args.png else None,
-        ), sort_keys=True))
+            png=dict(path=json_name(args.png), width=args.png_size[0], height=args.png_size[1], renderer=renderer) if args.png else None,
+        ), sort_keys=True) + "\n")
         return 0 if ok else 1
-    out = sys.stdout
     out.write("%d complete samples (%d tokens), %d partial (%d tokens), %s in %s\n" % (
-        complete, tokens_complete, partial, tokens_partial, human(size), ", ".join(args.folders)))
+        complete, tokens_complete, partial, tokens_partial, human(size), ", ".join(printable(f) for f in args.folders)))
     with_prov = sum(1 for _, f in values if f["provenance"] == "present")
     out.write("provenance: %d of %d files%s\n" % (with_prov, len(values), "" if with_prov == len(values) else " (older dumps have none)"))
     for key, value in agreed.items():
         if key != "provenance":
             out.write("  %-34s %s\n" % (key, show(value)))
     if versions:
-        out.write("  %-34s %s\n" % ("pysplice_version", ", ".join("%s (%d)" % kv for kv in sorted(versions.items()))))
+        shown = ", ".join("%s (%d)" % (printable(v), n) for v, n in sorted(versions.items()))
+        out.write("  %-34s %s\n" % ("pysplice_version", shown))
     if stats:
         out.write("lengths of complete samples: min %(min)d, median %(median)s, mean %(mean)s, max %(max)d\n" % stats)
         peak = max(c for _, _, c in bins)
@@ -274,16 +1226,16 @@ def main(argv):
             bar = "#" * (int(round(40.0 * count / peak)) if peak else 0)
             out.write("  %7d-%-7d %-40s %d\n" % (low, high, bar, count))
     if args.png:
-        out.write("histogram written to %s (%dx%d)\n" % (args.png, args.png_size[0], args.png_size[1]))
+        out.write("histogram written to %s (%dx%d, %s)\n" % (printable(args.png), args.png_size[0], args.png_size[1], renderer))
     for m in mixed:
         tie = " (a tie: the value of the first file in order is taken as the majority)" if m["tie"] else ""
         out.write("MIXED %s: %d files have %s%s; other values:\n" % (m["key"], m["majority_files"], show(m["majority"]), tie))
         for other in m["others"]:
-            names = other["files"][:SHOWN]
+            names = [printable(x) for x in other["files"][:SHOWN]]
             more = len(other["files"]) - len(names)
             out.write("  %s in %d files: %s%s\n" % (show(other["value"]), len(other["files"]), ", ".join(names), " and %d more" % more if more else ""))
     for u in unreadable:
-        out.write("UNREADABLE %s: %s\n" % (u["file"], u["error"]))
+        out.write("UNREADABLE %s: %s\n" % (printable(u["file"]), printable(u["error"])))
     if not samples:
         out.write("no samples (*.ckpt, *.ckpt.partial) found\n")
     out.write("OK: every file agrees\n" if ok else "NOT OK\n")
@@ -291,6 +1243,11 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")  # a terminal that is not UTF-8
+        except (AttributeError, ValueError):
+            pass
     try:
         status = main(sys.argv[1:])
         sys.stdout.flush()
@@ -299,4 +1256,6 @@ if __name__ == "__main__":
         # then unknown to the reader, so not 0
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         status = 141
+    except KeyboardInterrupt:
+        status = 130
     sys.exit(status)

@@ -8,7 +8,10 @@
 //! lengths (as text, and as a PNG with `--png`), and checks that every file agrees on what it
 //! was dumped from (the provenance the recipe writes into each sample: SGLang release,
 //! architecture, layer ids in both conventions, dtype, hidden size, ...); exit status 1 names
-//! the odd files of a mixed folder. Reading the samples needs PyTorch, so the checker is a Python
+//! the odd files of a mixed folder. Each file is read within fixed bounds (regular files only,
+//! torch.save's stored zip layout, a restricted reader of its pickle, provenance values that are
+//! scalars or flat lists) before `torch.load` sees it: docs/safety.md says what a hostile file or
+//! folder cannot do. Reading the samples needs PyTorch, so the checker is a Python
 //! program (`hs_inspect.py` beside this file; not `inspect.py`, which would shadow the standard
 //! module when the file is run on its own), built into this command, which starts the
 //! interpreter on it as `sglang-hs-send` does: `--python PY` picks the interpreter (default

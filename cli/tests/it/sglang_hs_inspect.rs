@@ -107,3 +107,37 @@ fn the_built_in_checker_answers_usage_and_folders_without_torch() {
         "a PNG was written without --png"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn without_pytorch_one_line_and_exit_2_not_a_line_per_file() {
+    use std::os::unix::fs::PermissionsExt;
+    if !python3() {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    // python3 with `import torch` failing, whatever it has installed: the program given after
+    // `-c` runs with torch hidden from it
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("python-without-torch");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nwhile [ $# -gt 0 ] && [ \"$1\" != -c ]; do shift; done; shift\n\
+         exec python3 -c 'import sys; sys.modules[\"torch\"] = None; p = sys.argv.pop(1); \
+         exec(compile(p, \"<program>\", \"exec\"), {\"__name__\": \"__main__\"})' \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dump = dir.path().join("dump");
+    std::fs::create_dir(&dump).unwrap();
+    for name in ["a.ckpt", "b.ckpt", "c.ckpt.partial"] {
+        std::fs::write(dump.join(name), b"PK\x03\x04").unwrap();
+    }
+    let python = fake.display().to_string();
+    let out = inspect(&["--python", &python, &dump.display().to_string()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert_eq!(text(&out.stdout), "");
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("PyTorch") && err.contains("--python"), "{err}");
+}
