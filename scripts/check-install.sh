@@ -11,7 +11,9 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-version=$(sed -n 's/^version = "\(.*\)"/\1/p' cli/Cargo.toml | head -n1)
+# Every crate takes its version from the workspace's `[workspace.package]`.
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
+[ -n "$version" ] || { echo "check-install: no version in Cargo.toml's [workspace.package]" >&2; exit 1; }
 
 expect_version() { # COMMAND NAME
   local got
