@@ -382,8 +382,9 @@ class Folders:
             if path in self.seen or not is_sample_name(e.name):
                 continue
             try:
-                if not e.is_file(follow_symlinks=False):
-                    self._bad(path, "%s, not a regular file; not read" % ("a symbolic link" if e.is_symlink() else "not a file"))
+                mode = e.stat(follow_symlinks=False).st_mode
+                if not stat.S_ISREG(mode):
+                    self._bad(path, "%s, not a regular file; not read" % slm._kind(mode))
                     continue
                 rid = slm.Sample(path).data.get("rid")
             except FileNotFoundError:
@@ -664,9 +665,12 @@ class Server:
                     break
                 chunks.append(part)
                 size += len(part)
-        except (OSError, http.client.HTTPException) as exc:
+        except socket.timeout:
             self._drop()
-            raise exc
+            raise socket.timeout("no whole answer within --timeout (%g s)" % self.timeout) from None
+        except (OSError, http.client.HTTPException):
+            self._drop()
+            raise
         except ValueError as exc:  # a chunk size that is not a number, and the like
             self._drop()
             raise http.client.HTTPException("a damaged answer: %s" % exc) from None
@@ -776,6 +780,7 @@ def _human(x):
 class Run:
     def __init__(self, args, tokenizer):
         self.args, self.tokenizer = args, tokenizer
+        self.progress = None
         self.folders = Folders(args.dump_dir, self.say) if args.dump_dir else None
         self.record = Record(args.record, self.say)
         self.stats = dict(done=0, skipped=0, failed=0, tokens=0, on_disk=0, answered=0, masked=0, partial=0, duplicates=0)
