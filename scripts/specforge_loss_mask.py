@@ -527,6 +527,8 @@ def _check_tree(root):
     todo = [(root, False)]
     while todo:
         obj, closing = todo.pop()
+        if not isinstance(obj, (list, tuple, dict)):
+            continue
         me = id(obj)
         items = list(obj.keys()) + list(obj.values()) if isinstance(obj, dict) else obj
         if closing:

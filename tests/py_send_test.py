@@ -431,6 +431,15 @@ class SendTest(unittest.TestCase):
         self.assertRegex(proc.stderr, r"bomb\.ckpt: .*shared references")
         self.assertGoodMasked(dump)
 
+    def test_a_data_pkl_that_is_not_a_dict_is_refused(self):
+        # found by tests/send/fuzz_send.py: a lone integer ended the reader with a TypeError
+        dump, line = self.dump_with_good_sample()
+        write_sample(os.path.join(dump, "int.ckpt"), [1], None, pkl=b"\x80\x02K\x05.")
+        proc = self.masks_only(dump, [line], timeout=60)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertRegex(proc.stderr, r"int\.ckpt: skipped: not a sample: the sample is not a dict")
+        self.assertGoodMasked(dump)
+
     def test_a_sample_declaring_2_36_ids_is_refused_by_its_declared_size(self):
         dump, line = self.dump_with_good_sample()
         n = 1 << 36
