@@ -1172,7 +1172,7 @@ def parse(argv):
     p.add_argument("--record", help="the record of what was sent (default: DUMP_DIR/%s)" % RECORD_NAME)
     p.add_argument("--concurrency", type=int, default=16, help="requests at once (default %(default)s)")
     p.add_argument("--retries", type=int, default=5, help="tries after a transient failure (default %(default)s)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for one answer (default %(default)s)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds for one whole exchange with the server: connect, send, answer (default %(default)s)")
     p.add_argument("--context-length", type=int, help="skip conversations of this many tokens or more")
     p.add_argument("--land-timeout", type=float, default=600.0, help="seconds to wait for samples that do not land (default %(default)s)")
     p.add_argument("--land-grace", type=float, default=10.0, help="seconds to wait once the dump is idle (default %(default)s)")
