@@ -281,9 +281,9 @@ class Answerer:
             conn.settimeout(5)
             T.read_request(conn)
             if slow:
-                for k in range(0, len(reply), 7):
+                for k in range(0, len(reply), 7):  # far slower than the deadline allows
                     conn.sendall(reply[k:k + 7])
-                    time.sleep(0.05)
+                    time.sleep(0.3)
             else:
                 conn.sendall(reply)
             time.sleep(0.01)
@@ -337,7 +337,8 @@ def check_answers(case):
             assert isinstance(payload, dict) and payload["meta_info"].get("id", "r") == "r"
         send.error_text(payload)
     took = time.monotonic() - started
-    assert took < 1.0 + 0.5, "%.2f s for an exchange with a 1 s deadline" % took
+    # the deadline, with room for a loaded machine; a slow answer takes many seconds unbounded
+    assert took < 1.0 + 3.0, "%.2f s for an exchange with a 1 s deadline" % took
 
 
 TARGETS = dict(
@@ -357,7 +358,8 @@ def run(name, count_, seed=None):
     try:
         test()
     except Exception as exc:  # the shrunk counterexample, as Hypothesis reports it
-        return "%s: %s: %s" % (name, type(exc).__name__, exc)
+        inner = "".join("\n  %s: %s" % (type(e).__name__, e) for e in getattr(exc, "exceptions", ()))
+        return "%s: %s: %s%s" % (name, type(exc).__name__, exc, inner)
     return None
 
 
