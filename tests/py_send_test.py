@@ -504,8 +504,9 @@ class SendTest(unittest.TestCase):
             fcntl.flock(held.fileno(), fcntl.LOCK_EX)
             proc = self.run_job(conv, url)
         self.assertEqual(proc.returncode, 2, proc.stderr)
-        self.assertIn("in use by another sglang-hs-send", proc.stderr)
-        self.assertEqual(len(proc.stderr.strip().splitlines()[-1:]), 1)
+        said = [line for line in proc.stderr.splitlines() if line.startswith("sglang-hs-send:")]
+        self.assertEqual(len(said), 1, proc.stderr)
+        self.assertIn("in use by another sglang-hs-send", said[0])
         self.assertEqual(self.accepted(), [])
         dump = self.path("dump")
         os.makedirs(dump)
@@ -513,6 +514,7 @@ class SendTest(unittest.TestCase):
             fcntl.flock(held.fileno(), fcntl.LOCK_EX)
             proc = self.send("--masks-only", "--dump-dir", dump)
         self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
 
     # --- 6. a record cut mid-line
 

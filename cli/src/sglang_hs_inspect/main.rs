@@ -50,6 +50,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_program_starts_isolated() {
+        assert!(bootstrap().starts_with(python_launch::ISOLATE));
+    }
+
+    #[test]
     fn the_program_fits_in_one_argument() {
         assert!(
             bootstrap().len() < python_launch::MAX_ARGUMENT,

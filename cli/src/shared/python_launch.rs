@@ -200,6 +200,13 @@ mod tests {
     }
 
     #[test]
+    fn the_start_imports_only_sys_before_it_cleans_the_path() {
+        let mut lines = ISOLATE.lines();
+        assert_eq!(lines.next(), Some("import sys"));
+        assert!(lines.next().unwrap().starts_with("sys.path[:] = "));
+    }
+
+    #[test]
     fn relative_pythonpath_entries_are_dropped() {
         let p = |s: &str| absolute_pythonpath(OsStr::new(s));
         assert_eq!(p("/a:/b"), None);
