@@ -14,7 +14,6 @@ reads what torch.save writes as torch.load does needs PyTorch and runs where it 
 """
 
 import fcntl
-import io
 import json
 import os
 import re
@@ -28,7 +27,6 @@ import threading
 import time
 import unittest
 import zipfile
-import zlib
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))

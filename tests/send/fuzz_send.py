@@ -29,7 +29,6 @@ Prints, per target, the minutes, examples and failures (the shrunk counterexampl
 import json
 import os
 import socket
-import struct
 import sys
 import tempfile
 import threading

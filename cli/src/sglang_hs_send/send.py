@@ -482,9 +482,8 @@ class Record:
         self.sent = dict()  # rid -> the "sent" entry
         self.masked = set()
         self.bad = 0  # lines named and skipped
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
         try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             seen = os.lstat(path)
         except FileNotFoundError:
             seen = None
