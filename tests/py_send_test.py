@@ -342,6 +342,18 @@ class SendTest(unittest.TestCase):
         self.assertIn("nested more than 64 levels deep", proc.stderr)
         self.assertIn("lone surrogate", proc.stderr)
 
+    def test_a_line_over_64_mib_is_skipped_and_the_rest_sent(self):
+        url = self.server()
+        conv = self.path("conv.jsonl")
+        with open(conv, "wb") as f:
+            f.write(json.dumps(self.good("before")).encode() + b"\n")
+            f.write(b'{"rid": "long", "pad": "' + b"a" * (64 << 20) + b'"}\n')
+            f.write(json.dumps(self.good("after", "more words")).encode() + b"\n")
+        proc = self.run_job(conv, url)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("conv.jsonl:2: skipped: a line of more than 67108864 bytes", proc.stderr)
+        self.assertEqual(sorted(self.accepted()), ["after", "before"])
+
     # --- 3. the server: a deadline per exchange, a bounded answer, a validated answer
 
     def test_a_server_trickling_its_answer_is_cut_at_the_timeout(self):
