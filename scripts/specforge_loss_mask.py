@@ -32,14 +32,13 @@ patched as the zip archives torch.save writes.
 """
 
 import argparse
-import io
+import errno
 import json
 import os
-import pickle
 import socket
+import stat
 import struct
 import sys
-import zipfile
 import zlib
 from collections import OrderedDict
 
@@ -140,7 +139,22 @@ def loss_mask(tokenizer, messages, ids, tools=None):
 
 # ---------------------------------------------------------------------------------------
 # Samples as torch.save writes them: a zip (stored, not compressed) holding data.pkl and
-# one entry per storage. Only plain containers, tensors and scalars are accepted.
+# one entry per storage. A sample is read within fixed bounds before anything in it is used,
+# as a hostile file could be: a regular file only, never opened in a way that blocks; the zip's
+# end record and central directory bounded; every entry stored (a deflated one, a zip bomb, is
+# refused unread); a data.pkl of at most 1 MiB read by a small pickle machine that imports and
+# calls nothing; a rid of at most 512 bytes; input_ids and loss_mask flat int64 tensors whose
+# entries hold exactly their declared elements (a sample declaring 2**36 ids is refused by its
+# declared size, before anything is allocated).
+
+MAX_ENTRIES = 1024  # zip entries (the dump writes about ten)
+MAX_CENTRAL = 1 << 20  # bytes of the zip's central directory
+MAX_PICKLE = 1 << 20  # bytes of data.pkl (the dump's is a few KB)
+MAX_OPS = 1 << 16  # pickle instructions
+MAX_NODES = 1 << 16  # values in data.pkl, counted as printing it would (shared ones each time)
+MAX_DEPTH = 32  # containers nested in data.pkl
+MAX_RID = 512  # bytes of a rid (UTF-8)
+MAX_TOKENS = 1 << 24  # ids of one sample (16,777,216: no context is longer)
 
 
 class TensorRef:
@@ -151,35 +165,393 @@ class TensorRef:
         self.offset, self.size, self.stride = int(offset), tuple(size), tuple(stride)
 
 
-_DTYPES = dict(LongStorage=("<q", 8), IntStorage=("<i", 4), BFloat16Storage=(None, 2), HalfStorage=(None, 2), FloatStorage=(None, 4))
+_DTYPES = dict(
+    DoubleStorage=8, FloatStorage=4, HalfStorage=2, BFloat16Storage=2, LongStorage=8, IntStorage=4,
+    ShortStorage=2, CharStorage=1, ByteStorage=1, BoolStorage=1, ComplexDoubleStorage=16, ComplexFloatStorage=8,
+)
+_REBUILD = ("torch._utils", "_rebuild_tensor_v2")
+_ORDERED_DICT = ("collections", "OrderedDict")
 
 
-class _Storage:
-    def __init__(self, name):
-        self.name = name
+def open_regular(path):
+    """A read-only descriptor of the regular file at `path`; MaskError for anything else (a
+    link, FIFO, device, socket, folder), which is never opened in a way that waits or reads:
+    opened non-blocking without following a link, its type checked on the handle."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise MaskError("%s, not a regular file; not read" % _kind(st.st_mode))
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MaskError("a symbolic link, not a regular file; not read") from None
+        raise MaskError("cannot open it: %s" % (exc.strerror or exc)) from None
+    opened = os.fstat(fd)
+    if not stat.S_ISREG(opened.st_mode):
+        os.close(fd)
+        raise MaskError("%s, not a regular file; not read" % _kind(opened.st_mode))
+    return fd
 
 
-def _rebuild_tensor(storage, offset, size, stride, *rest):
+def _kind(mode):
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _pread(fd, size, at):
+    data = os.pread(fd, size, at)
+    if len(data) != size:
+        raise MaskError("the file ends inside its zip structure (truncated?)")
+    return data
+
+
+_EOCD = struct.Struct("<4sHHHHIIH")
+_ZIP64_LOCATOR = struct.Struct("<4sIQI")
+_ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")
+_CENTRAL = struct.Struct("<4sHHHHHHIIIHHHHHII")
+_LOCAL = struct.Struct("<4sHHHHHIIIHH")
+
+
+class _Entry:
+    """One zip entry: its name, local header offset, size, CRC and central record offset."""
+
+    def __init__(self, name, header, size, crc, central):
+        self.filename, self.header_offset, self.file_size, self.crc, self.central = name, header, size, crc, central
+
+
+class _Archive:
+    """The entries of a torch.save archive, checked: one folder prefix, no duplicate names,
+    nothing compressed or encrypted, every entry inside the file."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        size = os.fstat(fd).st_size
+        if size < _EOCD.size or _pread(fd, 4, 0) != b"PK\x03\x04":
+            raise MaskError("not a torch.save archive (a zip)")
+        tail_len = min(size, _EOCD.size + 0xFFFF)
+        tail = _pread(fd, tail_len, size - tail_len)
+        at = tail.rfind(b"PK\x05\x06")
+        while at >= 0 and not (at + _EOCD.size <= tail_len and at + _EOCD.size + _EOCD.unpack_from(tail, at)[7] == tail_len):
+            at = tail.rfind(b"PK\x05\x06", 0, at)
+        if at < 0:
+            raise MaskError("no zip end record: not a whole torch.save archive (truncated?)")
+        end = size - tail_len + at
+        _sig, disk, cd_disk, n_disk, count, cd_size, cd_at, _comment = _EOCD.unpack_from(tail, at)
+        if 0xFFFF in (count, n_disk) or 0xFFFFFFFF in (cd_size, cd_at):  # ZIP64
+            if end < _ZIP64_LOCATOR.size:
+                raise MaskError("a ZIP64 archive without its locator")
+            sig, _d, z64_at, _n = _ZIP64_LOCATOR.unpack(_pread(fd, _ZIP64_LOCATOR.size, end - _ZIP64_LOCATOR.size))
+            if sig != b"PK\x06\x07" or z64_at + _ZIP64_EOCD.size > end - _ZIP64_LOCATOR.size:
+                raise MaskError("a ZIP64 archive whose locator is damaged")
+            fields = _ZIP64_EOCD.unpack(_pread(fd, _ZIP64_EOCD.size, z64_at))
+            if fields[0] != b"PK\x06\x06":
+                raise MaskError("a ZIP64 archive whose end record is damaged")
+            disk, cd_disk, n_disk, count, cd_size, cd_at = fields[4:10]
+            end = z64_at
+        if disk or cd_disk or n_disk != count:
+            raise MaskError("a zip archive spanning several disks")
+        if count > MAX_ENTRIES or cd_size > MAX_CENTRAL:
+            raise MaskError("%d zip entries in %d bytes, more than a sample has" % (count, cd_size))
+        if cd_at + cd_size > end:
+            raise MaskError("the zip central directory lies outside the file")
+        self.data_end = cd_at
+        self.entries = dict()
+        cd = _pread(fd, cd_size, cd_at)
+        p = 0
+        for _ in range(count):
+            if p + _CENTRAL.size > len(cd):
+                raise MaskError("the zip central directory ends inside an entry")
+            fields = _CENTRAL.unpack_from(cd, p)
+            sig, flags, method, crc, csize, usize, n_name, n_extra, n_comment, header = (
+                fields[0], fields[3], fields[4], fields[7], fields[8], fields[9], fields[10], fields[11], fields[12], fields[16])
+            if sig != b"PK\x01\x02":
+                raise MaskError("a damaged zip central directory")
+            raw = cd[p + _CENTRAL.size:p + _CENTRAL.size + n_name]
+            extra = cd[p + _CENTRAL.size + n_name:p + _CENTRAL.size + n_name + n_extra]
+            central = cd_at + p
+            p += _CENTRAL.size + n_name + n_extra + n_comment
+            if p > len(cd):
+                raise MaskError("the zip central directory ends inside an entry")
+            usize, csize, header = _zip64_values(extra, usize, csize, header)
+            try:
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise MaskError("a zip entry whose name is not UTF-8") from None
+            if name in self.entries:
+                raise MaskError("two zip entries of one name")
+            if flags & 1 or method != 0 or csize != usize:
+                raise MaskError("a compressed or encrypted zip entry (torch.save stores every entry as it is)")
+            if header + _LOCAL.size + usize > cd_at:
+                raise MaskError("a zip entry lies outside the file's data")
+            self.entries[name] = _Entry(name, header, usize, crc, central)
+        first = next(iter(self.entries), "")
+        self.prefix = first.split("/", 1)[0] + "/"
+        if not all(n.startswith(self.prefix) for n in self.entries):
+            raise MaskError("zip entries in more than one folder: not a torch.save archive")
+
+    def entry(self, name):
+        e = self.entries.get(self.prefix + name)
+        if e is None:
+            raise MaskError("no %s in the archive: not a torch.save archive" % name)
+        return e
+
+    def data_at(self, e):
+        """Where the entry's bytes start, from its local header (whose name must be the same)."""
+        fields = _LOCAL.unpack(_pread(self.fd, _LOCAL.size, e.header_offset))
+        n_name, n_extra = fields[9], fields[10]
+        if fields[0] != b"PK\x03\x04" or _pread(self.fd, n_name, e.header_offset + _LOCAL.size) != e.filename.encode("utf-8"):
+            raise MaskError("a zip entry with a damaged local header")
+        start = e.header_offset + _LOCAL.size + n_name + n_extra
+        if start + e.file_size > self.data_end:
+            raise MaskError("a zip entry lies outside the file's data")
+        return start
+
+    def read(self, name, limit):
+        e = self.entry(name)
+        if e.file_size > limit:
+            raise MaskError("%s is %d bytes, more than the %d a sample's may be" % (name, e.file_size, limit))
+        data = _pread(self.fd, e.file_size, self.data_at(e))
+        if zlib.crc32(data) & 0xFFFFFFFF != e.crc:
+            raise MaskError("%s does not match its CRC (damaged)" % name)
+        return data
+
+
+def _zip64_values(extra, usize, csize, header):
+    """The sizes and offset a ZIP64 extra field holds in place of 0xFFFFFFFF."""
+    wanted = [v == 0xFFFFFFFF for v in (usize, csize, header)]
+    if not any(wanted):
+        return usize, csize, header
+    at = 0
+    while at + 4 <= len(extra):
+        kind, n = struct.unpack_from("<HH", extra, at)
+        if kind == 1:
+            field, values, i = extra[at + 4:at + 4 + n], [usize, csize, header], 0
+            for k in range(3):
+                if wanted[k]:
+                    if i + 8 > len(field):
+                        raise MaskError("a damaged ZIP64 extra field")
+                    (values[k],) = struct.unpack_from("<Q", field, i)
+                    i += 8
+            return tuple(values)
+        at += 4 + n
+    raise MaskError("a zip entry without the ZIP64 field its sizes need")
+
+
+class _Global:
+    """A name data.pkl refers to: a storage class, the tensor rebuilder or OrderedDict."""
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _rebuild(args):
+    """torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata])."""
+    if not isinstance(args, tuple) or len(args) not in (6, 7):
+        raise MaskError("a tensor record of an unknown shape")
+    storage, offset, size, stride = args[:4]
+    ok = isinstance(storage, tuple) and _is_int(offset) and offset >= 0
+    for dims in (size, stride):
+        ok = ok and isinstance(dims, tuple) and len(dims) <= 16 and all(_is_int(d) and d >= 0 for d in dims)
+    if not ok or len(size) != len(stride):
+        raise MaskError("a tensor record that torch.save does not write")
     return TensorRef(storage, offset, size, stride)
 
 
-class _SampleUnpickler(pickle.Unpickler):
-    """Reads data.pkl without torch and without running anything it does not know."""
+def unpickle(data):
+    """The value data.pkl holds, built from the instructions torch.save's pickler writes for
+    plain values and tensors (protocol 2, and the plain-value instructions of 3 and 4), within
+    the bounds above; MaskError for anything else. Nothing is imported or called."""
+    stack, marks, memo = [], [], dict()
+    pos, end, ops = 0, len(data), 0
 
-    def find_class(self, module, name):
-        if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
-            return _rebuild_tensor
-        if module == "torch" and name in _DTYPES:
-            return _Storage(name)
-        if (module, name) == ("collections", "OrderedDict"):
-            return OrderedDict
-        raise MaskError("unexpected object %s.%s in the sample" % (module, name))
+    def take(n):
+        nonlocal pos
+        if n < 0 or pos + n > end:
+            raise MaskError("data.pkl ends inside an instruction")
+        pos += n
+        return data[pos - n:pos]
 
-    def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            raise MaskError("unexpected storage record %r" % (pid,))
-        _, kind, key, _location, numel = pid
-        return (str(key), kind.name, int(numel))
+    def pop():
+        if not stack or (marks and len(stack) <= marks[-1]):
+            raise MaskError("data.pkl uses a value it has not pushed")
+        return stack.pop()
+
+    def top():
+        if not stack:
+            raise MaskError("data.pkl uses a value it has not pushed")
+        return stack[-1]
+
+    def since_mark():
+        if not marks:
+            raise MaskError("data.pkl closes a mark it has not opened")
+        at = marks.pop()
+        items = stack[at:]
+        del stack[at:]
+        return items
+
+    def text(raw):
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MaskError("data.pkl holds a string that is not UTF-8") from None
+
+    def put(key, value):
+        d = top()
+        if not isinstance(d, dict) or not (isinstance(key, str) or _is_int(key)):
+            raise MaskError("data.pkl sets an item torch.save does not write")
+        d[key] = value
+
+    while True:
+        ops += 1
+        if ops > MAX_OPS:
+            raise MaskError("data.pkl has more than %d instructions" % MAX_OPS)
+        op = take(1)
+        if op == b"\x80":  # PROTO
+            if take(1)[0] > 5 or ops != 1:
+                raise MaskError("data.pkl is not a pickle torch.save writes")
+        elif op == b"\x95":  # FRAME
+            take(8)
+        elif op == b"(":
+            marks.append(len(stack))
+        elif op == b"}":
+            stack.append(dict())
+        elif op == b"]":
+            stack.append([])
+        elif op == b")":
+            stack.append(())
+        elif op == b"t":
+            stack.append(tuple(since_mark()))
+        elif op in (b"\x85", b"\x86", b"\x87"):  # TUPLE1..3
+            items = [pop() for _ in range(op[0] - 0x84)]
+            stack.append(tuple(reversed(items)))
+        elif op in (b"a", b"e"):  # APPEND, APPENDS
+            items = [pop()] if op == b"a" else since_mark()
+            if not isinstance(top(), list):
+                raise MaskError("data.pkl appends to something that is not a list")
+            top().extend(items)
+        elif op == b"s":
+            value = pop()
+            put(pop(), value)
+        elif op == b"u":
+            items = since_mark()
+            if len(items) % 2:
+                raise MaskError("data.pkl sets a key without a value")
+            for i in range(0, len(items), 2):
+                put(items[i], items[i + 1])
+        elif op in (b"q", b"r", b"\x94"):  # BINPUT, LONG_BINPUT, MEMOIZE
+            key = take(1)[0] if op == b"q" else struct.unpack("<I", take(4))[0] if op == b"r" else len(memo)
+            memo[key] = top()
+        elif op in (b"h", b"j"):  # BINGET, LONG_BINGET
+            key = take(1)[0] if op == b"h" else struct.unpack("<I", take(4))[0]
+            if key not in memo:
+                raise MaskError("data.pkl refers to a value it has not stored")
+            stack.append(memo[key])
+        elif op == b"J":
+            stack.append(struct.unpack("<i", take(4))[0])
+        elif op == b"K":
+            stack.append(take(1)[0])
+        elif op == b"M":
+            stack.append(struct.unpack("<H", take(2))[0])
+        elif op in (b"\x8a", b"\x8b"):  # LONG1, LONG4
+            n = take(1)[0] if op == b"\x8a" else struct.unpack("<i", take(4))[0]
+            if not 0 <= n <= 8:
+                raise MaskError("data.pkl holds an integer of more than 64 bits")
+            stack.append(int.from_bytes(take(n), "little", signed=True))
+        elif op == b"G":
+            stack.append(struct.unpack(">d", take(8))[0])
+        elif op == b"X":
+            stack.append(text(take(struct.unpack("<I", take(4))[0])))
+        elif op == b"\x8c":
+            stack.append(text(take(take(1)[0])))
+        elif op == b"N":
+            stack.append(None)
+        elif op in (b"\x88", b"\x89"):
+            stack.append(op == b"\x88")
+        elif op in (b"c", b"\x93"):  # GLOBAL, STACK_GLOBAL
+            if op == b"c":
+                names = []
+                for _ in range(2):
+                    nl = data.find(b"\n", pos, pos + 201)
+                    if nl < 0:
+                        raise MaskError("data.pkl names an object without ending the name")
+                    names.append(text(data[pos:nl]))
+                    pos = nl + 1
+                module, name = names
+            else:
+                name, module = pop(), pop()
+                if not (isinstance(module, str) and isinstance(name, str)):
+                    raise MaskError("data.pkl names an object with something that is not a string")
+            if (module, name) not in (_REBUILD, _ORDERED_DICT) and not (module == "torch" and name in _DTYPES):
+                raise MaskError("unexpected object %s.%s in the sample" % (module[:60], name[:60]))
+            stack.append(_Global(module, name))
+        elif op == b"Q":  # BINPERSID
+            pid = pop()
+            if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], _Global)
+                    and pid[1].module == "torch" and isinstance(pid[2], str) and len(pid[2]) <= 64
+                    and isinstance(pid[3], str) and _is_int(pid[4]) and pid[4] >= 0):
+                raise MaskError("data.pkl refers to a storage in a form torch.save does not write")
+            stack.append((pid[2], pid[1].name, pid[4]))
+        elif op == b"R":  # REDUCE
+            args = pop()
+            fn = pop()
+            if isinstance(fn, _Global) and (fn.module, fn.name) == _REBUILD:
+                stack.append(_rebuild(args))
+            elif isinstance(fn, _Global) and (fn.module, fn.name) == _ORDERED_DICT and args == ():
+                stack.append(OrderedDict())
+            else:
+                raise MaskError("data.pkl calls something other than torch.save's tensor rebuilder")
+        elif op == b".":  # STOP
+            value = pop()
+            _check_tree(value)
+            return value
+        else:
+            raise MaskError("data.pkl uses pickle instruction 0x%02x, which torch.save does not write" % op[0])
+
+
+def _check_tree(root):
+    """Refuse a value that contains itself, nests more than MAX_DEPTH deep, or would be more
+    than MAX_NODES values once written out (a shared reference counts each time it is reached:
+    `a = [a, a]` sixty times over is small in data.pkl and 2**60 values in str())."""
+    done = dict()  # id -> (values, depth)
+    path = set()
+    todo = [(root, False)]
+    while todo:
+        obj, closing = todo.pop()
+        if not isinstance(obj, (list, tuple, dict)):
+            continue
+        me = id(obj)
+        items = list(obj.keys()) + list(obj.values()) if isinstance(obj, dict) else obj
+        if closing:
+            path.discard(me)
+            nodes, depth = 1, 0
+            for item in items:
+                n, d = done.get(id(item), (1, 0)) if isinstance(item, (list, tuple, dict)) else (1, 0)
+                nodes, depth = nodes + n, max(depth, d)
+            if nodes > MAX_NODES:
+                raise MaskError("data.pkl holds a value that expands to more than %d values (shared references)" % MAX_NODES)
+            if depth + 1 > MAX_DEPTH:
+                raise MaskError("data.pkl nests values more than %d levels deep" % MAX_DEPTH)
+            done[me] = (nodes, depth + 1)
+            continue
+        if me in done:
+            continue
+        if me in path:
+            raise MaskError("data.pkl holds a value that contains itself")
+        path.add(me)
+        todo.append((obj, True))
+        for item in items:
+            if isinstance(item, (list, tuple, dict)) and id(item) not in done:
+                todo.append((item, False))
 
 
 class Sample:
@@ -187,44 +559,52 @@ class Sample:
 
     def __init__(self, path):
         self.path = path
-        with zipfile.ZipFile(path) as zf:
-            pkl = [n for n in zf.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
-            if len(pkl) != 1:
-                raise MaskError("not a torch.save archive")
-            self.prefix = pkl[0][: -len("data.pkl")]
-            order = self.prefix + "byteorder"
-            if order in zf.namelist() and zf.read(order).strip() != b"little":
+        fd = open_regular(path)
+        try:
+            archive = _Archive(fd)
+            order = archive.entries.get(archive.prefix + "byteorder")
+            if order is not None and archive.read("byteorder", 16).strip() != b"little":
                 raise MaskError("big-endian archive")
-            self.data = _SampleUnpickler(io.BytesIO(zf.read(pkl[0]))).load()
-            self.infos = {i.filename: i for i in zf.infolist()}
-        if not isinstance(self.data, dict):
-            raise MaskError("the sample is not a dict")
-        for key in ("input_ids", "loss_mask"):
-            ref = self.data.get(key)
-            if not isinstance(ref, TensorRef) or ref.dtype != "LongStorage" or len(ref.size) != 1 or ref.stride != (1,):
-                raise MaskError("%s is not a 1-d int64 tensor" % key)
-        if self.data["input_ids"].size != self.data["loss_mask"].size:
-            raise MaskError("input_ids and loss_mask differ in length")
+            self.data = unpickle(archive.read("data.pkl", MAX_PICKLE))
+            self.prefix = archive.prefix
+            self.infos = archive.entries
+            if not isinstance(self.data, dict):
+                raise MaskError("the sample is not a dict")
+            for key in ("input_ids", "loss_mask"):
+                ref = self.data.get(key)
+                if not isinstance(ref, TensorRef) or ref.dtype != "LongStorage" or len(ref.size) != 1 or (ref.stride != (1,) and ref.size[0] > 1):
+                    raise MaskError("%s is not a 1-d int64 tensor" % key)
+                if ref.size[0] > MAX_TOKENS or ref.offset + ref.size[0] > ref.numel:
+                    raise MaskError("%s declares %d ids, more than its storage or the %d a sample may have" % (key, ref.size[0], MAX_TOKENS))
+                if archive.entry("data/" + ref.key).file_size != ref.numel * 8:
+                    raise MaskError("%s: its storage entry does not hold the %d elements it declares" % (key, ref.numel))
+            if self.data["input_ids"].size != self.data["loss_mask"].size:
+                raise MaskError("input_ids and loss_mask differ in length")
+            rid = self.data.get("rid")
+            if rid is not None and not (isinstance(rid, str) and 0 < len(rid.encode("utf-8", "surrogatepass")) <= MAX_RID):
+                raise MaskError("its rid is not a string of 1 to %d bytes" % MAX_RID)
+            prefix = self.data.get("prefix_len")
+            if prefix is not None and not (_is_int(prefix) and 0 <= prefix <= MAX_TOKENS):
+                raise MaskError("its prefix_len is not a count of tokens")
+        finally:
+            os.close(fd)
 
     def _entry(self, ref):
         info = self.infos.get(self.prefix + "data/" + ref.key)
-        if info is None or info.compress_type != zipfile.ZIP_STORED:
-            raise MaskError("storage %s missing or compressed" % ref.key)
+        if info is None:
+            raise MaskError("storage %s missing" % ref.key)
         return info
 
-    def _data_offset(self, f, info):
-        f.seek(info.header_offset)
-        head = f.read(30)
-        if head[:4] != b"PK\x03\x04":
-            raise MaskError("bad zip entry header")
-        name_len, extra_len = struct.unpack("<HH", head[26:30])
-        return info.header_offset + 30 + name_len + extra_len
-
     def _read(self, ref):
-        info = self._entry(ref)
-        with open(self.path, "rb") as f:
-            f.seek(self._data_offset(f, info) + ref.offset * 8)
-            raw = f.read(ref.size[0] * 8)
+        fd = open_regular(self.path)
+        try:
+            archive = _Archive(fd)
+            info = archive.entry("data/" + ref.key)
+            if info.file_size != ref.numel * 8:
+                raise MaskError("the file changed while it was read")
+            raw = _pread(fd, ref.size[0] * 8, archive.data_at(info) + ref.offset * 8) if ref.size[0] else b""
+        finally:
+            os.close(fd)
         return list(struct.unpack("<%dq" % ref.size[0], raw))
 
     def input_ids(self):
@@ -238,39 +618,48 @@ class Sample:
         ref = self.data["loss_mask"]
         if len(mask) != ref.size[0]:
             raise MaskError("mask of %d for %d tokens" % (len(mask), ref.size[0]))
-        info = self._entry(ref)
         folder, base = os.path.split(os.path.abspath(self.path))
         _remove_stale_mask_temporaries(folder, base)
         # A name of this process's own: a writer killed mid-copy leaves its temporary behind.
         host = socket.gethostname().replace("/", "_")
         tmp = os.path.join(folder, ".%s.mask.%d.%s.%s.tmp" % (base, os.getpid(), os.urandom(4).hex(), host))
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(tmp, flags, 0o600)
+        src = open_regular(self.path)
         try:
-            with open(self.path, "rb") as src, os.fdopen(fd, "r+b") as dst:
-                fd = None
-                os.fchmod(dst.fileno(), os.fstat(src.fileno()).st_mode & 0o777)
-                while True:
-                    block = src.read(1 << 24)
-                    if not block:
-                        break
-                    dst.write(block)
-                start = self._data_offset(dst, info)
-                dst.seek(start)
-                entry = bytearray(dst.read(info.file_size))
-                at = ref.offset * 8
-                entry[at : at + 8 * len(mask)] = struct.pack("<%dq" % len(mask), *mask)
-                dst.seek(start)
-                dst.write(entry)
-                crc = struct.pack("<I", zlib.crc32(entry) & 0xFFFFFFFF)
-                dst.seek(info.header_offset + 14)
-                dst.write(crc)
-                dst.seek(_central_entry(dst, info.filename) + 16)
-                dst.write(crc)
-                dst.flush()
-                os.fsync(dst.fileno())
-            with zipfile.ZipFile(tmp) as zf:  # reads the entry back and checks its CRC
-                zf.read(info.filename)
+            fd = os.open(tmp, flags, 0o600)
+        except BaseException:
+            os.close(src)
+            raise
+        try:
+            os.fchmod(fd, os.fstat(src).st_mode & 0o777)
+            at = 0
+            while True:
+                block = os.pread(src, 1 << 24, at)
+                if not block:
+                    break
+                view = memoryview(block)
+                while view:
+                    n = os.pwrite(fd, view, at)
+                    at, view = at + n, view[n:]
+            # the copy's own layout: what is patched is what was copied
+            archive = _Archive(fd)
+            info = archive.entry("data/" + ref.key)
+            if info.file_size != ref.numel * 8:
+                raise MaskError("the file changed while it was read")
+            start = archive.data_at(info)
+            entry = bytearray(_pread(fd, info.file_size, start))
+            off = ref.offset * 8
+            entry[off:off + 8 * len(mask)] = struct.pack("<%dq" % len(mask), *mask)
+            os.pwrite(fd, bytes(entry), start)
+            crc_value = zlib.crc32(entry) & 0xFFFFFFFF
+            crc = struct.pack("<I", crc_value)
+            os.pwrite(fd, crc, info.header_offset + 14)
+            os.pwrite(fd, crc, info.central + 16)
+            os.fsync(fd)
+            # read back: the entry and its CRC agree in the copy
+            check = _Archive(fd).entry("data/" + ref.key)
+            if zlib.crc32(_pread(fd, check.file_size, start)) & 0xFFFFFFFF != crc_value or check.crc != crc_value:
+                raise MaskError("the patched copy does not read back")
             os.replace(tmp, self.path)
             tmp = None
             dfd = os.open(folder, os.O_RDONLY)
@@ -279,8 +668,8 @@ class Sample:
             finally:
                 os.close(dfd)
         finally:
-            if fd is not None:
-                os.close(fd)
+            os.close(fd)
+            os.close(src)
             if tmp is not None:
                 try:
                     os.unlink(tmp)
@@ -313,25 +702,6 @@ def _remove_stale_mask_temporaries(folder, base):
             os.unlink(os.path.join(folder, name))
         except OSError:
             pass
-
-
-def _central_entry(f, name):
-    """Offset of `name`'s central directory record (read from the end of the file)."""
-    f.seek(0)
-    with zipfile.ZipFile(f) as zf:
-        start = zf.start_dir
-    f.seek(start)
-    offset = start
-    wanted = name.encode("utf-8")
-    while True:
-        head = f.read(46)
-        if head[:4] != b"PK\x01\x02":
-            raise MaskError("zip entry %s not in the central directory" % name)
-        name_len, extra_len, comment_len = struct.unpack("<HHH", head[28:34])
-        if f.read(name_len) == wanted:
-            return offset
-        f.seek(extra_len + comment_len, 1)
-        offset += 46 + name_len + extra_len + comment_len
 
 
 # ---------------------------------------------------------------------------------------
@@ -411,7 +781,7 @@ def run(args, tokenizer):
     for path in sample_paths(args.paths, args.include_partial):
         try:
             s, n = mask_file(path, conversations, tokenizer, args.dry_run)
-        except (MaskError, OSError, zipfile.BadZipFile, pickle.UnpicklingError) as exc:
+        except (MaskError, OSError) as exc:
             failed += 1
             print("%s: left unchanged: %s" % (path, exc), file=sys.stderr)
             continue

@@ -32,15 +32,15 @@ fn main() -> ExitCode {
     python_launch::launch("sglang-hs-inspect", "torch", bootstrap)
 }
 
-/// The program given to `python -c`: the checker run as `__main__`. The current directory is
-/// taken off `sys.path` first, so that a file where the command runs (a `torch.py` beside the
-/// dump) cannot stand in for a module.
+/// The program given to `python -c`: the start isolated from the working folder
+/// ([`python_launch::ISOLATE`]: a `torch.py` beside the dump is never imported), then the
+/// checker run as `__main__`.
 fn bootstrap() -> String {
     format!(
-        "import sys\n\
-         sys.path[:] = [p for p in sys.path if p not in ('', '.')]\n\
+        "{}\
          sys.argv[0] = 'sglang-hs-inspect'\n\
          exec(compile({}, '<sglang-hs-inspect>/hs_inspect.py', 'exec'), {{'__name__': '__main__', '__file__': '<sglang-hs-inspect>/hs_inspect.py'}})\n",
+        python_launch::ISOLATE,
         python_literal(INSPECT)
     )
 }
@@ -48,6 +48,11 @@ fn bootstrap() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_program_starts_isolated() {
+        assert!(bootstrap().starts_with(python_launch::ISOLATE));
+    }
 
     #[test]
     fn the_program_fits_in_one_argument() {

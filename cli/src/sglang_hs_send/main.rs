@@ -30,20 +30,21 @@ fn main() -> ExitCode {
     python_launch::launch("sglang-hs-send", "transformers", bootstrap)
 }
 
-/// The program given to `python -c`: the loss-mask module made importable from its text, then
-/// the sender run as `__main__`. The current directory is taken off `sys.path` first, so that
-/// a file where the command runs cannot stand in for a module.
+/// The program given to `python -c`: the start isolated from the working folder
+/// ([`python_launch::ISOLATE`]: a `types.py` or `json.py` where the command runs is never
+/// imported), the loss-mask module made importable from its text, then the sender run as
+/// `__main__`.
 fn bootstrap() -> String {
     format!(
-        "import sys, types\n\
-         sys.path[:] = [p for p in sys.path if p not in ('', '.')]\n\
+        "{}\
          sys.argv[0] = 'sglang-hs-send'\n\
-         _m = types.ModuleType('specforge_loss_mask')\n\
+         _m = type(sys)('specforge_loss_mask')\n\
          _m.__file__ = '<sglang-hs-send>/specforge_loss_mask.py'\n\
          exec(compile({}, _m.__file__, 'exec'), _m.__dict__)\n\
          sys.modules['specforge_loss_mask'] = _m\n\
          del _m\n\
          exec(compile({}, '<sglang-hs-send>/send.py', 'exec'), {{'__name__': '__main__', '__file__': '<sglang-hs-send>/send.py'}})\n",
+        python_launch::ISOLATE,
         python_literal(LOSS_MASK),
         python_literal(SEND)
     )
@@ -52,6 +53,11 @@ fn bootstrap() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_program_starts_isolated() {
+        assert!(bootstrap().starts_with(python_launch::ISOLATE));
+    }
 
     #[test]
     fn the_program_fits_in_one_argument() {

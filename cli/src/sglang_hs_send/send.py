@@ -20,12 +20,17 @@ and no PyTorch: samples are read and patched as the zip archives torch.save writ
 """
 
 import argparse
+import errno
 import hashlib
 import http.client
+import io
 import json
 import os
 import queue
+import re
 import signal
+import socket
+import stat
 import struct
 import sys
 import threading
@@ -46,8 +51,159 @@ RECORD_NAME = ".hs_send_record.jsonl"
 RETRY_STATUS = (408, 429, 500, 502, 503, 504)
 
 
+# Bounds on what is read, far above what a job needs, so that no line, record, sample or answer
+# can make the sender hold more than a few of them in memory, recurse, or wait without end.
+MAX_LINE = 64 << 20  # bytes of one conversation or record line
+MAX_DEPTH = 64  # arrays and objects nested in one JSON value
+MAX_DIGITS = 400  # digits of one JSON number
+MAX_RID = slm.MAX_RID  # bytes of a rid (UTF-8): what a sample may hold
+MAX_TOKENS = slm.MAX_TOKENS  # ids of one conversation or sample
+MAX_ANSWER = 1 << 20  # bytes of one server answer (SGLang's to one request is a few hundred)
+MAX_STATUS = 64 << 10  # bytes of a dump status file
+
+
 class Skip(Exception):
     """A conversation that is named and skipped, never sent."""
+
+
+class Refused(Exception):
+    """The run cannot start (exit status 2): the message says why."""
+
+
+class BadJSON(ValueError):
+    """A line or answer that is not a JSON value within the bounds above."""
+
+
+# ---------------------------------------------------------------------------------------
+# Printing: rids, file names and server text never drive the terminal.
+
+BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def printable(text):
+    """`text` with control and bidirectional formatting characters written as escapes (`\\x1b`,
+    `\\u{202e}`, `\\n`) and the bytes of a name that is not UTF-8 as `\\xNN`, as the Rust
+    programs print names."""
+    text = str(text)
+    if text.isprintable() and not BIDI.intersection(text):
+        return text
+    out = []
+    for c in text:
+        o = ord(c)
+        if c == "\n":
+            out.append("\\n")
+        elif c == "\r":
+            out.append("\\r")
+        elif c == "\t":
+            out.append("\\t")
+        elif o < 0x20 or 0x7F <= o < 0xA0:
+            out.append("\\x%02x" % o)
+        elif 0xDC80 <= o <= 0xDCFF:  # a byte of a file name that is not UTF-8
+            out.append("\\x%02x" % (o - 0xDC00))
+        elif c in BIDI or 0xD800 <= o < 0xE000 or not c.isprintable():
+            out.append("\\u{%x}" % o)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def say(text):
+    """One line on stderr, printable."""
+    sys.stderr.write("%s: %s\n" % (PROG, printable(text)))
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------------------
+# Input files: regular files only, read line by line within bounds.
+
+
+def open_input(path, follow=True):
+    """A binary reader of the regular file at `path`; Refused for anything else (a FIFO, a
+    device, a folder; a link too unless `follow`), which is never opened in a way that blocks:
+    its type is looked at first, then it is opened non-blocking and checked on the handle."""
+    try:
+        seen = os.stat(path) if follow else os.lstat(path)
+        if not stat.S_ISREG(seen.st_mode):
+            raise Refused("%s: not a regular file; not read" % path)
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+        fd = os.open(path, flags | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
+    except OSError as exc:
+        raise Refused("%s: %s" % (path, exc.strerror or exc)) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino):
+        os.close(fd)
+        raise Refused("%s: not a regular file; not read" % path)
+    return os.fdopen(fd, "rb")
+
+
+def lines(f, limit=MAX_LINE):
+    """(line number, bytes) for each line of `f`; bytes is None for a line over `limit` bytes,
+    which is skipped without being held."""
+    number = 0
+    while True:
+        raw = f.readline(limit + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > limit:
+            while raw and not raw.endswith(b"\n"):
+                raw = f.readline(1 << 20)
+            yield number, None
+            continue
+        yield number, raw
+
+
+_STRING = re.compile(rb'"[^"]*"')
+_PAIR = re.compile(rb"\[\]|\{\}")
+_NUMBER = re.compile(rb"[0-9]{%d,}" % (MAX_DIGITS + 1))
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def load_json(raw):
+    """The JSON value of `raw` (bytes), checked before it is parsed: UTF-8, at most MAX_DEPTH
+    arrays and objects deep (counted without recursion), numbers of at most MAX_DIGITS digits,
+    strings that are text (no lone surrogate from a `\\ud800` escape); BadJSON otherwise."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadJSON("not UTF-8 (byte %d)" % exc.start) from None
+    # Outside strings only brackets nest: drop escaped pairs, then strings, then all but brackets.
+    bare = _STRING.sub(b"", raw.replace(b"\\\\", b"").replace(b'\\"', b""))
+    if _NUMBER.search(bare):
+        raise BadJSON("a number of more than %d digits" % MAX_DIGITS)
+    brackets = bare.translate(None, _NOT_BRACKETS)
+    for _ in range(MAX_DEPTH):
+        if not brackets:
+            break
+        brackets = _PAIR.sub(b"", brackets)
+    if _PAIR.search(brackets) or len(brackets) > MAX_DEPTH:
+        raise BadJSON("nested more than %d levels deep" % MAX_DEPTH)
+    # What is left are at most MAX_DEPTH brackets without a match: json.loads says what is
+    # wrong within twice MAX_DEPTH levels.
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise BadJSON("not JSON: %s" % exc) from None
+    except RecursionError:  # not reached within the bounds above; kept as a guard
+        raise BadJSON("nested too deeply") from None
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadJSON("a string holds a lone surrogate (a \\u%04x escape): not text" % ord(exc.object[exc.start])) from None
+    return value
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def rid_problem(rid):
+    """Why `rid` cannot name a sample, or None."""
+    if not isinstance(rid, str) or not rid:
+        return "not a non-empty string"
+    if len(rid.encode("utf-8")) > MAX_RID:
+        return "longer than %d bytes" % MAX_RID
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -55,43 +211,67 @@ class Skip(Exception):
 
 
 def count_lines(path):
-    with open(path, "rb") as f:
-        return sum(1 for line in f if line.strip())
+    with open_input(path) as f:
+        return sum(1 for _number, raw in lines(f) if raw is None or raw.strip())
+
+
+ROLES = dict(human="user", user="user", gpt="assistant", assistant="assistant", system="system", tool="tool")
+
+
+def conversation_of(item):
+    """(rid, messages, tools) of one parsed line; Skip naming what is wrong with it."""
+    if not isinstance(item, dict):
+        raise Skip("not a JSON object")
+    messages = item.get("messages")
+    if messages is None and "conversations" in item:
+        turns = item["conversations"]
+        if not isinstance(turns, list):
+            raise Skip('"conversations" is not a list')
+        messages = []
+        for k, m in enumerate(turns):
+            if not isinstance(m, dict) or not isinstance(m.get("from"), str) or not isinstance(m.get("value"), str):
+                raise Skip('"conversations" item %d is not an object with "from" and "value" strings' % k)
+            messages.append(dict(role=ROLES.get(m["from"], m["from"]), content=m["value"]))
+    if not isinstance(messages, list) or not messages:
+        raise Skip('no "messages" list of objects')
+    for k, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise Skip('message %d is not an object with a "role" string' % k)
+        if not isinstance(m.get("content"), (str, list, type(None))):
+            raise Skip('message %d: "content" is not a string, a list of parts or null' % k)
+    tools = item.get("tools")
+    if not isinstance(tools, (list, type(None))):
+        raise Skip('"tools" is not a list')
+    rid = item.get("rid", item.get("id"))
+    if rid is None:
+        canon = json.dumps([messages, tools], sort_keys=True, ensure_ascii=False)
+        rid = "hs-" + hashlib.sha256(canon.encode("utf-8")).hexdigest()[:20]
+    elif is_int(rid):
+        rid = str(rid)
+    why = rid_problem(rid)
+    if why is not None:
+        raise Skip('"rid" is %s' % why)
+    return rid, messages, tools
 
 
 def conversations(path):
     """(line number, rid, messages, tools) for each line; Skip for a line that is not one."""
-    roles = dict(human="user", user="user", gpt="assistant", assistant="assistant", system="system", tool="tool")
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
+    with open_input(path) as f:
+        for number, raw in lines(f):
+            if raw is None:
+                yield number, None, Skip("a line of more than %d bytes" % MAX_LINE), None
+                continue
             if not raw.strip():
                 continue
             try:
-                item = json.loads(raw.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError) as exc:
-                yield number, None, Skip("not a JSON line: %s" % exc), None
+                rid, messages, tools = conversation_of(load_json(raw))
+            except BadJSON as exc:
+                yield number, None, Skip(str(exc)), None
                 continue
-            if not isinstance(item, dict):
-                yield number, None, Skip("not a JSON object"), None
+            except Skip as exc:
+                yield number, None, exc, None
                 continue
-            messages = item.get("messages")
-            if messages is None and isinstance(item.get("conversations"), list):
-                messages = [
-                    dict(role=roles.get(m.get("from"), m.get("from")), content=m.get("value"))
-                    for m in item["conversations"]
-                    if isinstance(m, dict)
-                ]
-            if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-                yield number, None, Skip('no "messages" list of objects'), None
-                continue
-            rid = item.get("rid", item.get("id"))
-            if rid is None:
-                canon = json.dumps([messages, item.get("tools")], sort_keys=True, ensure_ascii=False)
-                rid = "hs-" + hashlib.sha256(canon.encode("utf-8")).hexdigest()[:20]
-            elif not isinstance(rid, (str, int)) or isinstance(rid, bool) or str(rid) == "":
-                yield number, None, Skip('"rid" must be a non-empty string'), None
-                continue
-            yield number, str(rid), messages, item.get("tools")
+            yield number, rid, messages, tools
 
 
 def render(tokenizer, messages, tools):
@@ -140,146 +320,374 @@ def unruns(spans, n):
 # The dump folders: which rids have a sample, complete or partial
 
 
-def sample_files(dirs):
-    for top in dirs:
-        for root, subdirs, names in os.walk(top):
-            subdirs[:] = [d for d in subdirs if not d.startswith(".")]
-            for name in names:
-                if not name.startswith(".") and (name.endswith(".ckpt") or name.endswith(".ckpt.partial")):
-                    yield os.path.join(root, name)
+def walk(dirs, report):
+    """(folder, name) of the regular files under `dirs` whose names do not start with a dot, in
+    hidden folders neither; links are not followed. An explicit stack, so no depth of folders
+    can exhaust Python's; a folder that cannot be listed is named through `report`."""
+    todo = list(reversed(dirs))
+    while todo:
+        top = todo.pop()
+        try:
+            with os.scandir(top) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            report(top, "cannot list it: %s" % (exc.strerror or exc))
+            continue
+        subdirs = []
+        for e in entries:
+            if e.name.startswith("."):
+                if e.name.startswith(".hs_dump_status_") and e.name.endswith(".json"):
+                    yield top, e
+                continue
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    subdirs.append(e.path)
+                    continue
+            except OSError:
+                continue
+            yield top, e
+        todo.extend(reversed(subdirs))
+
+
+def is_sample_name(name):
+    return name.endswith(".ckpt") or name.endswith(".ckpt.partial")
 
 
 class Folders:
-    """The samples in the dump folders, by rid; rescanned for new files as they land."""
+    """The samples in the dump folders, by rid; rescanned for new files as they land. A file
+    that is not a readable sample is named once (through `report`) and skipped."""
 
-    def __init__(self, dirs):
+    def __init__(self, dirs, report=say):
         self.dirs = dirs
+        self.report = report
         self.seen = set()
         self.by_rid = dict()  # rid -> [path, ...] in name order
-        self.unreadable = dict()
+        self.unreadable = dict()  # path -> why, named once
+        self.no_rid = []  # complete samples without a rid (SGLang before 0.5.10)
+        self.status = []  # the dump status files seen by the last scan
+
+    def _bad(self, path, why):
+        if self.unreadable.get(path) != why:
+            self.unreadable[path] = why
+            self.report("%s: skipped: %s" % (path, why))
 
     def scan(self):
         """New sample files since the last scan: [(rid, path)]."""
-        new = []
-        for path in sample_files(self.dirs):
-            if path in self.seen:
+        new, status = [], []
+        for _top, e in walk(self.dirs, self._bad):
+            path = e.path
+            if e.name.startswith("."):
+                status.append(path)
+                continue
+            if path in self.seen or not is_sample_name(e.name):
                 continue
             try:
+                mode = e.stat(follow_symlinks=False).st_mode
+                if not stat.S_ISREG(mode):
+                    self._bad(path, "%s, not a regular file; not read" % slm._kind(mode))
+                    continue
                 rid = slm.Sample(path).data.get("rid")
             except FileNotFoundError:
                 continue  # gone between the listing and the read (a duplicate removed)
-            except Exception as exc:
-                if path not in self.unreadable:
-                    self.unreadable[path] = str(exc)
+            except slm.MaskError as exc:
+                self._bad(path, "not a sample: %s" % exc)
+                continue
+            except OSError as exc:
+                self._bad(path, "cannot read it: %s" % (exc.strerror or exc))
                 continue
             self.seen.add(path)
             self.unreadable.pop(path, None)
             if rid is None:
+                if path.endswith(".ckpt"):
+                    self.no_rid.append(path)
                 continue
-            self.by_rid.setdefault(str(rid), []).append(path)
-            new.append((str(rid), path))
+            self.by_rid.setdefault(rid, []).append(path)
+            new.append((rid, path))
+        self.status = status
         return new
 
     def idle(self):
         """True when every dump writer in the folders has written all it queued."""
-        for top in self.dirs:
-            for root, _dirs, names in os.walk(top):
-                for name in names:
-                    if name.startswith(".hs_dump_status_") and name.endswith(".json"):
-                        try:
-                            with open(os.path.join(root, name)) as f:
-                                info = json.load(f)
-                        except (OSError, ValueError):
-                            continue
-                        if info.get("state") == "running" and int(info.get("queued", 0)) > int(info.get("written", 0)) + int(info.get("dropped", 0)):
-                            return False
+        for path in self.status:
+            try:
+                with slm_open(path) as f:
+                    raw = f.read(MAX_STATUS + 1)
+                info = load_json(raw) if len(raw) <= MAX_STATUS else None
+            except (OSError, slm.MaskError, BadJSON):
+                continue
+            if not isinstance(info, dict):
+                continue
+            queued, written, dropped = (info.get(k, 0) for k in ("queued", "written", "dropped"))
+            if not all(is_int(v) for v in (queued, written, dropped)):
+                continue
+            if info.get("state") == "running" and queued > written + dropped:
+                return False
         return True
+
+
+def slm_open(path):
+    """A binary reader of the regular file at `path`, not a link (MaskError otherwise)."""
+    return os.fdopen(slm.open_regular(path), "rb")
 
 
 # ---------------------------------------------------------------------------------------
 # The record
 
 
-class Record:
-    """Append-only JSONL: each line is flushed as it is written, so a kill loses nothing said."""
+HEX = re.compile(r"[0-9a-f]{64}\Z")
 
-    def __init__(self, path):
+
+def entry_problem(entry):
+    """Why a parsed record line is not an entry the sender wrote, or None. Events other than
+    "sent" and "masked" are left to whoever wrote them."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("event"), str):
+        raise BadJSON("not an object with an event")
+    event = entry["event"]
+    if event not in ("sent", "masked"):
+        return None
+    why = rid_problem(entry.get("rid"))
+    if why is not None:
+        return "its rid is %s" % why
+    if event == "masked":
+        return None
+    tokens, mask = entry.get("tokens"), entry.get("mask")
+    if not is_int(tokens) or not 1 <= tokens <= MAX_TOKENS:
+        return '"tokens" is not a count of 1 to %d' % MAX_TOKENS
+    if not isinstance(entry.get("ids_sha256"), str) or not HEX.match(entry["ids_sha256"]):
+        return '"ids_sha256" is not a SHA-256 in hex'
+    if not isinstance(mask, list) or len(mask) > tokens:
+        return '"mask" is not a list of runs'
+    last = 0
+    for run in mask:
+        if not (isinstance(run, list) and len(run) == 2 and is_int(run[0]) and is_int(run[1]) and last <= run[0] < run[1] <= tokens):
+            return '"mask" holds a run that is not [start, end) in order within the tokens'
+        last = run[1]
+    if not isinstance(entry.get("line", 0), (int, type(None))):
+        return '"line" is not a line number'
+    return None
+
+
+class Record:
+    """Append-only JSONL: each line is written whole in one write, so a kill loses nothing said.
+
+    One sender per job: the file is locked (flock, exclusive) for the whole run, and a second
+    sender on it is Refused. It is never opened through a link or as anything but a regular
+    file. A record whose last line was cut (a crash mid-write) gets the newline it lacks, so that
+    the cut line stays one bad line and the next entry starts a line of its own. Each line that
+    is not an entry the sender wrote is named (`report`) and skipped."""
+
+    def __init__(self, path, report=say):
         self.path = path
         self.lock = threading.Lock()
         self.sent = dict()  # rid -> the "sent" entry
         self.masked = set()
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                for line in f:
+        self.bad = 0  # lines named and skipped
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            seen = os.lstat(path)
+        except FileNotFoundError:
+            seen = None
+        except OSError as exc:
+            raise Refused("the record %s: %s" % (path, exc.strerror or exc)) from None
+        if seen is not None and not stat.S_ISREG(seen.st_mode):
+            kind = "a symbolic link" if stat.S_ISLNK(seen.st_mode) else "not a regular file"
+            raise Refused("the record %s is %s: it is never written through" % (path, kind))
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+        flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+        try:
+            self.fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise Refused("the record %s is a symbolic link: it is never written through" % path) from None
+            raise Refused("the record %s: %s" % (path, exc.strerror or exc)) from None
+        try:
+            if not stat.S_ISREG(os.fstat(self.fd).st_mode):
+                raise Refused("the record %s is not a regular file: it is never written through" % path)
+            self._lock(path)
+            self._read(report)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def _lock(self, path):
+        try:
+            import fcntl
+        except ImportError:  # no flock here: one sender per job is the user's to keep
+            return
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise Refused(
+                    "the record %s is in use by another sglang-hs-send: one sender per job (wait for it to end, "
+                    "or give this run a --record of its own)" % path
+                ) from None
+            raise Refused("the record %s cannot be locked: %s" % (path, exc.strerror or exc)) from None
+
+    def _read(self, report):
+        size = os.fstat(self.fd).st_size
+        with os.fdopen(os.dup(self.fd), "rb") as f:
+            f.seek(0)
+            for number, raw in lines(f):
+                if raw is None:
+                    why = "a line of more than %d bytes" % MAX_LINE
+                elif not raw.strip():
+                    continue
+                else:
                     try:
-                        entry = json.loads(line)
-                    except ValueError:
-                        continue  # a line cut by a kill
-                    if entry.get("event") == "sent":
-                        self.sent[entry["rid"]] = entry
-                    elif entry.get("event") == "masked":
-                        self.masked.add(entry["rid"])
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        self.file = open(path, "a", encoding="utf-8")
+                        entry = load_json(raw)
+                        why = entry_problem(entry)
+                    except BadJSON as exc:
+                        why = str(exc)
+                    if why is None:
+                        if entry["event"] == "sent":
+                            self.sent[entry["rid"]] = entry
+                        elif entry["event"] == "masked":
+                            self.masked.add(entry["rid"])
+                        continue
+                    if not raw.endswith(b"\n"):
+                        why = "cut short (a run stopped while writing it): %s" % why
+                self.bad += 1
+                report("%s:%d: record line skipped: %s" % (self.path, number, why))
+        if size and os.pread(self.fd, 1, size - 1) != b"\n":
+            self._append(b"\n")
+
+    def _append(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
 
     def write(self, **entry):
         entry["time"] = round(time.time(), 3)
-        line = json.dumps(entry, sort_keys=True) + "\n"
+        line = (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8")
         with self.lock:
-            self.file.write(line)
-            self.file.flush()
+            self._append(line)
 
     def close(self):
         with self.lock:
-            self.file.flush()
-            os.fsync(self.file.fileno())
-            self.file.close()
+            os.fsync(self.fd)
+            os.close(self.fd)
 
 
 # ---------------------------------------------------------------------------------------
 # The server
 
 
+class NotJSON(str):
+    """An answer body that is not a JSON value (an HTML page, text), as text."""
+
+
+class TooLarge(str):
+    """An answer body over MAX_ANSWER bytes (not read further)."""
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The socket, read with what is left of the request's deadline as the timeout of each
+    read: a server that sends one byte a second still ends the exchange at the deadline."""
+
+    def __init__(self, sock, deadline):
+        self.sock, self.deadline = sock, deadline
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("no whole answer within --timeout")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buf)
+
+
 class Server:
+    """The server's native API over HTTP/1.1 keep-alive connections, one per thread. Each
+    exchange (connect, request, headers, body) ends at --timeout seconds from its start;
+    answers over MAX_ANSWER bytes are not read."""
+
     def __init__(self, url, timeout):
         parts = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError("%s: not a valid port" % url) from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("%s is not an http(s) URL" % url)
-        self.scheme, self.host, self.port = parts.scheme, parts.hostname, parts.port
+        if not timeout > 0:
+            raise ValueError("--timeout must be more than 0 seconds")
+        self.scheme, self.host, self.port = parts.scheme, parts.hostname, port
         self.base = parts.path.rstrip("/")
         self.timeout = timeout
         self.local = threading.local()
         self.url = url
 
-    def _connection(self):
+    def _connection(self, deadline):
         conn = getattr(self.local, "conn", None)
         if conn is None:
             cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
             conn = cls(self.host, self.port, timeout=self.timeout)
             self.local.conn = conn
+        box = self.local.deadline = [deadline]
+
+        def response(sock, *args, **kwargs):
+            resp = http.client.HTTPResponse(sock, *args, **kwargs)
+            resp.fp.close()
+            resp.fp = io.BufferedReader(_DeadlineReader(sock, box[0]))
+            return resp
+
+        conn.response_class = response
         return conn
 
+    def _drop(self):
+        conn = getattr(self.local, "conn", None)
+        self.local.conn = None
+        if conn is not None:
+            conn.close()
+
     def request(self, method, path, body=None):
-        """(status, parsed JSON or text); OSError / HTTPException on a transport failure."""
-        conn = self._connection()
+        """(status, parsed JSON, or NotJSON / TooLarge text); OSError / HTTPException on a
+        transport failure, socket.timeout when the exchange passes its deadline."""
+        deadline = time.monotonic() + self.timeout
+        conn = self._connection(deadline)
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json"} if data is not None else {}
         try:
+            if conn.sock is None:
+                conn.timeout = max(deadline - time.monotonic(), 0.001)
+                conn.connect()
+            conn.sock.settimeout(max(deadline - time.monotonic(), 0.001))
             conn.request(method, self.base + path, body=data, headers=headers)
             resp = conn.getresponse()
-            raw = resp.read()
-        except BaseException:
-            conn.close()
-            self.local.conn = None
+            chunks, size = [], 0
+            while size <= MAX_ANSWER:
+                part = resp.read(MAX_ANSWER + 1 - size)
+                if not part:
+                    break
+                chunks.append(part)
+                size += len(part)
+        except socket.timeout:
+            self._drop()
+            raise socket.timeout("no whole answer within --timeout (%g s)" % self.timeout) from None
+        except (OSError, http.client.HTTPException):
+            self._drop()
             raise
-        if resp.getheader("connection", "").lower() == "close":
-            conn.close()
-            self.local.conn = None
+        except ValueError as exc:  # a chunk size that is not a number, and the like
+            self._drop()
+            raise http.client.HTTPException("a damaged answer: %s" % exc) from None
+        except BaseException:
+            self._drop()
+            raise
+        raw = b"".join(chunks)
+        if size > MAX_ANSWER:
+            self._drop()
+            return resp.status, TooLarge("an answer of more than %d bytes (not read further)" % MAX_ANSWER)
+        if (resp.getheader("connection") or "").lower() == "close":
+            self._drop()
+        if not raw:
+            return resp.status, None
         try:
-            payload = json.loads(raw.decode("utf-8")) if raw else None
-        except (ValueError, UnicodeDecodeError):
-            payload = raw.decode("utf-8", "replace")
+            payload = load_json(raw)
+        except BadJSON:
+            payload = NotJSON(raw[:400].decode("utf-8", "replace"))
         return resp.status, payload
 
 
@@ -287,9 +695,24 @@ def error_text(payload):
     if isinstance(payload, dict):
         err = payload.get("error", payload)
         if isinstance(err, dict):
-            return str(err.get("message") or err.get("detail") or json.dumps(err))[:400]
-        return str(err)[:400]
-    return str(payload)[:400]
+            msg = err.get("message") or err.get("detail") or err
+            return printable(msg if isinstance(msg, str) else json.dumps(msg))[:400]
+        return printable(err if isinstance(err, str) else json.dumps(err))[:400]
+    return printable(payload if isinstance(payload, str) else json.dumps(payload))[:400]
+
+
+def answer_problem(rid, status, payload):
+    """Why a 200 answer is not SGLang's answer to the request for `rid`, or None."""
+    if isinstance(payload, TooLarge):
+        return str(payload)
+    if isinstance(payload, NotJSON):
+        return "an answer that is not JSON (is --url the server or its router?): %s" % printable(payload[:200])
+    if not isinstance(payload, dict) or not isinstance(payload.get("meta_info"), dict):
+        return "an answer without SGLang's meta_info (is --url the server or its router?)"
+    got = payload["meta_info"].get("id", rid)
+    if got != rid:
+        return "an answer for rid %s, not this one" % printable(str(got)[:100])
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -356,8 +779,9 @@ def _human(x):
 class Run:
     def __init__(self, args, tokenizer):
         self.args, self.tokenizer = args, tokenizer
-        self.folders = Folders(args.dump_dir) if args.dump_dir else None
-        self.record = Record(args.record)
+        self.progress = None
+        self.folders = Folders(args.dump_dir, self.say) if args.dump_dir else None
+        self.record = Record(args.record, self.say)
         self.stats = dict(done=0, skipped=0, failed=0, tokens=0, on_disk=0, answered=0, masked=0, partial=0, duplicates=0)
         self.lock = threading.Lock()
         self.pending = dict()  # rid -> (digest, mask runs, tokens, line): sent, sample not landed yet
@@ -369,8 +793,7 @@ class Run:
     def say(self, text):
         if self.progress is not None and self.progress.mode == "bar":
             sys.stderr.write("\r\x1b[K")
-        sys.stderr.write("%s: %s\n" % (PROG, text))
-        sys.stderr.flush()
+        say(text)
 
     def problem(self, line, rid, why):
         with self.lock:
@@ -481,13 +904,16 @@ class Run:
             except (OSError, http.client.HTTPException) as exc:
                 status, payload = None, "%s: %s" % (type(exc).__name__, exc)
             if status == 200:
+                why = answer_problem(rid, status, payload)
+                if why is not None:
+                    raise Skip("the server answered HTTP 200 with %s; not counted as sent" % why)
                 return payload
             if status is not None and status not in RETRY_STATUS:
                 raise Skip("the server refused it (HTTP %d): %s" % (status, error_text(payload)))
             if attempt < self.args.retries:
                 time.sleep(delay)
                 delay = min(delay * 2, 30.0)
-        raise Skip("no answer after %d tries: %s" % (self.args.retries + 1, error_text(payload) if status else payload))
+        raise Skip("no answer after %d tries: %s" % (self.args.retries + 1, error_text(payload)))
 
     def worker(self, server, jobs):
         while True:
@@ -521,7 +947,7 @@ class Run:
             return
         meta = answer.get("meta_info") if isinstance(answer, dict) else None
         prompt = meta.get("prompt_tokens") if isinstance(meta, dict) else None
-        if isinstance(prompt, int) and prompt != len(ids):
+        if is_int(prompt) and prompt != len(ids):
             self.say("rid %s: the server counted %d prompt tokens, %d were sent" % (rid, prompt, len(ids)))
         entry = dict(rid=rid, line=job["line"], tokens=len(ids), ids_sha256=job["digest"], mask=job["mask"])
         self.record.write(event="sent", **entry)
@@ -656,13 +1082,12 @@ class Run:
             parts.append("%d skipped (named above)" % s["failed"])
         if s["duplicates"]:
             parts.append("%d duplicate samples removed" % s["duplicates"])
-        print("%s: %s" % (PROG, "; ".join(parts)))
+        out("; ".join(parts))
         if missing and not interrupted:
             shown = ", ".join("%s (line %s)" % (rid, want[3]) for rid, want in missing[:10])
-            print(
-                "%s: %d sent conversations have no complete sample in %s: %s%s; is SGLANG_HS_DUMP_DIR that folder? "
+            out(
+                "%d sent conversations have no complete sample in %s: %s%s; is SGLANG_HS_DUMP_DIR that folder? "
                 "Rerun the same command to send them again" % (
-                    PROG,
                     len(missing),
                     ", ".join(self.args.dump_dir),
                     shown,
@@ -671,43 +1096,69 @@ class Run:
             )
         if interrupted:
             left = self.progress.total - (s["done"] + s["skipped"] + s["failed"])
-            print("%s: interrupted with %d conversations left; rerun the same command to go on (the record is %s)" % (PROG, left, self.args.record))
+            out("interrupted with %d conversations left; rerun the same command to go on (the record is %s)" % (left, self.args.record))
             return 130
         return 1 if s["failed"] or missing else 0
 
 
+def out(text):
+    """One line of the summary on stdout, printable."""
+    print("%s: %s" % (PROG, printable(text)), flush=True)
+
+
 def masks_only(args):
-    """Set the masks of the samples in the folders from the record alone."""
+    """Set the masks of the samples in the folders from the record alone. Every complete sample
+    whose mask is not set is named (its rid not in the record, other tokens, unreadable), and
+    the exit status is then 1."""
     record = Record(args.record)
     folders = Folders(args.dump_dir)
-    done = wrong = 0
+    done = wrong = removed = 0
+    unset = []  # (path, why)
     by_rid = dict()
     for rid, path in folders.scan():
         by_rid.setdefault(rid, []).append(path)
-    removed = 0
-    for rid, entry in record.sent.items():
-        paths = [p for p in by_rid.get(rid, ()) if p.endswith(".ckpt")]
+    for rid in sorted(by_rid):
+        paths = [p for p in by_rid[rid] if p.endswith(".ckpt")]
+        entry = record.sent.get(rid)
+        if entry is None:
+            unset += [(p, "rid %s is not in the record %s" % (rid, args.record)) for p in paths]
+            continue
         kept = None
         for path in paths:
-            sample = slm.Sample(path)
-            ids = sample.input_ids()
-            if len(ids) != entry["tokens"] or ids_digest(ids) != entry["ids_sha256"]:
-                print("%s: rid %s holds other tokens than were sent; left as it is" % (path, rid), file=sys.stderr)
-                wrong += 1
+            try:
+                sample = slm.Sample(path)
+                ids = sample.input_ids()
+                if len(ids) != entry["tokens"] or ids_digest(ids) != entry["ids_sha256"]:
+                    unset.append((path, "rid %s holds other tokens than were sent; left as it is" % rid))
+                    wrong += 1
+                    continue
+                if kept is not None:
+                    os.unlink(path)
+                    removed += 1
+                    say("%s: removed, a second sample of rid %s (kept %s)" % (path, rid, kept))
+                    continue
+                mask = unruns(entry["mask"], entry["tokens"])
+                if sample.mask() != mask:
+                    sample.write_mask(mask)
+            except FileNotFoundError:
                 continue
-            if kept is not None:
-                os.unlink(path)
-                removed += 1
+            except (slm.MaskError, OSError) as exc:
+                unset.append((path, str(exc)))
                 continue
             kept = path
-            mask = unruns(entry["mask"], entry["tokens"])
-            if sample.mask() != mask:
-                sample.write_mask(mask)
             done += 1
+    unset += [(p, "the sample has no rid (SGLang before 0.5.10 does not pass it)") for p in folders.no_rid]
+    unset += [(p, why) for p, why in folders.unreadable.items() if p.endswith(".ckpt")]
+    for path, why in unset:
+        say("%s: loss_mask not set: %s" % (path, why))
     missing = [rid for rid in record.sent if not any(p.endswith(".ckpt") for p in by_rid.get(rid, ()))]
-    print("%s: %d loss masks set from %s; %d samples with other tokens; %d duplicates removed; %d sent conversations without a complete sample" % (PROG, done, args.record, wrong, removed, len(missing)))
+    out(
+        "%d loss masks set from %s; %d samples without their mask (named above); %d with other tokens; "
+        "%d duplicates removed; %d sent conversations without a complete sample; %d record lines skipped"
+        % (done, args.record, len(unset), wrong, removed, len(missing), record.bad)
+    )
     record.close()
-    return 1 if wrong or missing else 0
+    return 1 if unset or missing or record.bad else 0
 
 
 def parse(argv):
@@ -720,7 +1171,7 @@ def parse(argv):
     p.add_argument("--record", help="the record of what was sent (default: DUMP_DIR/%s)" % RECORD_NAME)
     p.add_argument("--concurrency", type=int, default=16, help="requests at once (default %(default)s)")
     p.add_argument("--retries", type=int, default=5, help="tries after a transient failure (default %(default)s)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for one answer (default %(default)s)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds for one whole exchange with the server: connect, send, answer (default %(default)s)")
     p.add_argument("--context-length", type=int, help="skip conversations of this many tokens or more")
     p.add_argument("--land-timeout", type=float, default=600.0, help="seconds to wait for samples that do not land (default %(default)s)")
     p.add_argument("--land-grace", type=float, default=10.0, help="seconds to wait once the dump is idle (default %(default)s)")
@@ -741,6 +1192,10 @@ def parse(argv):
         p.error("--conversations and --tokenizer are needed")
     if args.concurrency < 1 or args.retries < 0:
         p.error("--concurrency must be 1 or more, --retries 0 or more")
+    try:
+        Server(args.url, args.timeout)
+    except ValueError as exc:
+        p.error(printable(exc))
     for d in args.dump_dir:
         if os.path.exists(d) and not os.path.isdir(d):
             p.error("--dump-dir %s: not a folder" % d)
@@ -748,7 +1203,7 @@ def parse(argv):
             # the dump makes it on its first prefill: made now the same way (0700), so that
             # samples can be watched for from the start
             os.makedirs(d, mode=0o700)
-            print("%s: made %s (private, as the dump makes it); the server must dump there" % (PROG, d), file=sys.stderr)
+            say("made %s (private, as the dump makes it); the server must dump there" % d)
     return args
 
 
@@ -770,21 +1225,28 @@ def load_tokenizer(args):
 
 
 def main(argv=None):
+    # Text from files and servers is printed escaped; a locale that cannot write a character
+    # of it gets an escape too, never an error.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = parse(argv)
-    if args.masks_only:
-        return masks_only(args)
-    if not os.path.isfile(args.conversations):
-        print("%s: %s: no such file" % (PROG, args.conversations), file=sys.stderr)
-        return 2
-    tokenizer = load_tokenizer(args)
-    if tokenizer is None:
-        return 2
     try:
-        run = Run(args, tokenizer)
-    except ValueError as exc:
-        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        if args.masks_only:
+            return masks_only(args)
+        open_input(args.conversations).close()
+        tokenizer = load_tokenizer(args)
+        if tokenizer is None:
+            return 2
+        try:
+            run = Run(args, tokenizer)
+        except ValueError as exc:
+            say(str(exc))
+            return 2
+        return run.run()
+    except Refused as exc:
+        say(str(exc))
         return 2
-    return run.run()
 
 
 def _terminate(_signum, _frame):

@@ -1,9 +1,28 @@
 //! What the commands that are Python programs built into a native launcher share
 //! (`sglang-hs-send`, `sglang-hs-inspect`): the interpreter named by `--python`, the program as a
 //! Python string literal for `python -c`, and running the interpreter in this process's place.
+//!
+//! Both commands run where the data is (a dump folder, a checkout holding a `types.py`, a
+//! `torch.py` left beside the samples), so no file of the working folder may run as a module.
+//! The interpreter starts isolated from it in two steps:
+//!
+//! - here, before the interpreter starts, the relative entries of `PYTHONPATH` are dropped from
+//!   its environment (its absolute entries are kept): Python makes them absolute against the
+//!   working folder before any program runs (a `sitecustomize.py` there would run at start-up),
+//!   and children of the program would inherit them;
+//! - in the program, [`ISOLATE`] comes first: its first statement imports only `sys`, a built-in
+//!   module that no file can stand in for; it takes every relative entry (`''`, the working
+//!   folder of `python -c`) off `sys.path` before anything else is imported, then the entries
+//!   that came from relative `PYTHONPATH` entries (when the program is run by other means).
+//!
+//! Python's own switches do not fit: `-I` (isolated mode) also ignores `PYTHONPATH` and the user
+//! site-packages, which the environment that has `transformers` or `torch` may need (a module
+//! system or an editable checkout on `PYTHONPATH`, `pip install --user`); `-P`, which only keeps
+//! the working folder off `sys.path`, needs Python 3.11 and leaves relative `PYTHONPATH` entries
+//! resolved against the working folder.
 
-use std::ffi::OsString;
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// The whole command: `--version`, else the interpreter of `--python` (default `python3`) run
@@ -22,6 +41,53 @@ pub fn launch(name: &str, needs: &str, bootstrap: impl FnOnce() -> String) -> Ex
     }
     exec_python(name, needs, &python, bootstrap(), &args);
     ExitCode::from(2)
+}
+
+/// The first lines of every program given to `python -c`: `sys.path` without the working folder
+/// and without the entries relative `PYTHONPATH` entries became; only `sys` and the built-in
+/// `posix` are imported before (see the module documentation).
+pub const ISOLATE: &str = r#"import sys
+sys.path[:] = [p for p in sys.path if p.startswith('/') or p[1:3] in (':\\', ':/')]
+def _isolate():
+    try:
+        import posix
+    except ImportError:
+        return
+    raw = posix.environ.get(b'PYTHONPATH')
+    if raw is None:
+        return
+    def norm(p):
+        parts = []
+        for part in p.split('/'):
+            if part == '..':
+                parts[-1:] = []
+            elif part not in ('', '.'):
+                parts.append(part)
+        return '/' + '/'.join(parts)
+    entries = raw.decode(sys.getfilesystemencoding(), 'surrogateescape').split(':')
+    kept = {norm(e) for e in entries if e.startswith('/')}
+    try:
+        cwd = posix.getcwd()
+    except OSError:
+        return
+    dropped = {norm(cwd + '/' + e) for e in entries if not e.startswith('/')} - kept
+    sys.path[:] = [p for p in sys.path if norm(p) not in dropped]
+_isolate()
+del _isolate
+"#;
+
+/// `PYTHONPATH` with its relative entries dropped: `None` when it has none (left as it is),
+/// `Some(None)` when nothing is left (removed), else the absolute entries in their order.
+pub fn absolute_pythonpath(value: &OsStr) -> Option<Option<OsString>> {
+    let paths: Vec<PathBuf> = std::env::split_paths(value).collect();
+    if paths.iter().all(|p| p.is_absolute()) {
+        return None;
+    }
+    let kept: Vec<PathBuf> = paths.into_iter().filter(|p| p.is_absolute()).collect();
+    if kept.is_empty() {
+        return Some(None);
+    }
+    Some(std::env::join_paths(kept).ok())
 }
 
 /// Linux takes at most 128 KiB in one argument (`MAX_ARG_STRLEN`): the program goes in one.
@@ -82,6 +148,17 @@ pub fn exec_python(name: &str, needs: &str, python: &OsString, program: String, 
     debug_assert!(program.len() < MAX_ARGUMENT);
     let mut command = Command::new(python);
     command.arg("-c").arg(program).args(args);
+    if let Some(value) = std::env::var_os("PYTHONPATH") {
+        match absolute_pythonpath(&value) {
+            None => {}
+            Some(Some(kept)) => {
+                command.env("PYTHONPATH", kept);
+            }
+            Some(None) => {
+                command.env_remove("PYTHONPATH");
+            }
+        }
+    }
     let err = run(command);
     let shown = Path::new(python).display();
     if err.kind() == std::io::ErrorKind::NotFound {
@@ -120,6 +197,22 @@ mod tests {
             python_literal("a'b\\c\n\u{e9}\u{1f600}"),
             "'a\\'b\\\\c\\n\\u00e9\\U0001f600'"
         );
+    }
+
+    #[test]
+    fn the_start_imports_only_sys_before_it_cleans_the_path() {
+        let mut lines = ISOLATE.lines();
+        assert_eq!(lines.next(), Some("import sys"));
+        assert!(lines.next().unwrap().starts_with("sys.path[:] = "));
+    }
+
+    #[test]
+    fn relative_pythonpath_entries_are_dropped() {
+        let p = |s: &str| absolute_pythonpath(OsStr::new(s));
+        assert_eq!(p("/a:/b"), None);
+        assert_eq!(p("/a:.:sub:/b:"), Some(Some(OsString::from("/a:/b"))));
+        assert_eq!(p("sub"), Some(None));
+        assert_eq!(p(""), Some(None));
     }
 
     #[test]
