@@ -1,8 +1,8 @@
 """Read SGLang's request dumps without running them, and turn each finished request into a sample.
 
-A production SGLang server (0.4.6 to 0.5.23) started with `--dump-requests-folder` (or turned on
-at run time with `POST /configure_logging`) pickles what it served to `*.pkl` files: 0.4.x a list
-of `(request, output, created, finished)` tuples; 0.5.x a dict `{"server_args", "requests": [...]}`
+A production SGLang server (0.4.6 to 0.5.23) whose request dump is turned on at run time
+(`POST /configure_logging` with `dump_requests_folder`) pickles what it served to `*.pkl`
+files: 0.4.x a list of `(request, output, created, finished)` tuples; 0.5.x a dict `{"server_args", "requests": [...]}`
 (plus `config_updates` and `resolved_config` in 0.5.23). Crash dumps (`crash_dump_*.pkl`) have the
 0.5.x shape. The request is `sglang.srt.managers.io_struct.GenerateReqInput`; the output a dict of
 `text`, `output_ids` (0.5.x; 0.4.x dumps hold only `text`) and `meta_info` (`finish_reason`,

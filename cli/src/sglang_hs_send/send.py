@@ -782,7 +782,7 @@ def masks_only(args):
 def parse(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--conversations", help="JSONL: one conversation per line")
-    p.add_argument("--request-dumps", nargs="+", metavar="DIR", help="instead of --conversations: the *.pkl request dumps of production SGLang servers (--dump-requests-folder) under these folders")
+    p.add_argument("--request-dumps", nargs="+", metavar="DIR", help="instead of --conversations: the *.pkl request dumps of production SGLang servers (their /configure_logging dump_requests_folder) under these folders")
     p.add_argument("--tokenizer", help="the model's tokenizer: a local folder (or a hub name)")
     p.add_argument("--chat-template", help="a Jinja chat template file, instead of the tokenizer's")
     p.add_argument("--url", default="http://127.0.0.1:30000", help="the server, or the router in front of several (default %(default)s)")
