@@ -229,6 +229,25 @@ def stop_after(cmd, log, requests, sig):
 TOK = None
 
 
+def production(tmp, tok, rng, procs):
+    """Each release's stand-in serves its traffic and dumps it: (dump folders, [request])."""
+    dirs, expected = [], []
+    for release, flags in RELEASES:
+        log = os.path.join(tmp, "production-%s.jsonl" % release)
+        proc = subprocess.Popen([sys.executable, os.path.join(HERE, "production_server.py"), "--release", release,
+                                 "--wheel", wheel(release), "--tokenizer", tok, "--log", log, "--chunk", str(CHUNK), *flags],
+                                stdout=subprocess.PIPE, text=True)
+        procs.append(proc)
+        url = proc.stdout.readline().split()[-1]
+        folder = os.path.join(tmp, "dumps", release)
+        dirs.append(folder)
+        serve_production(url, rng, release, folder)
+        proc.terminate()
+        proc.wait(30)
+        expected += dumped(release, log)
+    return dirs, expected
+
+
 def main():
     global TOK
     from transformers import AutoTokenizer
@@ -240,21 +259,7 @@ def main():
         tok = os.path.join(tmp, "tok")
         tiny_tokenizer.make(tok)
         TOK = AutoTokenizer.from_pretrained(tok)
-        rng = random.Random(36)
-        dirs, expected = [], []
-        for release, flags in RELEASES:
-            log = os.path.join(tmp, "production-%s.jsonl" % release)
-            proc = subprocess.Popen([sys.executable, os.path.join(HERE, "production_server.py"), "--release", release,
-                                     "--wheel", wheel(release), "--tokenizer", tok, "--log", log, "--chunk", str(CHUNK), *flags],
-                                    stdout=subprocess.PIPE, text=True)
-            procs.append(proc)
-            url = proc.stdout.readline().split()[-1]
-            folder = os.path.join(tmp, "dumps", release)
-            dirs.append(folder)
-            serve_production(url, rng, release, folder)
-            proc.terminate()
-            proc.wait(30)
-            expected += dumped(release, log)
+        dirs, expected = production(tmp, tok, random.Random(36), procs)
         counts = collections.Counter(r["expect"] for r in expected)
         t0 = phase("3 production stand-ins served %d requests; their dumps hold %d: %s" % (
             PER_RELEASE * len(RELEASES), len(expected), dict(counts)), t0)

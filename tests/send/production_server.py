@@ -27,7 +27,7 @@ release's `__reduce__` does. The output dict is the release's for the path a req
 0.5.23 the same, text and ids both deltas under `--incremental-streaming-output`.
 
 `--log FILE`: one JSON line per dumped request (its rid, prompt ids, output ids, finish reason,
-stream) and one per file written (`{"file", "rids"}`), so that a test knows what the dumps hold.
+stream, a chat request's messages) and one per file written (`{"file", "rids"}`), so that a test knows what the dumps hold.
 """
 
 import argparse
@@ -235,7 +235,7 @@ class Production:
         if ev:
             ev.set()
 
-    def finish(self, obj, prompt, output, finish, created, stream, chunk):
+    def finish(self, obj, prompt, output, finish, created, stream, chunk, messages=None):
         """The out dict the release dumps for this request, and the dump itself."""
         rel = self.args.release
         text = self.tok.decode(output, skip_special_tokens=True)
@@ -255,17 +255,17 @@ class Production:
             else:
                 out = {"text": text, "output_ids": list(output), "meta_info": meta}
         if obj.log_metrics:
-            self.dump(obj, out, created, time.time(), prompt, output, stream)
+            self.dump(obj, out, created, time.time(), prompt, output, stream, messages)
         return out, text
 
-    def dump(self, obj, out, created, finished, prompt, output, stream):
+    def dump(self, obj, out, created, finished, prompt, output, stream, messages=None):
         with self.lock:
             if not self.dump_folder:
                 return
             self.pending.append((obj, out, created, finished))
             if self.log:
                 self.log.write(json.dumps(dict(rid=obj.rid, prompt=prompt, output=output, finish=out["meta_info"]["finish_reason"]["type"],
-                                               stream=stream, created=created)) + "\n")
+                                               stream=stream, created=created, messages=messages)) + "\n")
             if len(self.pending) < self.threshold:
                 return
             filename = os.path.join(self.dump_folder, datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S") + ".pkl")
@@ -339,15 +339,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     ids = ids["input_ids"]
                 obj = P.classes.request(input_ids=list(ids), sampling_params={"max_new_tokens": body.get("max_tokens", 128)},
                                         stream=bool(body.get("stream")), rid=body.get("rid"))
-                return self._run(obj, "chat")
+                return self._run(obj, "chat", body["messages"])
         except (ValueError, KeyError, TypeError) as e:
             return self._send(400, {"error": {"message": str(e)}})
         self._send(404, {"detail": "Not Found"})
 
-    def _run(self, obj, api):
+    def _run(self, obj, api, messages=None):
         created = time.time()
         prompt, output, finish = P.generate(obj)
-        out, text = P.finish(obj, prompt, output, finish, created, bool(obj.stream), P.args.chunk)
+        out, text = P.finish(obj, prompt, output, finish, created, bool(obj.stream), P.args.chunk, messages)
         answer = {"text": text, "output_ids": output, "meta_info": out["meta_info"]}
         if obj.stream:
             data = b"data: " + json.dumps(answer).encode() + b"\n\ndata: [DONE]\n\n"
