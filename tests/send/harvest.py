@@ -13,10 +13,11 @@ turned on through the real `/configure_logging` payload and served 420 requests:
 /generate with text and with ids, /v1/completions, /v1/chat/completions, some streamed, some cut
 by max_new_tokens, some aborted. Then:
 
+0. a dry run lists each sample as a JSON line and sends nothing; --max-requests 50 lists 50;
 1. all their dumps are harvested into the extraction stand-in (standin_server.py, the protocol
    level: it logs each request it accepts): every finished, naturally stopped request that a
    dump file holds is accepted exactly once, its ids the production prompt's token ids followed
-   by its output ids; the record's mask covers exactly the generated tokens and its source names
+   by its output ids; the record (mode 0600) has a mask of exactly the generated tokens, a source naming
    the dump file, the request's times and (0.5.x) the production model path; the skipped are
    counted by reason (length, aborted, partial streams) as the dumps say; exit status 0;
 2. the sender killed with SIGKILL mid-run against a slow stand-in, then the same command: every
@@ -267,6 +268,20 @@ def main():
         for kind in ("length", "abort", "partial-stream"):
             check(counts[kind] > 0, "no %s request in the dumps" % kind)
 
+        # 0. a dry run: one JSON line a sample, nothing sent; --max-requests stops the read
+        n_stop = counts["stop"]
+        proc = subprocess.run(command("http://127.0.0.1:9", dirs, tok, os.path.join(tmp, "dry.record"), "--dry-run"),
+                              capture_output=True, text=True, timeout=300)
+        lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+        check(proc.returncode == 0 and len(lines) == n_stop and "dry run: %d conversations would be sent" % n_stop in proc.stdout,
+              "0. dry run: exit %d, %d lines for %d samples: %r" % (proc.returncode, len(lines), n_stop, proc.stdout[-300:]))
+        check(all(set(x) == {"rid", "tokens", "generated", "source"} and 0 < x["generated"] < x["tokens"] for x in lines),
+              "0. dry run lines: %r" % lines[:1])
+        proc = subprocess.run(command("http://127.0.0.1:9", dirs, tok, os.path.join(tmp, "dry2.record"), "--dry-run", "--max-requests", "50"),
+                              capture_output=True, text=True, timeout=300)
+        check(sum(x.startswith("{") for x in proc.stdout.splitlines()) == 50, "0. --max-requests 50: %r" % proc.stdout[-300:])
+        t0 = phase("0. dry run: %d samples listed, nothing sent; --max-requests 50 lists 50" % len(lines), t0)
+
         # 1. harvest everything into one extraction stand-in
         log = os.path.join(tmp, "extraction.jsonl")
         ext, url = start_server("--log", log)
@@ -275,6 +290,7 @@ def main():
         proc = subprocess.run(command(url, dirs, tok, rec), capture_output=True, text=True, timeout=300)
         n = verify("harvest", accepted(log), record(rec), expected)
         check(proc.returncode == 0, "1. exit status %d: %s" % (proc.returncode, proc.stderr[-600:]))
+        check(os.stat(rec).st_mode & 0o777 == 0o600, "1. the record is mode %o, not 0600" % (os.stat(rec).st_mode & 0o777))
         line = [x for x in proc.stdout.splitlines() if "request dumps:" in x]
         check(line and "%d samples taken" % n in line[0], "1. summary: %r" % proc.stdout[-600:])
         for kind, words in (("length", "stopped by max_new_tokens"), ("abort", "aborted"), ("partial-stream", "streamed, only the last delta")):

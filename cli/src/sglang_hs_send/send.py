@@ -259,7 +259,9 @@ class Record:
                         self.masked.add(entry["rid"])
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
-        self.file = open(path, "a", encoding="utf-8")
+        # private (0600) from its creation: with request dumps it names users' requests
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        self.file = os.fdopen(fd, "a", encoding="utf-8")
 
     def write(self, **entry):
         entry["time"] = round(time.time(), 3)
