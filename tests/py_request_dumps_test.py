@@ -214,6 +214,21 @@ class Hostile(Base):
             with self.assertRaisesRegex(rd.DumpError, words):
                 rd.load(blob)
 
+    def test_a_memo_index_out_of_order_is_refused_before_the_unpickler_grows_its_table(self):
+        with self.assertRaisesRegex(rd.DumpError, "out of order"):
+            rd.load(b"\x80\x04]r\xff\xff\xff\x7f.")
+
+    def test_a_value_no_check_foresaw_is_named_malformed(self):
+        class Odd:
+            def __call__(self, text, add_special_tokens=True):
+                raise RuntimeError("a tokenizer that fails")
+
+        self.write("a.pkl", [entry(0, ids=None, text="hi"), entry(1)])
+        items, bad = self.harvest(tokenizer=Odd())
+        self.assertEqual((items[0].reason, bad), ("malformed", {}))
+        self.assertIn("a tokenizer that fails", items[0].detail)
+        self.assertIsNotNone(items[1].ids)
+
     def test_names_in_messages_are_printable(self):
         self.assertEqual(rd.quoted("a\x1b[2Jb\n"), "a\\x1b[2Jb\\n")
 

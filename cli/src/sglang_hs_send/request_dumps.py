@@ -251,7 +251,12 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
                 elif op in (b"q", b"r"):
                     if not stack:
                         raise DumpError("byte %d stores an empty stack" % at)
-                    memo[arg[0] if op == b"q" else struct.unpack("<I", arg)[0]] = stack[-1]
+                    key = arg[0] if op == b"q" else struct.unpack("<I", arg)[0]
+                    if key > len(memo):
+                        # pickle numbers its memo in order; the unpickler would grow its memo
+                        # table to the index given (2^32 entries: 32 GiB)
+                        raise DumpError("byte %d stores memo %d, out of order (%d stored)" % (at, key, len(memo)))
+                    memo[key] = stack[-1]
                 elif op == b"\x80":
                     raise DumpError("a second PROTO at byte %d" % at)
                 else:
@@ -456,7 +461,7 @@ def load(data, max_memory=DEFAULT_MAX_MEMORY):
         obj = RestrictedUnpickler(io.BytesIO(data)).load()
     except DumpError:
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, UnicodeDecodeError, MemoryError) as exc:
+    except Exception as exc:  # the unpickler's refusal, or a builtin's to its arguments
         raise DumpError("refused: %s" % quoted(exc, 300)) from None
     if isinstance(obj, list) and top == b"]":
         return "0.4", None, obj
@@ -493,7 +498,7 @@ class Item:
         self.source = None
 
     def where(self):
-        return "%s#%d" % (self.file, self.index)
+        return "%s#%d" % (quoted(self.file, 300), self.index)
 
 
 def _int_list(v):
@@ -687,7 +692,11 @@ def harvest(paths, options, tokenizer=None, bad=None):
                 yield item
                 continue
             req, out, created, finished = entry
-            prepare(item, req, out, tokenizer, options)
+            try:
+                prepare(item, req, out, tokenizer, options)
+            except Exception as exc:  # a value no check above foresaw: named, never a traceback
+                item.ids = item.mask = None
+                item.reason, item.detail = "malformed", "%s: %s" % (type(exc).__name__, quoted(exc, 200))
             if item.ids is not None:
                 prod_rid = req.get("rid")
                 prod_rid = prod_rid if isinstance(prod_rid, str) else None
