@@ -9,6 +9,7 @@ tests/send/hostile_dumps.py.
 """
 
 import dataclasses
+import enum
 import os
 import pickle
 import shutil
@@ -43,6 +44,26 @@ def _cls(module, name, fields):
 Gen = _cls(rd.IO, "GenerateReqInput", ["text", "input_ids", "rid", "sampling_params", "stream", "log_metrics", "image_data"])
 Emb = _cls(rd.IO, "EmbeddingReqInput", ["text", "input_ids", "rid"])
 ServerArgs = _cls("sglang.srt.server_args", "ServerArgs", ["model_path", "stream_output"])
+# What 0.5.9's ServerArgs carries beyond its fields: the ModelConfig it made, whose hf_config is
+# the model's transformers config, and SGLang enums.
+ModelConfig = _cls("sglang.srt.configs.model_config", "ModelConfig", ["hf_config", "attention_arch", "dtype"])
+HfConfig = _cls("transformers.models.qwen2.configuration_qwen2", "Qwen2Config", ["hidden_size", "architectures"])
+
+
+class AttentionArch(enum.Enum):
+    MLA = 1
+    MHA = 2
+
+
+AttentionArch.__module__ = "sglang.srt.configs.model_config"
+_module(AttentionArch.__module__).AttentionArch = AttentionArch
+
+
+def server_args():
+    sa = ServerArgs(model_path="org/m", stream_output=False)
+    sa.model_config = ModelConfig(hf_config=HfConfig(hidden_size=64, architectures=["Qwen2ForCausalLM"]),
+                                  attention_arch=AttentionArch.MHA, dtype="bfloat16")
+    return sa
 
 
 class Tok:
@@ -103,6 +124,20 @@ class Samples(Base):
         self.assertEqual((items[1].source["file"], items[1].source["index"], items[1].source["created"], items[1].source["finished"]),
                          ("a.pkl", 1, 1001.0, 1002.0))
         self.assertEqual(items[1].source["production_rid"], "prod-1")
+
+    def test_the_servers_arguments_may_carry_their_model_config_and_nothing_else_may(self):
+        self.write("a.pkl", {"server_args": server_args(), "requests": [entry(0)]})
+        items, bad = self.harvest()
+        self.assertEqual((bad, items[0].source["model_path"]), ({}, "org/m"))
+        # the same classes in a request refuse the file, naming them
+        e = entry(1)
+        e[0].sampling_params = {"x": server_args().model_config}
+        self.write("a.pkl", {"server_args": server_args(), "requests": [entry(0), e]})
+        items, bad = self.harvest()
+        self.assertEqual(items, [])
+        self.assertRegex(bad["a.pkl"], r"holds (sglang|transformers)\S* outside the server's arguments")
+        self.write("a.pkl", {"server_args": ServerArgs(model_path=hostile_dumps._System("true")), "requests": []})
+        self.assertIn("posix.system", self.harvest()[1]["a.pkl"])
 
     def test_rids_are_the_same_on_a_second_read(self):
         self.write("a.pkl", [entry(k) for k in range(5)])

@@ -20,7 +20,8 @@ the list is pickled (the default protocol) to `<folder>/<%Y-%m-%d_%H-%M-%S>.pkl`
 The pickled objects are instances of classes named and shaped as the release's: the fields of
 `GenerateReqInput` (its bases' included) and of `ConfigureLoggingReq` are read from the wheel's
 `sglang/srt/managers/io_struct.py` (`--wheel`), those of 0.5.9's `ServerArgs` from its
-`sglang/srt/server_args.py`; 0.5.23's ServerArgs pickles through `_rebuild_server_args` as that
+`sglang/srt/server_args.py` (with the ModelConfig its `__post_init__` keeps on it, an SGLang
+enum inside); 0.5.23's ServerArgs pickles through `_rebuild_server_args` as that
 release's `__reduce__` does. The output dict is the release's for the path a request takes:
 0.4.6 `{"text", "meta_info"}` (the detokenized text only); 0.5.9 `{"text", "output_ids",
 "meta_info"}` with only the last delta of `output_ids` for a stream under `--stream-output`;
@@ -34,6 +35,7 @@ import argparse
 import ast
 import dataclasses
 import datetime
+import enum
 import http.server
 import json
 import os
@@ -122,6 +124,10 @@ class Classes:
             self.ServerArgs = None
         elif release == "0.5.9":
             self.ServerArgs = _dataclass(SA, "ServerArgs", _fields(sa_tree, "ServerArgs"))
+            mc = "sglang.srt.configs.model_config"
+            self.ModelConfig = _dataclass(mc, "ModelConfig", [("model_path", None), ("attention_arch", None)])
+            self.AttentionArch = enum.Enum("AttentionArch", [("MLA", 1), ("MHA", 2)], module=mc)
+            _module(mc).AttentionArch = self.AttentionArch
         else:  # 0.5.23: a struct whose fields live in namespaces; __reduce__ through the rebuild
             class ServerArgs:
                 def __init__(self, **fields):
@@ -146,6 +152,8 @@ class Classes:
             sa = self.ServerArgs()
             for k, v in values.items():
                 setattr(sa, k, v)
+            # __post_init__ calls get_model_config(), which keeps the ModelConfig on the args
+            sa.model_config = self.ModelConfig(model_path=args.model_path, attention_arch=self.AttentionArch.MHA)
             return sa
         return self.ServerArgs(**values)
 

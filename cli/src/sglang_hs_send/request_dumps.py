@@ -13,8 +13,10 @@ no opcode that names a persistent id, an extension code or an out-of-band buffer
 length within the bytes the file has left; nesting at most MAX_DEPTH; the memory the objects
 would take estimated and bounded. Only then does the standard C unpickler read it, with a
 `find_class` that answers exactly the classes these releases pickle there (KNOWN) with inert
-record types, which store their fields and run nothing; anything else is refused with its name.
-SGLang is never imported; nothing in a file is called.
+record types, which store their fields and run nothing; anything else is refused with its name,
+except inside a 0.5.x dump's server arguments (METADATA), whose ModelConfig and bookkeeping hold
+classes of SGLang, transformers and torch: those are opaque inert records, and refuse the file
+anywhere else. SGLang is never imported; nothing in a file is called.
 
 `harvest(paths, options, tokenizer)` yields one `Item` per request: its sample (the prompt's
 token ids followed by the generated `output_ids`, the loss mask 1 on the generated tokens only)
@@ -164,8 +166,24 @@ def _rebuild_server_args(cls, fields, bookkeeping=None):
     return record
 
 
+# The server's arguments in a 0.5.x dump carry more than their fields: 0.5.9's ServerArgs keeps
+# the ModelConfig it made (with the model's transformers config, a torch dtype, SGLang enums),
+# 0.5.23's its resolution bookkeeping. Classes of these packages are read there as opaque
+# records (inert like the others, their contents never used); anywhere else in a file, or of
+# any other package, they refuse it (`METADATA` are the keys where they may be).
+OPAQUE_PACKAGES = ("sglang", "transformers", "torch", "numpy", "enum", "collections", "datetime", "pathlib", "argparse")
+METADATA = ("server_args", "config_updates", "resolved_config")
+MAX_METADATA_NODES = 1 << 20
+
+
 class RestrictedUnpickler(pickle.Unpickler):
-    """The standard unpickler with every global answered from KNOWN and BUILTINS only."""
+    """The standard unpickler with every global answered from KNOWN and BUILTINS, or as an
+    opaque record type (counted in `opaque`, checked by `load`) for OPAQUE_PACKAGES."""
+
+    def __init__(self, file):
+        super().__init__(file)
+        self.opaque = []  # every opaque record made, to be found under METADATA
+        self.opaque_types = {}
 
     def find_class(self, module, name):
         kind = (module, name)
@@ -175,6 +193,17 @@ class RestrictedUnpickler(pickle.Unpickler):
             return _rebuild_server_args
         if kind in KNOWN:
             return _record_type(module, name)
+        if module.split(".", 1)[0] in OPAQUE_PACKAGES and kind not in self.opaque_types:
+            made = self.opaque
+
+            def new(cls, *args, **kwargs):
+                self = Record.__new__(cls, *args)
+                made.append(self)
+                return self
+
+            self.opaque_types[kind] = type(name, (Record,), {"kind": kind, "opaque": True, "__new__": new, "__module__": __name__})
+        if kind in self.opaque_types:
+            return self.opaque_types[kind]
         raise pickle.UnpicklingError("refers to %s.%s, which no request dump holds" % (quoted(module, 80), quoted(name, 80)))
 
     def persistent_load(self, pid):
@@ -457,18 +486,54 @@ def read_file(path, max_bytes=DEFAULT_MAX_BYTES):
 def load(data, max_memory=DEFAULT_MAX_MEMORY):
     """The dump's contents: (family, server_args record or None, [entries]); DumpError else."""
     top = scan(data, max_memory)
+    unpickler = RestrictedUnpickler(io.BytesIO(data))
     try:
-        obj = RestrictedUnpickler(io.BytesIO(data)).load()
+        obj = unpickler.load()
     except DumpError:
         raise
     except Exception as exc:  # the unpickler's refusal, or a builtin's to its arguments
         raise DumpError("refused: %s" % quoted(exc, 300)) from None
+    if unpickler.opaque or unpickler.opaque_types:
+        _opaque_in_metadata(obj, unpickler)
     if isinstance(obj, list) and top == b"]":
         return "0.4", None, obj
     if isinstance(obj, dict) and isinstance(obj.get("requests"), list):
         sa = obj.get("server_args")
         return "0.5", sa if isinstance(sa, (Record, dict)) else None, obj["requests"]
     raise DumpError("neither a list of requests (0.4.x) nor a dict with \"requests\" (0.5.x)")
+
+
+def _opaque_in_metadata(obj, unpickler):
+    """Refuse the file unless every opaque record (and opaque class) lies under METADATA."""
+    seen, found, kinds, todo = set(), set(), set(), []
+    if isinstance(obj, dict):
+        todo = [obj.get(k) for k in METADATA]
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if len(seen) > MAX_METADATA_NODES:
+            raise DumpError("server arguments of more than %d values" % MAX_METADATA_NODES)
+        if isinstance(v, type):
+            kinds.add(getattr(v, "kind", None))
+        elif isinstance(v, Record):
+            if getattr(v, "opaque", False):
+                found.add(id(v))
+                kinds.add(v.kind)
+            todo.extend(v.fields.values())
+            todo.extend(v.args)
+        elif isinstance(v, dict):
+            todo.extend(v.keys())
+            todo.extend(v.values())
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            todo.extend(v)
+    for r in unpickler.opaque:
+        if id(r) not in found:
+            raise DumpError("holds %s.%s outside the server's arguments, which no request dump holds" % tuple(quoted(x, 80) for x in r.kind))
+    for kind in unpickler.opaque_types:
+        if kind not in kinds:
+            raise DumpError("refers to %s.%s outside the server's arguments, which no request dump holds" % tuple(quoted(x, 80) for x in kind))
 
 
 # ---------------------------------------------------------------------------------------
