@@ -8,6 +8,10 @@ exactly as scripts/specforge_loss_mask.py does, and POSTs the token ids to SGLan
 one sample per request; when a sample lands in a --dump-dir folder, its loss_mask is set
 (SpecForge's rule: assistant tokens only) and checked against what was sent.
 
+With --request-dumps DIR... instead of conversations, the samples are what production SGLang
+servers served: their request dumps, read without running them by request_dumps.py (beside this
+file), each finished request the prompt's token ids then its output ids, the mask on the latter.
+
 What was sent is kept in a record (JSONL, append-only, one line per event): a rerun of the
 same command skips every conversation whose complete sample is on disk (or, without a dump
 folder, that the server answered) and sends what is missing or partial again. The record
