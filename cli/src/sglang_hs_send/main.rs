@@ -4,7 +4,11 @@
 //! ```text
 //! sglang-hs-send --conversations sent.jsonl --tokenizer MODEL_DIR --url http://HOST:30000 \
 //!     --dump-dir /dev/shm/sglang_hs [--concurrency 16] [--python PY]
+//! sglang-hs-send --request-dumps PRODUCTION_DUMPS/ --url http://HOST:30000 --dump-dir ...
 //! ```
+//!
+//! The second form harvests what production servers served: SGLang's own request dumps
+//! (`request_dumps.py` beside this file reads them without running them).
 //!
 //! Rendering a conversation needs the model's own tokenizer and chat template, which live in
 //! Python (`transformers`), so the sender is a Python program (`send.py` beside this file, with
@@ -25,6 +29,8 @@ use python_launch::python_literal;
 const SEND: &str = include_str!("send.py");
 /// The loss-mask module the sender imports (also a script of its own).
 const LOSS_MASK: &str = include_str!("../../../scripts/specforge_loss_mask.py");
+/// The reader of SGLang's request dumps (`--request-dumps`), which the sender imports.
+const REQUEST_DUMPS: &str = include_str!("request_dumps.py");
 
 fn main() -> ExitCode {
     python_launch::launch("sglang-hs-send", "transformers", bootstrap)
@@ -32,8 +38,8 @@ fn main() -> ExitCode {
 
 /// The program given to `python -c`: the start isolated from the working folder
 /// ([`python_launch::ISOLATE`]: a `types.py` or `json.py` where the command runs is never
-/// imported), the loss-mask module made importable from its text, then the sender run as
-/// `__main__`.
+/// imported), the loss-mask and request-dump modules made importable from their text, then the
+/// sender run as `__main__`.
 fn bootstrap() -> String {
     format!(
         "{}\
@@ -42,10 +48,15 @@ fn bootstrap() -> String {
          _m.__file__ = '<sglang-hs-send>/specforge_loss_mask.py'\n\
          exec(compile({}, _m.__file__, 'exec'), _m.__dict__)\n\
          sys.modules['specforge_loss_mask'] = _m\n\
+         _m = type(sys)('request_dumps')\n\
+         _m.__file__ = '<sglang-hs-send>/request_dumps.py'\n\
+         exec(compile({}, _m.__file__, 'exec'), _m.__dict__)\n\
+         sys.modules['request_dumps'] = _m\n\
          del _m\n\
          exec(compile({}, '<sglang-hs-send>/send.py', 'exec'), {{'__name__': '__main__', '__file__': '<sglang-hs-send>/send.py'}})\n",
         python_launch::ISOLATE,
         python_literal(LOSS_MASK),
+        python_literal(REQUEST_DUMPS),
         python_literal(SEND)
     )
 }

@@ -8,6 +8,10 @@ exactly as scripts/specforge_loss_mask.py does, and POSTs the token ids to SGLan
 one sample per request; when a sample lands in a --dump-dir folder, its loss_mask is set
 (SpecForge's rule: assistant tokens only) and checked against what was sent.
 
+With --request-dumps DIR... instead of conversations, the samples are what production SGLang
+servers served: their request dumps, read without running them by request_dumps.py (beside this
+file), each finished request the prompt's token ids then its output ids, the mask on the latter.
+
 What was sent is kept in a record (JSONL, append-only, one line per event): a rerun of the
 same command skips every conversation whose complete sample is on disk (or, without a dump
 folder, that the server answered) and sends what is missing or partial again. The record
@@ -43,6 +47,11 @@ except ImportError:  # run from a checkout: the module is scripts/specforge_loss
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "..", "..", "scripts"))
     import specforge_loss_mask as slm
+try:
+    import request_dumps
+except ImportError:  # run from a checkout: the module is beside this file
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import request_dumps
 
 PROG = "sglang-hs-send"
 RECORD_NAME = ".hs_send_record.jsonl"
@@ -314,6 +323,39 @@ def unruns(spans, n):
     for a, b in spans:
         mask[a:b] = [1] * (b - a)
     return mask
+
+
+class Harvested:
+    """A sample made from a production server's request dump: its ids, mask and source."""
+
+    def __init__(self, item):
+        self.ids, self.mask, self.source = item.ids, item.mask, item.source
+
+
+def harvested(run):
+    """(where, rid, Harvested, None) for each sample of the request dumps, as conversations()
+    gives lines; requests that give none are counted by reason in run.reasons."""
+    args = run.args
+    options = request_dumps.Options(
+        keep_finish=args.keep_finish, sample_fraction=args.sample_fraction, seed=args.seed,
+        min_tokens=args.min_tokens, max_tokens=args.max_tokens or args.context_length and args.context_length - 1,
+        min_completion=args.min_completion, dedup=not args.no_dedup,
+        max_bytes=args.max_dump_size << 20, min_age=args.min_age,
+    )
+    paths = request_dumps.dump_files(args.request_dumps, min_age=args.min_age)
+    taken = 0
+    for item in request_dumps.harvest(paths, options, run.tokenizer, bad=run.bad_dump):
+        run.read += 1
+        if item.ids is None:
+            run.reasons[item.reason] = run.reasons.get(item.reason, 0) + 1
+            if item.reason == "malformed":
+                run.problem(item.where(), None, item.detail or "malformed")
+            continue
+        if args.max_requests is not None and taken >= args.max_requests:
+            return
+        taken += 1
+        run.progress.total = taken  # the samples found so far: the total grows as the dumps are read
+        yield item.where(), item.rid, Harvested(item), None
 
 
 # ---------------------------------------------------------------------------------------
@@ -789,6 +831,7 @@ class Run:
         self.stop = threading.Event()
         self.problems = []
         self.progress = None
+        self.reasons, self.read, self.bad_dumps = dict(), 0, []  # request dumps: skipped by reason
 
     def say(self, text):
         if self.progress is not None and self.progress.mode == "bar":
@@ -799,7 +842,15 @@ class Run:
         with self.lock:
             self.stats["failed"] += 1
             self.problems.append((line, rid, why))
-        self.say("%s:%d: skipped%s: %s" % (self.args.conversations, line, " (rid %s)" % rid if rid else "", why))
+        where = line if isinstance(line, str) else "%s:%d" % (self.args.conversations, line)
+        self.say("%s: skipped%s: %s" % (where, " (rid %s)" % rid if rid else "", why))
+
+    def bad_dump(self, path, why):
+        """A request dump refused as a whole (named; the exit status is then 1)."""
+        with self.lock:
+            self.stats["failed"] += 1
+            self.bad_dumps.append(path)
+        self.say("%s: not read: %s" % (request_dumps.quoted(path, 300), why))
 
     # --- the samples on disk
 
@@ -893,7 +944,7 @@ class Run:
     # --- sending
 
     def send_one(self, server, job):
-        line, rid, ids = job["line"], job["rid"], job["ids"]
+        rid, ids = job["rid"], job["ids"]
         body = dict(input_ids=ids, rid=rid, sampling_params=dict(max_new_tokens=1, temperature=0.0), stream=False)
         delay = 0.5
         for attempt in range(self.args.retries + 1):
@@ -950,6 +1001,8 @@ class Run:
         if is_int(prompt) and prompt != len(ids):
             self.say("rid %s: the server counted %d prompt tokens, %d were sent" % (rid, prompt, len(ids)))
         entry = dict(rid=rid, line=job["line"], tokens=len(ids), ids_sha256=job["digest"], mask=job["mask"])
+        if job.get("source"):
+            entry["source"] = job["source"]  # where a harvested sample came from
         self.record.write(event="sent", **entry)
         with self.lock:
             self.record.sent[rid] = entry
@@ -959,7 +1012,7 @@ class Run:
 
     def run(self):
         args = self.args
-        total = count_lines(args.conversations)
+        total = count_lines(args.conversations) if not args.request_dumps else 0
         self.progress = Progress(args.progress, total)
         server = Server(args.url, args.timeout) if not args.dry_run else None
         if self.folders is not None:
@@ -978,7 +1031,8 @@ class Run:
         seen = dict()
         interrupted = False
         try:
-            for line, rid, messages, tools in conversations(args.conversations):
+            source = harvested(self) if args.request_dumps else conversations(args.conversations)
+            for line, rid, messages, tools in source:
                 if self.stop.is_set():
                     break
                 if isinstance(messages, Skip):
@@ -989,7 +1043,7 @@ class Run:
                     continue
                 seen[rid] = line
                 try:
-                    ids, mask = render(self.tokenizer, messages, tools)
+                    ids, mask = (messages.ids, messages.mask) if isinstance(messages, Harvested) else render(self.tokenizer, messages, tools)
                     if args.context_length and len(ids) >= args.context_length:
                         raise Skip("%d tokens, the server's context length is %d" % (len(ids), args.context_length))
                 except Skip as exc:
@@ -1014,6 +1068,8 @@ class Run:
                     self.progress.show(self.stats)
                     continue
                 if args.dry_run:
+                    if isinstance(messages, Harvested):
+                        print(json.dumps(dict(rid=rid, tokens=len(ids), generated=sum(mask), source=messages.source), sort_keys=True))
                     with self.lock:
                         self.stats["done"] += 1
                         self.stats["tokens"] += len(ids)
@@ -1024,7 +1080,10 @@ class Run:
                         self.pending[rid] = (digest, spans, len(ids), line)
                 while not self.stop.is_set():
                     try:
-                        jobs.put(dict(line=line, rid=rid, ids=ids, digest=digest, mask=spans), timeout=0.2)
+                        job = dict(line=line, rid=rid, ids=ids, digest=digest, mask=spans)
+                        if isinstance(messages, Harvested):
+                            job["source"] = messages.source
+                        jobs.put(job, timeout=0.2)
                         break
                     except queue.Full:
                         continue
@@ -1083,6 +1142,8 @@ class Run:
         if s["duplicates"]:
             parts.append("%d duplicate samples removed" % s["duplicates"])
         out("; ".join(parts))
+        if self.args.request_dumps:
+            out(harvest_counts(self))
         if missing and not interrupted:
             shown = ", ".join("%s (line %s)" % (rid, want[3]) for rid, want in missing[:10])
             out(
@@ -1104,6 +1165,18 @@ class Run:
 def out(text):
     """One line of the summary on stdout, printable."""
     print("%s: %s" % (PROG, printable(text)), flush=True)
+
+
+def harvest_counts(run):
+    """The request dumps' line of the summary: what was read, what each skip reason took."""
+    taken = run.progress.total if run.progress is not None else 0
+    text = "request dumps: %d requests read, %d samples taken" % (run.read, taken or 0)
+    if run.bad_dumps:
+        text += ", %d files not read (named above)" % len(run.bad_dumps)
+    skipped = [(run.reasons[k], k) for k, _ in request_dumps.REASONS if run.reasons.get(k)]
+    if skipped:
+        text += "; skipped: " + ", ".join("%d %s" % (n, request_dumps.REASON_TEXT[k]) for n, k in skipped)
+    return text
 
 
 def masks_only(args):
@@ -1164,6 +1237,7 @@ def masks_only(args):
 def parse(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--conversations", help="JSONL: one conversation per line")
+    p.add_argument("--request-dumps", nargs="+", metavar="DIR", help="instead of --conversations: the *.pkl request dumps of production SGLang servers (their /configure_logging dump_requests_folder) under these folders")
     p.add_argument("--tokenizer", help="the model's tokenizer: a local folder (or a hub name)")
     p.add_argument("--chat-template", help="a Jinja chat template file, instead of the tokenizer's")
     p.add_argument("--url", default="http://127.0.0.1:30000", help="the server, or the router in front of several (default %(default)s)")
@@ -1179,6 +1253,17 @@ def parse(argv):
     p.add_argument("--python", help="the interpreter to run in (default python3; read by the command itself)")
     p.add_argument("--dry-run", action="store_true", help="render and check every conversation, send nothing")
     p.add_argument("--masks-only", action="store_true", help="set the masks in --dump-dir from the record; send nothing")
+    h = p.add_argument_group("request dumps (--request-dumps)")
+    h.add_argument("--keep-finish", default="stop", help="finish reasons kept, comma-separated: stop, length (default %(default)s; aborted requests are never kept)")
+    h.add_argument("--sample-fraction", type=float, default=1.0, help="keep this fraction of the requests, chosen by --seed (default %(default)s)")
+    h.add_argument("--seed", default="0", help="the seed of --sample-fraction (default %(default)s)")
+    h.add_argument("--min-tokens", type=int, default=2, help="skip samples of fewer tokens, prompt and completion (default %(default)s)")
+    h.add_argument("--max-tokens", type=int, help="skip samples of more tokens (default: under --context-length)")
+    h.add_argument("--min-completion", type=int, default=1, help="skip completions of fewer generated tokens (default %(default)s)")
+    h.add_argument("--no-dedup", action="store_true", help="keep a prompt and completion seen before (default: the first only)")
+    h.add_argument("--max-requests", type=int, help="take at most this many samples")
+    h.add_argument("--min-age", type=float, default=60.0, help="skip dump files modified less than this many seconds ago: still being written (default %(default)s)")
+    h.add_argument("--max-dump-size", type=int, default=request_dumps.DEFAULT_MAX_BYTES >> 20, help="MiB: larger dump files are not read (default %(default)s)")
     args = p.parse_args(argv)
     if args.record is None:
         if not args.dump_dir:
@@ -1188,8 +1273,22 @@ def parse(argv):
         if not args.dump_dir:
             p.error("--masks-only needs --dump-dir")
         return args
-    if not args.conversations or not args.tokenizer:
-        p.error("--conversations and --tokenizer are needed")
+    if args.request_dumps:
+        if args.conversations:
+            p.error("--request-dumps and --conversations are two inputs: give one")
+        kept = [k.strip() for k in args.keep_finish.split(",") if k.strip()]
+        if not kept or any(k not in ("stop", "length") for k in kept):
+            p.error("--keep-finish takes stop and/or length")
+        args.keep_finish = kept
+        if not 0.0 < args.sample_fraction <= 1.0:
+            p.error("--sample-fraction must be over 0 and at most 1")
+        if args.max_requests is not None and args.max_requests < 0 or args.min_age < 0 or args.max_dump_size < 1:
+            p.error("--max-requests and --min-age must be 0 or more, --max-dump-size 1 or more")
+        for d in args.request_dumps:
+            if not os.path.isdir(d):
+                p.error("--request-dumps %s: not a folder" % d)
+    elif not args.conversations or not args.tokenizer:
+        p.error("--conversations and --tokenizer are needed (or --request-dumps DIR)")
     if args.concurrency < 1 or args.retries < 0:
         p.error("--concurrency must be 1 or more, --retries 0 or more")
     try:
@@ -1234,9 +1333,11 @@ def main(argv=None):
     try:
         if args.masks_only:
             return masks_only(args)
-        open_input(args.conversations).close()
-        tokenizer = load_tokenizer(args)
-        if tokenizer is None:
+        if not args.request_dumps:
+            open_input(args.conversations).close()
+        # request dumps need the tokenizer only for requests that came as text
+        tokenizer = load_tokenizer(args) if args.tokenizer else None
+        if tokenizer is None and args.tokenizer:
             return 2
         try:
             run = Run(args, tokenizer)
