@@ -1,6 +1,8 @@
 //! One recipe over several files, as one change: every file is read and patched (or reverted) in
 //! memory first ([`Batch::run`]); only when every file succeeded are the changed ones written,
-//! all or nothing ([`Batch::write`], through [`crate::files::write_all`]).
+//! all or nothing ([`Batch::write`], through [`crate::files::write_all`]). A folder's files are
+//! read where one walk met them, never by a path resolved again: [`Tree`] offers the same walk
+//! and reads to other programs.
 //!
 //! ```
 //! use pysplice::batch::{Batch, Op};
@@ -28,7 +30,11 @@
 
 mod glob;
 mod scope;
+mod tree;
 mod walk;
+
+pub use tree::Tree;
+pub use walk::WalkedFile;
 
 use std::path::{Path, PathBuf};
 
