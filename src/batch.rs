@@ -413,8 +413,10 @@ fn chosen_by_selectors(
         conventions: recipe.conventions.clone(),
     };
     for folder in paths.iter().filter(|p| is_folder(p)) {
-        let project = match crate::project::Project::scan_with(folder, &options) {
-            Ok(project) => project,
+        // The whole folder (`exclude` leaves files out of the run, not out of the class graph),
+        // read through a walk's handles like the run's own files: nothing outside it is read.
+        let project = match Tree::walk(folder, &RunOptions::default()) {
+            Ok(tree) => crate::project::Project::scan_tree(&tree, &options),
             Err(err) => {
                 errors.push(err);
                 continue;
