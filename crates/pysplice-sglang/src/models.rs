@@ -178,15 +178,20 @@ pub struct FilePatch {
 pub(crate) mod faults {
     use std::cell::RefCell;
 
+    /// What a hook holds: the code to run, if any.
+    pub(crate) type Hook = RefCell<Option<Box<dyn Fn()>>>;
+    /// A hook of this thread.
+    pub(crate) type At = &'static std::thread::LocalKey<Hook>;
+
     thread_local! {
         /// Runs after the folder is walked, before any file is read.
-        pub(crate) static AFTER_WALK: RefCell<Option<Box<dyn Fn()>>> = RefCell::new(None);
+        pub(crate) static AFTER_WALK: Hook = RefCell::new(None);
         /// Runs after the files are scanned and selected from, before the files to patch are read.
-        pub(crate) static AFTER_SCAN: RefCell<Option<Box<dyn Fn()>>> = RefCell::new(None);
+        pub(crate) static AFTER_SCAN: Hook = RefCell::new(None);
     }
 
     /// Runs the hook `at` holds, if any.
-    pub(crate) fn run(at: &'static std::thread::LocalKey<RefCell<Option<Box<dyn Fn()>>>>) {
+    pub(crate) fn run(at: At) {
         at.with(|hook| {
             if let Some(hook) = hook.borrow().as_ref() {
                 hook();

@@ -50,11 +50,7 @@ fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 /// Runs `patch` on every architecture of a fresh pair of folders with `swap` (given the models
 /// folder and its twin) run at the hook `at`; checks that the outside twin is untouched and
 /// that no patch holds its text. Gives the error and the models folder.
-fn swapped(
-    in_sub: bool,
-    at: &'static std::thread::LocalKey<std::cell::RefCell<Option<Box<dyn Fn()>>>>,
-    swap: fn(&Path, &Path),
-) -> (pysplice::Error, PathBuf) {
+fn swapped(in_sub: bool, at: faults::At, swap: fn(&Path, &Path)) -> (pysplice::Error, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let (models, outside) = folders(dir.path(), in_sub);
     let before = snapshot(&outside);
