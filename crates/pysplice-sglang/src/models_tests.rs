@@ -1,6 +1,7 @@
 //! A models folder whose files or sub-folders are swapped for links to a twin outside it, at
 //! each step of a run (after the walk, after the scan): the outside file is never read into a
-//! patch, never written, and the error names the file.
+//! patch, never written, and the error names the file. A file changed in place after the scan is
+//! refused too: the selection was made from another text.
 
 #![cfg(unix)]
 
@@ -116,4 +117,16 @@ fn a_model_file_that_is_a_link_is_an_error_never_followed() {
     assert_eq!(err.location().file, models.join("llama.py").display().to_string());
     assert_eq!((err.location().line, err.location().column), (1, 1));
     assert_eq!(snapshot(&outside), before, "the outside folder changed");
+}
+
+#[test]
+fn a_model_file_changed_in_place_after_the_scan_is_refused() {
+    // The same file (same inode), another text than the selection was made from.
+    let (err, models) = swapped(false, &faults::AFTER_SCAN, |models, _| {
+        let file = models.join("llama.py");
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, text + "\nCHANGED = 1\n").unwrap();
+    });
+    assert!(matches!(err.kind(), ErrorKind::Changed), "{err}");
+    assert_eq!(err.location().file, models.join("llama.py").display().to_string());
 }
