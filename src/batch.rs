@@ -1,6 +1,8 @@
 //! One recipe over several files, as one change: every file is read and patched (or reverted) in
 //! memory first ([`Batch::run`]); only when every file succeeded are the changed ones written,
-//! all or nothing ([`Batch::write`], through [`crate::files::write_all`]).
+//! all or nothing ([`Batch::write`], through [`crate::files::write_all`]). A folder's files are
+//! read where one walk met them, never by a path resolved again: [`Tree`] offers the same walk
+//! and reads to other programs.
 //!
 //! ```
 //! use pysplice::batch::{Batch, Op};
@@ -28,7 +30,11 @@
 
 mod glob;
 mod scope;
+mod tree;
 mod walk;
+
+pub use tree::Tree;
+pub use walk::WalkedFile;
 
 use std::path::{Path, PathBuf};
 
@@ -407,8 +413,10 @@ fn chosen_by_selectors(
         conventions: recipe.conventions.clone(),
     };
     for folder in paths.iter().filter(|p| is_folder(p)) {
-        let project = match crate::project::Project::scan_with(folder, &options) {
-            Ok(project) => project,
+        // The whole folder (`exclude` leaves files out of the run, not out of the class graph),
+        // read through a walk's handles like the run's own files: nothing outside it is read.
+        let project = match Tree::walk(folder, &RunOptions::default()) {
+            Ok(tree) => crate::project::Project::scan_tree(&tree, &options),
             Err(err) => {
                 errors.push(err);
                 continue;

@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use super::glob;
 use crate::error::{Error, ErrorKind, Location};
-use crate::files::{path_name, Folder, Spot};
+use crate::files::{path_name, DiskFile, Folder, Spot};
 
 /// How deep a tree may nest: deeper is refused rather than walked (no real package comes near).
 const MAX_DEPTH: usize = 256;
 
-/// A `.py` file a walk met.
-#[derive(Debug)]
-pub(crate) struct WalkedFile {
+/// A `.py` file a walk met: its names, and where it is (the open folder, its name there, the
+/// device and inode seen), the only way it is read ([`WalkedFile::read`]).
+#[derive(Clone, Debug)]
+pub struct WalkedFile {
     /// Its path: the folder given, joined with the names below it.
     pub(crate) path: PathBuf,
     /// Its path below the folder given, `/`-separated (for globs and module names).
@@ -31,6 +32,38 @@ pub(crate) struct Walked {
     pub(crate) files: Vec<WalkedFile>,
     /// Symbolic links not followed, with what they point to.
     pub(crate) links: Vec<(PathBuf, PathBuf)>,
+    /// Folders named `*.py` (walked as folders): no module Python imports, but a name that says
+    /// it should be one, which a project scan reports.
+    pub(crate) py_folders: Vec<PathBuf>,
+}
+
+impl WalkedFile {
+    /// Its path: the folder walked joined with the names below it (for messages; never opened).
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its path below the folder walked, `/`-separated (a name that is not UTF-8 shows U+FFFD
+    /// here; [`WalkedFile::path`] has its bytes).
+    #[must_use]
+    pub fn relative(&self) -> &str {
+        &self.rel
+    }
+
+    /// Reads the file where the walk met it: relative to its folder's open handle, never
+    /// through a link (`O_NOFOLLOW`), only when the name still names the file walked (same
+    /// device and inode) in a folder still in its place. Writing the [`DiskFile`] keeps to
+    /// that same handle.
+    ///
+    /// # Errors
+    /// [`ErrorKind::FileReplaced`] (at the file) when the name now names a link, another file
+    /// or nothing; [`ErrorKind::FolderReplaced`] when its folder was moved or swapped for a
+    /// link; then those of [`DiskFile::read`] ([`ErrorKind::NotRegular`],
+    /// [`ErrorKind::TooLarge`], [`ErrorKind::NotUtf8`], [`ErrorKind::Io`]).
+    pub fn read(&self) -> Result<DiskFile, Error> {
+        DiskFile::read_in(&self.spot, &self.path)
+    }
 }
 
 /// Walks `root` (a folder; a link given as the root is followed, once, since it was named),
@@ -82,6 +115,9 @@ pub(crate) fn walk(root: &Path, exclude: &[String]) -> Result<Walked, Error> {
             } else if entry.dir {
                 if text.starts_with('.') || text == "__pycache__" {
                     continue;
+                }
+                if is_py {
+                    walked.py_folders.push(path.clone());
                 }
                 let replaced = || {
                     ErrorKind::FolderReplaced {

@@ -62,8 +62,29 @@ pub fn workspace_edits(files: Vec<(Uri, Option<i32>, Vec<TextEdit>)>, document_c
     }
 }
 
-/// The most `.py` files a workspace command looks at.
+/// The most `.py` files a workspace command looks at: the default, and the most
+/// `initializationOptions.maxWorkspaceFiles` may ask for.
 pub const MAX_WORKSPACE_FILES: usize = 50_000;
+
+/// The most `.py` files a workspace command looks at: `initializationOptions.maxWorkspaceFiles`
+/// when it is a whole number from 1 to [`MAX_WORKSPACE_FILES`] (a lower limit, for a slow machine),
+/// else [`MAX_WORKSPACE_FILES`]; with the problem to report when the option is given but is not
+/// such a number (a larger one is never taken: the limit bounds the work a workspace can ask for).
+pub fn workspace_limit(options: Option<&serde_json::Value>) -> (usize, Option<String>) {
+    let Some(given) = options.and_then(|o| o.get("maxWorkspaceFiles")) else {
+        return (MAX_WORKSPACE_FILES, None);
+    };
+    match given.as_u64() {
+        Some(n) if (1..=MAX_WORKSPACE_FILES as u64).contains(&n) => (n as usize, None),
+        _ => {
+            let shown = pysplice::shown(&given.to_string());
+            let problem = format!(
+                "initializationOptions.maxWorkspaceFiles must be a whole number from 1 to {MAX_WORKSPACE_FILES}, not {shown}; {MAX_WORKSPACE_FILES} is used"
+            );
+            (MAX_WORKSPACE_FILES, Some(problem))
+        }
+    }
+}
 
 /// The `.py` files under `root`, sorted, skipping hidden folders, virtual environments, caches and
 /// build output (links not followed): the first `limit` found, and how many more were left out.

@@ -309,5 +309,8 @@ fn load_config(root: Option<&Path>, options: Option<&serde_json::Value>) -> Reci
         let problem = "initializationOptions.recipes must be a list of paths".to_string();
         config.problems.insert(0, problem);
     }
+    if let (_, Some(problem)) = crate::convert::workspace_limit(options) {
+        config.problems.insert(0, problem);
+    }
     config
 }

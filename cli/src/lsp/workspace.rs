@@ -19,7 +19,7 @@ use lsp_types::{MessageActionItem, MessageType, ShowMessageRequestParams, Uri};
 use pysplice::document::{Document, TextEdit};
 use pysplice::{ParsedFile, Recipe, SourceFile, Target};
 
-use crate::convert::{path_uri, python_files, workspace_edits, MAX_WORKSPACE_FILES};
+use crate::convert::{path_uri, python_files, workspace_edits, workspace_limit};
 use crate::server::Server;
 
 /// The command that lists the configured recipes: `[{"id", "summary"}]`.
@@ -55,14 +55,16 @@ struct FileText {
 struct Run {
     changes: Vec<(Uri, Option<i32>, Vec<TextEdit>)>,
     failed: Vec<String>,
-    /// The `.py` files over [`MAX_WORKSPACE_FILES`], not looked at.
+    /// The most `.py` files looked at ([`workspace_limit`]).
+    limit: usize,
+    /// The `.py` files over the limit, not looked at.
     left_out: usize,
 }
 
 /// What the client is told when a workspace has more `.py` files than a command looks at.
-fn left_out_message(left_out: usize) -> String {
+fn left_out_message(limit: usize, left_out: usize) -> String {
     format!(
-        "pysplice: the workspace has more than {MAX_WORKSPACE_FILES} Python files; the recipe was applied to the first {MAX_WORKSPACE_FILES} found, {left_out} were left out (open a smaller folder, or run `pysplice apply` on the folders in question)"
+        "pysplice: the workspace has more than {limit} Python files; the recipe was applied to the first {limit} found, {left_out} were left out (open a smaller folder, or run `pysplice apply` on the folders in question)"
     )
 }
 
@@ -129,8 +131,10 @@ impl Server<'_> {
             ));
         };
         let root = self.workspace_folder()?;
-        let (paths, left_out) = python_files(&root, MAX_WORKSPACE_FILES);
+        let (limit, _) = workspace_limit(self.options.as_ref());
+        let (paths, left_out) = python_files(&root, limit);
         let mut run = Run {
+            limit,
             left_out,
             ..Run::default()
         };
@@ -147,8 +151,10 @@ impl Server<'_> {
     fn apply_by_target(&mut self, command: RequestId) -> Answer {
         let root = self.workspace_folder()?;
         let recipes = self.recipes.clone();
-        let (paths, left_out) = python_files(&root, MAX_WORKSPACE_FILES);
+        let (limit, _) = workspace_limit(self.options.as_ref());
+        let (paths, left_out) = python_files(&root, limit);
         let mut run = Run {
+            limit,
             left_out,
             ..Run::default()
         };
@@ -330,7 +336,7 @@ impl Server<'_> {
     /// "left_out": count}`; files left out over the limit are also shown as a warning.
     fn send_run(&mut self, run: Run, recipes: Vec<String>) -> serde_json::Value {
         if run.left_out > 0 {
-            self.show(MessageType::WARNING, left_out_message(run.left_out));
+            self.show(MessageType::WARNING, left_out_message(run.limit, run.left_out));
         }
         let files: Vec<&str> = run.changes.iter().map(|(uri, _, _)| uri.as_str()).collect();
         let only = match recipes.as_slice() {
@@ -400,12 +406,34 @@ mod tests {
         let (kept, left_out) = python_files(dir.path(), 3);
         assert_eq!((kept.len(), left_out), (3, 2));
         assert_eq!(python_files(dir.path(), 5).1, 0);
-        let message = left_out_message(2);
-        assert!(
-            message.contains(&format!("more than {MAX_WORKSPACE_FILES} Python files")),
-            "{message}"
-        );
+        let message = left_out_message(3, 2);
+        assert!(message.contains("more than 3 Python files"), "{message}");
         assert!(message.contains("2 were left out"), "{message}");
+    }
+
+    #[test]
+    fn the_workspace_limit_may_be_lowered_never_raised() {
+        use crate::convert::MAX_WORKSPACE_FILES;
+        assert_eq!(MAX_WORKSPACE_FILES, 50_000);
+        assert_eq!(workspace_limit(None), (MAX_WORKSPACE_FILES, None));
+        let options = |value: serde_json::Value| Some(serde_json::json!({ "maxWorkspaceFiles": value }));
+        assert_eq!(workspace_limit(options(3.into()).as_ref()), (3, None));
+        assert_eq!(
+            workspace_limit(options(MAX_WORKSPACE_FILES.into()).as_ref()).0,
+            MAX_WORKSPACE_FILES
+        );
+        let bad: [serde_json::Value; 5] = [
+            0.into(),
+            (MAX_WORKSPACE_FILES + 1).into(),
+            (-1).into(),
+            "9".into(),
+            2.5.into(),
+        ];
+        for bad in bad {
+            let (limit, problem) = workspace_limit(options(bad).as_ref());
+            assert_eq!(limit, MAX_WORKSPACE_FILES);
+            assert!(problem.is_some_and(|p| p.contains("from 1 to 50000")));
+        }
     }
 
     #[test]

@@ -54,6 +54,11 @@ const OTHER: &str = "class Other:\n    def run(self):\n        return 1\n";
 
 /// A workspace with both recipes configured and `files` written; a started, initialized client.
 fn workspace(files: &[(&str, &str)]) -> (std::path::PathBuf, Client) {
+    workspace_with(files, None)
+}
+
+/// [`workspace`], the server given `options` as `initializationOptions`.
+fn workspace_with(files: &[(&str, &str)], options: Option<serde_json::Value>) -> (std::path::PathBuf, Client) {
     let dir = temp_dir();
     std::fs::write(dir.join("count.toml"), COUNT).unwrap();
     std::fs::write(dir.join("trace.toml"), TRACE).unwrap();
@@ -66,14 +71,15 @@ fn workspace(files: &[(&str, &str)]) -> (std::path::PathBuf, Client) {
         std::fs::write(dir.join(name), text).unwrap();
     }
     let mut client = Client::start(&dir);
-    let init = client.request(
-        "initialize",
-        json!({
-            "processId": null,
-            "rootUri": uri(&dir, ""),
-            "capabilities": {"workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}}},
-        }),
-    );
+    let mut params = json!({
+        "processId": null,
+        "rootUri": uri(&dir, ""),
+        "capabilities": {"workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}}},
+    });
+    if let Some(options) = options {
+        params["initializationOptions"] = options;
+    }
+    let init = client.request("initialize", params);
     let commands = &init["result"]["capabilities"]["executeCommandProvider"]["commands"];
     assert!(
         commands
@@ -325,11 +331,13 @@ fn the_recipes_are_listed_for_a_picker() {
 }
 
 /// A workspace with more `.py` files than the command looks at: the answer counts those left
-/// out, and a warning names the limit and the count.
+/// out, and a warning names the limit and the count. The limit lowered to a few files
+/// (`maxWorkspaceFiles`; the default of 50,000 and the cap on the option are unit tests of
+/// `lsp/workspace.rs`), so that the workspace is small.
 #[test]
 fn files_over_the_limit_are_counted_and_said() {
-    const LIMIT: usize = 50_000;
-    let (dir, mut client) = workspace(&[]);
+    const LIMIT: usize = 5;
+    let (dir, mut client) = workspace_with(&[], Some(json!({ "maxWorkspaceFiles": LIMIT })));
     let many = dir.join("many");
     std::fs::create_dir(&many).unwrap();
     for i in 0..LIMIT + 2 {

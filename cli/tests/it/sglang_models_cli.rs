@@ -486,17 +486,17 @@ fn other_unreadable_entries_of_a_models_folder_are_errors() {
         (
             "fifo",
             &|| assert!(Command::new("mkfifo").arg(&odd).status().unwrap().success()),
-            "a FIFO (named pipe), not a regular file",
+            ":1:1: a FIFO (named pipe), not a regular file",
         ),
         (
             "folder",
             &|| std::fs::create_dir(&odd).unwrap(),
-            "a directory, not a regular file",
+            ":1:1: a directory, not a regular file",
         ),
         (
             "dangling link",
             &|| std::os::unix::fs::symlink("gone.py", &odd).unwrap(),
-            "cannot read: No such file or directory",
+            ": cannot read the link: No such file or directory",
         ),
     ];
     for (what, make, message) in cases {
@@ -504,7 +504,7 @@ fn other_unreadable_entries_of_a_models_folder_are_errors() {
         for mode in ["--revert", "--check", "--dry-run"] {
             let out = run(&[path, "--arch", "all", mode]);
             assert_eq!(out.status.code(), Some(2), "{what} {mode}: {}", text(&out));
-            let expected = format!("{}:1:1: {message}", odd.display());
+            let expected = format!("{}{message}", odd.display());
             assert!(text(&out).contains(&expected), "{what} {mode}: {}", text(&out));
         }
         let out = run(&[path, "--arch", "Qwen3MoeForCausalLM", "--revert"]);
@@ -525,7 +525,7 @@ fn other_unreadable_entries_of_a_models_folder_are_errors() {
     let out = run_unprivileged(&[path, "--arch", "all", "--revert"]);
     std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let expected = format!("{}: cannot read the directory: Permission denied", sub.display());
+    let expected = format!("{}: cannot read the folder: Permission denied", sub.display());
     assert!(text(&out).contains(&expected), "{}", text(&out));
     assert_eq!(snapshot(&models), patched, "a file was written");
 }

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use pysplice::batch::{RunOptions, Tree};
 use pysplice::engine::{apply, revert, Patched};
 use pysplice::error::{Error, ErrorKind, Location, SelectionReason};
 use pysplice::project::select::{self, Selection};
@@ -171,6 +172,68 @@ pub struct FilePatch {
     pub patched: Patched,
 }
 
+/// Test hooks: what runs between the steps of a run on a models folder, to swap its files
+/// deterministically.
+#[cfg(test)]
+pub(crate) mod faults {
+    use std::cell::RefCell;
+
+    /// What a hook holds: the code to run, if any.
+    pub(crate) type Hook = RefCell<Option<Box<dyn Fn()>>>;
+    /// A hook of this thread.
+    pub(crate) type At = &'static std::thread::LocalKey<Hook>;
+
+    thread_local! {
+        /// Runs after the folder is walked, before any file is read.
+        pub(crate) static AFTER_WALK: Hook = RefCell::new(None);
+        /// Runs after the files are scanned and selected from, before the files to patch are read.
+        pub(crate) static AFTER_SCAN: Hook = RefCell::new(None);
+    }
+
+    /// Runs the hook `at` holds, if any.
+    pub(crate) fn run(at: At) {
+        at.with(|hook| {
+            if let Some(hook) = hook.borrow().as_ref() {
+                hook();
+            }
+        });
+    }
+}
+
+/// `models_dir` walked once, and its project read through the walk's handles: every file is
+/// read (for the selection, and again to be patched) where that walk met it, so that a file or a
+/// sub-folder swapped for a link meanwhile is an error naming the file and nothing outside the
+/// folder is ever read; a `.py` entry that is a link is an error too (never followed).
+///
+/// # Errors
+/// Those of [`Tree::walk`]; the first of [`Project::unreadable`].
+fn load(recipe: &Recipe, models_dir: &Path) -> Result<(Tree, Project), Error> {
+    let tree = Tree::walk(models_dir, &RunOptions::default())?;
+    #[cfg(test)]
+    faults::run(&faults::AFTER_WALK);
+    let options = ScanOptions::default().with_conventions(recipe.conventions.clone());
+    let project = Project::scan_tree(&tree, &options);
+    if let Some(err) = project.unreadable().first() {
+        return Err((*err).clone());
+    }
+    Ok((tree, project))
+}
+
+/// Reads the file at `rel` of a [`load`]ed folder to patch it: where the walk met it, holding
+/// the text the selection was made from (otherwise [`ErrorKind::Changed`], naming it).
+fn read_to_patch(tree: &Tree, project: &Project, rel: &str) -> Result<DiskFile, Error> {
+    let disk = tree.read(rel)?;
+    let scanned = project
+        .files()
+        .iter()
+        .find(|p| p.relative_path() == rel)
+        .and_then(|p| p.text_read());
+    if scanned.is_some_and(|text| text != disk.source().text()) {
+        return Err(ErrorKind::Changed.at(Location::new(disk.source().name(), 1, 1)));
+    }
+    Ok(disk)
+}
+
 /// Selects the architectures in `models_dir` and patches (or reverts) in memory every file that
 /// `wanted` needs (`None`: every architecture; reverting every architecture also takes in every
 /// other file that carries the recipe's markers). Nothing is written.
@@ -178,11 +241,14 @@ pub struct FilePatch {
 /// Every `.py` file of the folder must be readable: one that is not may define a class an
 /// architecture needs or carry the recipe's markers, so it is an error naming it, never a file
 /// passed over (which would skip architectures for a wrong reason, or leave a file patched after
-/// a revert that reports success).
+/// a revert that reports success). Files are read only where one walk of the folder met them
+/// ([`pysplice::batch::Tree`]): never through a symbolic link, never outside the folder.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] when the folder, a sub-folder or a file cannot be read (also
-/// [`ErrorKind::NotRegular`], [`ErrorKind::TooLarge`], [`ErrorKind::NotUtf8`] for a file);
+/// [`ErrorKind::NotRegular`], [`ErrorKind::TooLarge`], [`ErrorKind::NotUtf8`] for a file, a `.py`
+/// link or folder); [`ErrorKind::FileReplaced`] or [`ErrorKind::FolderReplaced`], naming the
+/// file, for a file or a folder swapped (for a link, another file) since the walk;
 /// [`ErrorKind::Selection`] for an architecture that is unknown or cannot be patched; the first
 /// file's error (with its path) when a hook cannot be placed or the markers were edited.
 pub fn patch(
@@ -191,11 +257,7 @@ pub fn patch(
     wanted: Option<&[String]>,
     mode: Mode,
 ) -> Result<(Selection, Vec<FilePatch>), Error> {
-    let options = ScanOptions::default().with_conventions(recipe.conventions.clone());
-    let project = Project::scan_with(models_dir, &options)?;
-    if let Some(err) = project.unreadable().first() {
-        return Err((*err).clone());
-    }
+    let (tree, project) = load(recipe, models_dir)?;
     let selection = select::select(&project, recipe);
     let root = models_dir.display().to_string();
     if let Some(names) = wanted {
@@ -218,15 +280,11 @@ pub fn patch(
             }
         }
     }
+    #[cfg(test)]
+    faults::run(&faults::AFTER_SCAN);
     let mut out = Vec::with_capacity(files.len());
     for f in files {
-        // The path scanned (the relative name is for people and may have lost bytes).
-        let path = project
-            .files()
-            .iter()
-            .find(|p| p.relative_path() == f.file)
-            .map_or_else(|| models_dir.join(&f.file), |p| p.path().to_path_buf());
-        let disk = DiskFile::read(&path)?;
+        let disk = read_to_patch(&tree, &project, &f.file)?;
         let patched = match mode {
             Mode::Apply => apply(&f.recipe, disk.source().clone())?,
             Mode::Revert => revert(&f.recipe, disk.source().clone())?,
@@ -280,11 +338,7 @@ fn defines_class(line: &str, name: &str) -> bool {
 /// # Errors
 /// As [`patch`]: the folder or one of its `.py` files cannot be read.
 pub fn marked_files(recipe: &Recipe, models_dir: &Path) -> Result<Vec<String>, Error> {
-    let options = ScanOptions::default().with_conventions(recipe.conventions.clone());
-    let project = Project::scan_with(models_dir, &options)?;
-    if let Some(err) = project.unreadable().first() {
-        return Err((*err).clone());
-    }
+    let (_, project) = load(recipe, models_dir)?;
     let mut out: Vec<String> = project
         .files()
         .iter()
@@ -351,8 +405,7 @@ pub fn patch_marked(
         patches.retain(|p| marked.contains(&p.relative));
         return Ok((selection, patches, Vec::new()));
     }
-    let options = ScanOptions::default().with_conventions(recipe.conventions.clone());
-    let project = Project::scan_with(models_dir, &options)?;
+    let (_, project) = load(recipe, models_dir)?;
     let selection = select::select(&project, recipe);
     let texts: Vec<(String, String)> = project
         .files()
@@ -403,3 +456,7 @@ pub fn usage_error(path: &Path, message: String) -> Error {
     }
     .at(Location::whole(path.display().to_string()))
 }
+
+#[cfg(test)]
+#[path = "models_tests.rs"]
+mod tests;
