@@ -12,7 +12,7 @@ use crate::parse::parse_snippet;
 use crate::pattern::Pattern;
 use crate::source::SourceFile;
 use crate::syntax::{is_identifier, kind};
-use crate::template::{Bindings, Captures, Parameters, Template, MAX_RENDERED_BYTES};
+use crate::template::{Bindings, Capture, Captures, Parameters, Template, MAX_RENDERED_BYTES};
 
 use super::raw::{RawAt, RawHook, RawIn};
 use super::{check_id, check_line, key_offset, spec_error, MAX_RECIPE_CODE_BYTES};
@@ -143,7 +143,7 @@ impl HookTable<'_> {
         let probes: Captures = captures
             .unwrap_or_default()
             .iter()
-            .map(|name| (name.clone(), format!("__capture_{name}__")))
+            .map(|name| (name.clone(), Capture::text(format!("__capture_{name}__"))))
             .collect();
         let bindings = Bindings {
             value: Some("__value__"),
