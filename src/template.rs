@@ -179,7 +179,7 @@ impl Template {
         self.pieces(vars, bindings, &mut |piece| {
             let n = match piece {
                 Piece::Text(text) => text.len(),
-                Piece::Expression(capture) => capture.text.len(),
+                Piece::Capture(_, capture) => capture.text.len(),
                 Piece::Literal(text) => {
                     let key = text.as_ptr();
                     match literal_lens.iter().find(|(k, _)| *k == key) {
@@ -243,12 +243,12 @@ impl Template {
     fn parenthesized(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>, len: usize) -> Vec<bool> {
         let mut kinds = Vec::new();
         self.pieces(vars, bindings, &mut |piece| {
-            if let Piece::Expression(capture) = piece {
+            if let Piece::Capture(_, capture) = piece {
                 kinds.push(capture.expression);
             }
         });
         let mut wrap = vec![false; kinds.len()];
-        if kinds.is_empty() {
+        if kinds.iter().all(Option::is_none) {
             return wrap;
         }
         let (probed, _) = self.write(vars, bindings, len, &Insert::Probe);
@@ -277,8 +277,8 @@ impl Template {
         wrap
     }
 
-    /// The rendered text, `capacity` bytes reserved, each expression capture written as `insert`
-    /// says; with where each one's own text lies in it.
+    /// The rendered text, `capacity` bytes reserved, each capture of an expression written as
+    /// `insert` says; with where each `{$NAME}`'s own text lies in it, in order.
     fn write(
         &self,
         vars: &BTreeMap<String, String>,
@@ -291,7 +291,7 @@ impl Template {
         self.pieces(vars, bindings, &mut |piece| match piece {
             Piece::Text(text) => out.push_str(text),
             Piece::Literal(text) => push_literal(&mut out, text),
-            Piece::Expression(capture) => {
+            Piece::Capture(_, capture) => {
                 let i = spans.len();
                 let wrapped = matches!(insert, Insert::Wrapped(wrap) if wrap.get(i) == Some(&true));
                 if wrapped {
@@ -299,10 +299,10 @@ impl Template {
                 }
                 let start = out.len();
                 match insert {
-                    Insert::Probe => {
+                    Insert::Probe if capture.expression.is_some() => {
                         let _ = write!(out, "{PROBE_PREFIX}{i}__");
                     }
-                    Insert::AsWritten | Insert::Wrapped(_) => out.push_str(&capture.text),
+                    _ => out.push_str(&capture.text),
                 }
                 spans.push(start..out.len());
                 if wrapped {
@@ -313,9 +313,32 @@ impl Template {
         (out, spans)
     }
 
+    /// The text rendered with every capture as written, and where each `{$NAME}` (not
+    /// `{$NAME!r}`) went in it, with its name: to tell where in the code a capture lands.
+    pub(crate) fn capture_spans<'s>(
+        &'s self,
+        vars: &BTreeMap<String, String>,
+        bindings: &Bindings<'_>,
+    ) -> (String, Vec<(Range<usize>, &'s str)>) {
+        let mut names = Vec::new();
+        self.pieces(vars, bindings, &mut |piece| {
+            if let Piece::Capture(name, _) = piece {
+                names.push(name);
+            }
+        });
+        let len = self.rendered_len(vars, bindings).unwrap_or(0);
+        let (text, spans) = self.write(vars, bindings, len.min(MAX_RENDERED_BYTES), &Insert::AsWritten);
+        (text, spans.into_iter().zip(names).collect())
+    }
+
     /// Calls `emit` with the rendered text piece by piece: literal runs, unescaped braces and
     /// the values of placeholders (never rendered again: a variable's value is taken as written).
-    fn pieces(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>, emit: &mut dyn FnMut(Piece<'_>)) {
+    fn pieces<'t>(
+        &'t self,
+        vars: &BTreeMap<String, String>,
+        bindings: &Bindings<'_>,
+        emit: &mut dyn FnMut(Piece<'t, '_>),
+    ) {
         let text_of = |text| Piece::Text(text);
         let text = &self.text;
         let mut i = 0;
@@ -338,8 +361,8 @@ impl Template {
                         emit(Piece::Literal(value));
                         i += end + 1;
                     }
-                    Some((end, Value::Expression(capture))) => {
-                        emit(Piece::Expression(capture));
+                    Some((end, Value::Capture(capture))) => {
+                        emit(Piece::Capture(&text[i + 2..i + end], capture));
                         i += end + 1;
                     }
                     None => {
@@ -408,21 +431,20 @@ fn is_capture_name(name: &str) -> bool {
     !name.is_empty() && name != "_" && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
-/// A piece of rendered text: as it is, to be written as a Python string literal, or a capture of
-/// an expression (as written or in parentheses).
+/// A piece of rendered text: as it is, to be written as a Python string literal, or what
+/// `{$NAME}` stands for (with the name; an expression as written or in parentheses).
 #[derive(Clone, Copy)]
-enum Piece<'s> {
+enum Piece<'t, 's> {
     Text(&'s str),
     Literal(&'s str),
-    Expression(&'s Capture),
+    Capture(&'t str, &'s Capture),
 }
 
-/// What a placeholder is replaced by: text as it is, as a Python string literal, or a capture of
-/// an expression.
+/// What a placeholder is replaced by: text as it is, as a Python string literal, or a capture.
 enum Value<'s> {
     Text(&'s str),
     Literal(&'s str),
-    Expression(&'s Capture),
+    Capture(&'s Capture),
 }
 
 /// How [`Template::write`] writes the captures of expressions.
@@ -464,10 +486,7 @@ fn lookup<'s>(name: &str, vars: &'s BTreeMap<String, String>, bindings: &Binding
     if let Some(capture) = name.strip_prefix('$') {
         return match capture.strip_suffix("!r") {
             Some(capture) => bindings.captures.get(capture).map(|c| Value::Literal(&c.text)),
-            None => bindings.captures.get(capture).map(|c| match c.expression {
-                Some(_) => Value::Expression(c),
-                None => Value::Text(&c.text),
-            }),
+            None => bindings.captures.get(capture).map(Value::Capture),
         };
     }
     if let Some(key) = name.strip_prefix("param.") {

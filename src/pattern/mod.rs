@@ -177,6 +177,24 @@ impl Pattern {
         names
     }
 
+    /// The names of the metavariables (without `$`) that only ever stand for an identifier:
+    /// used as an attribute or definition name (`self.$ATTR`, `def $F(...)`), sorted.
+    #[must_use]
+    pub fn identifiers(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        self.stmt.walk(&mut |node| {
+            if let Some((name, false)) = node.label().and_then(metavariable) {
+                if wildcard_name(node).is_none() {
+                    names.push(name.to_string());
+                }
+            }
+            true
+        });
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     /// What the metavariables stood for when `stmt` (a statement of the file whose text is
     /// `text`) matched, the same match [`Pattern::matches_statement`] finds; `None` when it
     /// does not match.

@@ -469,6 +469,7 @@ impl HookBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::SpecWarningKind;
 
     const TOML: &str = r#"
 [recipe]
@@ -584,6 +585,28 @@ code = "y = 2"
         let from_toml = Recipe::from_toml("r.toml", TOML).unwrap();
         let built = built().build().unwrap();
         assert_eq!(shape(&built), shape(&from_toml));
+    }
+
+    #[test]
+    fn a_built_recipe_has_the_warnings_of_toml_nowhere() {
+        let recipe = Recipe::builder("r", "s")
+            .hook(
+                Hook::builder("say", "s")
+                    .target("f")
+                    .at(Anchor::after(pattern("x = $V")))
+                    .code("print('x is {$V}')"),
+            )
+            .build()
+            .unwrap();
+        let warning = &recipe.warnings()[0];
+        assert_eq!(warning.kind, SpecWarningKind::CaptureInString { name: "V".into() });
+        assert!(!warning.location.is_somewhere());
+        assert!(
+            warning
+                .to_string()
+                .starts_with("hook \"say\": warning: `{$V}` is inside a string literal"),
+            "{warning}"
+        );
     }
 
     #[test]

@@ -46,17 +46,21 @@ pub struct ApplyArgs {
     pub dry_run: bool,
 }
 
-/// Reads the recipe (a TOML hook spec, or `builtin:NAME`); on failure prints the error and gives
-/// exit code 2.
+/// Reads the recipe (a TOML hook spec, or `builtin:NAME`) and prints its warnings on stderr;
+/// on failure prints the error and gives exit code 2.
 pub fn load_recipe(path: &Path) -> Result<Recipe, u8> {
     let name = path_name(path);
-    pysplice_sglang::recipes::load(&name).map_err(|err| {
+    let recipe = pysplice_sglang::recipes::load(&name).map_err(|err| {
         match err.kind() {
             ErrorKind::Io { source, .. } => errln!("{name}: cannot read the spec: {source}"),
             _ => errln!("{err}"),
         }
-        2
-    })
+        2u8
+    })?;
+    for warning in recipe.warnings() {
+        errln!("{warning}");
+    }
+    Ok(recipe)
 }
 
 /// Exit code for an error: 1 when a hook could not be placed, 2 for unusable input.
