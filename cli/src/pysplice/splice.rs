@@ -27,6 +27,16 @@ pub struct FilesArgs {
     /// The interpreter `--installed` asks (the environment's `bin/python`).
     #[arg(long, value_name = "PY", default_value = "python3", requires = "installed")]
     pub python: String,
+    /// How long `--python` may take to say where the package is (seconds, up to 3600); past it,
+    /// it and whatever it started are killed.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "20",
+        value_parser = pysplice_cli::installed::probe_timeout,
+        requires = "installed"
+    )]
+    pub probe_timeout: std::time::Duration,
     /// Leave out the paths below a folder that this glob names (`tests/**`, `**/conftest.py`);
     /// may be given several times.
     #[arg(long, value_name = "GLOB")]
@@ -83,7 +93,7 @@ fn run_all(args: &FilesArgs, op: Op) -> Result<(Recipe, Batch), u8> {
             shown: name,
             remedy: "activate the environment that has it, or pass --python with its interpreter",
         };
-        match pysplice_cli::installed::package_folder(&args.python, wanted, pysplice_cli::installed::PROBE_TIMEOUT) {
+        match pysplice_cli::installed::package_folder(&args.python, wanted, args.probe_timeout) {
             Ok(folder) => paths.push(folder),
             Err(message) => {
                 errln!("{message}");

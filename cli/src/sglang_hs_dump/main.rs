@@ -62,7 +62,7 @@ struct Args {
     python: String,
     /// How long `--python` may take to say where SGLang is (seconds, up to 3600); past it, it and
     /// whatever it started are killed.
-    #[arg(long, value_name = "SECONDS", default_value = "20", value_parser = probe_timeout, requires = "installed")]
+    #[arg(long, value_name = "SECONDS", default_value = "20", value_parser = pysplice_cli::installed::probe_timeout, requires = "installed")]
     probe_timeout: std::time::Duration,
     /// Remove the patch, giving back the original bytes.
     #[arg(long, conflicts_with = "check")]
@@ -104,14 +104,6 @@ fn installed_model_file(python: &str, limit: std::time::Duration) -> Result<std:
     };
     let package = pysplice_cli::installed::package_folder(python, wanted, limit)?;
     pysplice_sglang::install::package_model_file(&package, &format!("`{python}`")).map_err(|e| e.message)
-}
-
-/// `--probe-timeout`: a number of seconds, more than 0 and at most 3600.
-fn probe_timeout(text: &str) -> Result<std::time::Duration, String> {
-    match text.parse::<f64>() {
-        Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(std::time::Duration::from_secs_f64(secs)),
-        _ => Err("a number of seconds, more than 0 and at most 3600".into()),
-    }
 }
 
 /// What to do with the file.
