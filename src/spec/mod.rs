@@ -260,7 +260,9 @@ pub struct Recipe {
 /// [conventions]
 /// entry-list = "EntryClass"
 /// draft-markers = ["eagle", "nextn"]
-/// ``` Resolution lives in [`crate::project::select`].
+/// ```
+///
+/// Resolution lives in [`crate::project::select`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassSelector {
     /// The name hooks use in `in = { class = NAME }`.
@@ -281,6 +283,73 @@ pub struct ClassSelector {
     pub assigns: Option<String>,
     /// Where the table is written.
     pub location: Location,
+}
+
+impl ClassSelector {
+    /// A root selector named `name` (a Python name; `-` allowed), choosing nothing yet: give it
+    /// [`ClassSelector::entries`], [`ClassSelector::has_method`] or both, for
+    /// [`RecipeBuilder::selector`].
+    #[must_use]
+    pub fn root(name: &str) -> ClassSelector {
+        ClassSelector {
+            name: name.to_string(),
+            entries: false,
+            has_method: None,
+            exclude: Vec::new(),
+            held_by: None,
+            via: Vec::new(),
+            assigns: None,
+            location: Location::nowhere(),
+        }
+    }
+
+    /// A derived selector named `name`: the classes that the classes of selector `holder` hold
+    /// (`self.ATTR = ...`); narrowed by [`ClassSelector::via`] and [`ClassSelector::assigns`].
+    #[must_use]
+    pub fn held_by(name: &str, holder: &str) -> ClassSelector {
+        ClassSelector {
+            held_by: Some(holder.to_string()),
+            ..ClassSelector::root(name)
+        }
+    }
+
+    /// Only classes that a module lists in its entry list (`entries = true`; the recipe's
+    /// [`Conventions::entry_list`] names it).
+    #[must_use]
+    pub fn entries(mut self) -> ClassSelector {
+        self.entries = true;
+        self
+    }
+
+    /// Only classes that define or inherit `method` (`has-method`).
+    #[must_use]
+    pub fn has_method(mut self, method: &str) -> ClassSelector {
+        self.has_method = Some(method.to_string());
+        self
+    }
+
+    /// Leaves out these classes by name (`exclude`, roots only), after those left out so far.
+    #[must_use]
+    pub fn exclude<I: IntoIterator<Item = S>, S: Into<String>>(mut self, classes: I) -> ClassSelector {
+        self.exclude.extend(classes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Follows only these attributes from a holder (`via`, derived selectors only), after those
+    /// given so far.
+    #[must_use]
+    pub fn via<I: IntoIterator<Item = S>, S: Into<String>>(mut self, attributes: I) -> ClassSelector {
+        self.via.extend(attributes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Stops at the first held class that assigns `self.<attribute>` (`assigns`, derived
+    /// selectors only).
+    #[must_use]
+    pub fn assigns(mut self, attribute: &str) -> ClassSelector {
+        self.assigns = Some(attribute.to_string());
+        self
+    }
 }
 
 // ---- compilation ---------------------------------------------------------------------------
