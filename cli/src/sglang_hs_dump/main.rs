@@ -278,9 +278,27 @@ fn shell_word(word: &str) -> String {
     }
 }
 
+/// The interpreter of the example launch line: the one `--installed` asked (`--python`), whose
+/// SGLang was patched; else `python3`.
+fn launch_python(args: &Args) -> String {
+    if args.installed {
+        shell_word(&report::printable(&args.python))
+    } else {
+        "python3".to_string()
+    }
+}
+
 /// How to start the server with the dump, and how to undo the patch: the release's flags and
-/// notes, an example launch line (for `model`), and `undo` (none for the demo's copy).
-fn print_use(env: &str, release: Option<&Release>, launch: &Launch, demo: bool, model: &str, undo: Option<&str>) {
+/// notes, an example launch line (for `model`, run by `python`), and `undo` (none for the demo's
+/// copy).
+fn print_use(
+    env: &str,
+    release: Option<&Release>,
+    launch: &Launch,
+    demo: bool,
+    (python, model): (&str, &str),
+    undo: Option<&str>,
+) {
     let dir = pysplice_sglang::install::DUMP_DIR;
     outln!("To use: set {env}={dir} before starting server");
     match release {
@@ -297,7 +315,7 @@ fn print_use(env: &str, release: Option<&Release>, launch: &Launch, demo: bool, 
         outln!("Note: {note}");
     }
     outln!(
-        "e.g. {env}={dir} python3 -m sglang.launch_server --model-path {model} {}",
+        "e.g. {env}={dir} {python} -m sglang.launch_server --model-path {model} {}",
         launch.flags.join(" ")
     );
     match undo {
