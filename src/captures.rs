@@ -61,7 +61,7 @@ pub(crate) fn check_markers(code: &str, template: &Template, captures: &Captures
         .find(|name| {
             captures
                 .get(**name)
-                .is_some_and(|text| text.lines().any(|line| line.contains(" pysplice ")))
+                .is_some_and(|capture| capture.text.lines().any(|line| line.contains(" pysplice ")))
         })
         .or(used.first())
         .map_or(String::new(), |name| (*name).to_string());

@@ -226,10 +226,15 @@ impl DiskFile {
         self.source.name()
     }
 
-    /// Replaces the file's content by `text`: [`write_all`] with this one file.
+    /// Replaces the file's content by `text`, atomically: the new text goes into a temp file
+    /// beside it that is renamed over it, and only when the file on disk is still the one read,
+    /// with the bytes read (the checks of the `files` module's documentation).
     ///
     /// # Errors
-    /// As [`write_all`]; on every error the file holds what it held.
+    /// [`ErrorKind::Changed`] when the file changed since it was read,
+    /// [`ErrorKind::FolderReplaced`] when its folder is no longer the one read from,
+    /// [`ErrorKind::OutputTooLarge`] for a text over [`MAX_FILE_BYTES`], an I/O error otherwise;
+    /// on every error the file holds what it held.
     pub fn write(&self, text: &str) -> Result<(), Error> {
         write_all(&[(self, text)])
     }

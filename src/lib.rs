@@ -57,7 +57,7 @@
 //! |---|---|
 //! | parse | [`SourceFile`], [`Style`], [`Newline`], [`LineIndex`], [`LineColumn`], [`ParsedFile`], [`Node`] |
 //! | find | [`Target`], [`Definition`], [`DefKind`], [`Pattern`], [`Depth`] |
-//! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`Selector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`] |
+//! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`Selector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`], [`SpecWarning`], [`SpecWarningKind`] |
 //! | plan, apply, revert | [`plan`], [`Plan`], [`Plan::apply`], [`apply`], [`revert`], [`Patched`], [`Patched::diff`], [`Edit`] |
 //! | outcomes | [`HookOutcome`], [`Status`], [`HookState`], [`Reason`], [`SkipReason`] |
 //! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`BuilderReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
@@ -147,6 +147,7 @@ pub use pattern::{Depth, Pattern};
 pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
 pub use spec::{
     Action, Anchor, ClassSelector, Conventions, Hook, HookBuilder, ImportLine, Nth, Recipe, RecipeBuilder, Selector,
+    SpecWarning, SpecWarningKind,
 };
 pub use syntax::Node;
 pub use template::Template;

@@ -78,8 +78,11 @@ pub enum Target {
         /// The method, when the target is a method of the selected classes.
         method: Option<String>,
     },
-    /// Several definitions of one file by path (`A.f`, `B.g#2`): what a selection resolves to in
-    /// one file.
+    /// Several definitions of one file, each by path as [`Target::parse`] reads it (`A.f`,
+    /// `B.g#2`): what a [`Target::Select`] hook becomes in one file once its selector is resolved
+    /// ([`project::select`](crate::project::select) gives such recipes, one per file). A
+    /// recipe read from TOML never holds it; a hook with it runs on each path in turn, and a
+    /// path the file does not define is refused as for [`Target::Definition`].
     Paths(Vec<String>),
 }
 

@@ -31,11 +31,49 @@ const VAR_PREFIX: &str = "__pysplice_mv_";
 /// A named sequence wildcard, `$$$NAME`.
 const SEQ_PREFIX: &str = "__pysplice_ms_";
 
-/// What the named metavariables of one match stand for: name (without `$`) to the source text
-/// it matched. A `$$$NAME` sequence is the text from its first item to its last (empty when it
-/// matched none); in a call `f($$$ARGS)` a trailing sequence also covers the keyword arguments,
-/// so it is the argument list as written. An identifier metavariable (`self.$ATTR`) is the name.
-pub type Captures = BTreeMap<String, String>;
+/// What the named metavariables of one match stand for: name (without `$`) to what it matched.
+/// A `$$$NAME` sequence is the text from its first item to its last (empty when it matched
+/// none); in a call `f($$$ARGS)` a trailing sequence also covers the keyword arguments, so it is
+/// the argument list as written. An identifier metavariable (`self.$ATTR`) is the name.
+pub type Captures = BTreeMap<String, Capture>;
+
+/// What one named metavariable matched: its source text, and the kind of the expression when it
+/// is one (`$X` on an expression), which a template parenthesizes where the code around it would
+/// otherwise bind into it (see [`crate::template`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capture {
+    /// The source text as written (without the brackets around it, which are not its node's).
+    pub text: String,
+    /// The node kind (`BinOp`, `Name`...) of an expression; `None` for a sequence, an identifier
+    /// or a statement, which are always inserted as written.
+    pub expression: Option<&'static str>,
+}
+
+impl Capture {
+    /// A capture inserted as written wherever it goes (a sequence, an identifier).
+    #[must_use]
+    pub fn text(text: impl Into<String>) -> Capture {
+        Capture {
+            text: text.into(),
+            expression: None,
+        }
+    }
+
+    /// A capture of one expression of node kind `kind`.
+    #[must_use]
+    pub fn expression(text: impl Into<String>, kind: &'static str) -> Capture {
+        Capture {
+            text: text.into(),
+            expression: Some(kind),
+        }
+    }
+
+    /// The source text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
 /// How deep in a block to look for matching statements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
@@ -139,6 +177,24 @@ impl Pattern {
         names
     }
 
+    /// The names of the metavariables (without `$`) that only ever stand for an identifier:
+    /// used as an attribute or definition name (`self.$ATTR`, `def $F(...)`), sorted.
+    #[must_use]
+    pub fn identifiers(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        self.stmt.walk(&mut |node| {
+            if let Some((name, false)) = node.label().and_then(metavariable) {
+                if wildcard_name(node).is_none() {
+                    names.push(name.to_string());
+                }
+            }
+            true
+        });
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     /// What the metavariables stood for when `stmt` (a statement of the file whose text is
     /// `text`) matched, the same match [`Pattern::matches_statement`] finds; `None` when it
     /// does not match.
@@ -150,7 +206,12 @@ impl Pattern {
                 .iter()
                 .filter_map(|(encoded, bound)| {
                     let (name, _) = metavariable(encoded)?;
-                    Some((name.to_string(), bound.text(text).to_string()))
+                    let source = bound.text(text).to_string();
+                    let capture = match bound {
+                        Bound::Node(node) if node.is_expression() => Capture::expression(source, node.kind()),
+                        _ => Capture::text(source),
+                    };
+                    Some((name.to_string(), capture))
                 })
                 .collect(),
         )
@@ -504,10 +565,10 @@ mod tests {
         let stmt = first_stmt(text);
         let p = Pattern::parse("self.$ATTR = nn.$CLS($$$ARGS)").unwrap();
         let captures = p.captures(&stmt, text).unwrap();
-        assert_eq!(captures["ATTR"], "norm");
-        assert_eq!(captures["CLS"], "LayerNorm");
+        assert_eq!(captures["ATTR"], Capture::text("norm"));
+        assert_eq!(captures["CLS"], Capture::text("LayerNorm"));
         // A trailing sequence of a call's arguments is the argument list as written.
-        assert_eq!(captures["ARGS"], "dim,  eps=1e-6, elementwise_affine=False");
+        assert_eq!(captures["ARGS"].as_str(), "dim,  eps=1e-6, elementwise_affine=False");
         let p = Pattern::parse("self.$ATTR = nn.$CLS($X, $$$REST)").unwrap();
         let captures = p.captures(&stmt, text).unwrap();
         assert_eq!(
@@ -522,17 +583,27 @@ mod tests {
         assert_eq!(
             captures,
             Captures::from([
-                ("ITEMS".to_string(), "a,  b".to_string()),
-                ("NONE".to_string(), String::new()),
-                ("T".to_string(), "x".to_string())
+                ("ITEMS".to_string(), Capture::text("a,  b")),
+                ("NONE".to_string(), Capture::text("")),
+                ("T".to_string(), Capture::expression("x", "Name"))
             ])
         );
         // An expression pattern captures at its match in the statement's header.
         let text = "h, _ = self.norm(h, residual)";
         let p = Pattern::parse("self.norm($$$ARGS)").unwrap();
-        assert_eq!(p.captures(&first_stmt(text), text).unwrap()["ARGS"], "h, residual");
+        assert_eq!(
+            p.captures(&first_stmt(text), text).unwrap()["ARGS"].as_str(),
+            "h, residual"
+        );
         assert_eq!(p.captures(&first_stmt("y = 1"), "y = 1"), None);
         assert_eq!(p.metavariables(), ["ARGS"]);
+        // An expression is captured with its kind, without the brackets around it.
+        let text = "y = (1 + 2)";
+        let p = Pattern::parse("y = $VAL").unwrap();
+        assert_eq!(
+            p.captures(&first_stmt(text), text).unwrap()["VAL"],
+            Capture::expression("1 + 2", "BinOp")
+        );
     }
 
     #[test]

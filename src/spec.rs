@@ -28,10 +28,12 @@
 mod build;
 mod conventions;
 mod hook;
+mod lexical;
 mod raw;
 mod selectors;
+mod warnings;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -46,9 +48,10 @@ use crate::template::Template;
 
 pub use build::{HookBuilder, RecipeBuilder};
 pub use conventions::Conventions;
-use hook::{compile_hook, marker_offset};
+use hook::{compile_hook, marker_offset, Ledger};
 use raw::RawSpec;
 use selectors::{compile_conventions, compile_selectors};
+pub use warnings::{SpecWarning, SpecWarningKind};
 
 /// The most bytes of code one recipe may render to, all its hooks' code (`code`,
 /// `wrap-returns`) with the placeholders filled in: 64 MiB, four times the file limit. Each
@@ -232,6 +235,8 @@ pub struct Recipe {
     /// The code base's conventions the selectors rely on (`[conventions]`: which variable lists
     /// entry classes, which name parts mark draft classes); none by default.
     pub conventions: Conventions,
+    /// What the spec says but likely does not mean ([`Recipe::warnings`]).
+    warnings: Vec<SpecWarning>,
 }
 
 /// Classes chosen by what they are, not by name: a `[select.NAME]` table.
@@ -255,7 +260,9 @@ pub struct Recipe {
 /// [conventions]
 /// entry-list = "EntryClass"
 /// draft-markers = ["eagle", "nextn"]
-/// ``` Resolution lives in [`crate::project::select`].
+/// ```
+///
+/// Resolution lives in [`crate::project::select`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassSelector {
     /// The name hooks use in `in = { class = NAME }`.
@@ -276,6 +283,73 @@ pub struct ClassSelector {
     pub assigns: Option<String>,
     /// Where the table is written.
     pub location: Location,
+}
+
+impl ClassSelector {
+    /// A root selector named `name` (a Python name; `-` allowed), choosing nothing yet: give it
+    /// [`ClassSelector::entries`], [`ClassSelector::has_method`] or both, for
+    /// [`RecipeBuilder::selector`].
+    #[must_use]
+    pub fn root(name: &str) -> ClassSelector {
+        ClassSelector {
+            name: name.to_string(),
+            entries: false,
+            has_method: None,
+            exclude: Vec::new(),
+            held_by: None,
+            via: Vec::new(),
+            assigns: None,
+            location: Location::nowhere(),
+        }
+    }
+
+    /// A derived selector named `name`: the classes that the classes of selector `holder` hold
+    /// (`self.ATTR = ...`); narrowed by [`ClassSelector::via`] and [`ClassSelector::assigns`].
+    #[must_use]
+    pub fn held_by(name: &str, holder: &str) -> ClassSelector {
+        ClassSelector {
+            held_by: Some(holder.to_string()),
+            ..ClassSelector::root(name)
+        }
+    }
+
+    /// Only classes that a module lists in its entry list (`entries = true`; the recipe's
+    /// [`Conventions::entry_list`] names it).
+    #[must_use]
+    pub fn entries(mut self) -> ClassSelector {
+        self.entries = true;
+        self
+    }
+
+    /// Only classes that define or inherit `method` (`has-method`).
+    #[must_use]
+    pub fn has_method(mut self, method: &str) -> ClassSelector {
+        self.has_method = Some(method.to_string());
+        self
+    }
+
+    /// Leaves out these classes by name (`exclude`, roots only), after those left out so far.
+    #[must_use]
+    pub fn exclude<I: IntoIterator<Item = S>, S: Into<String>>(mut self, classes: I) -> ClassSelector {
+        self.exclude.extend(classes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Follows only these attributes from a holder (`via`, derived selectors only), after those
+    /// given so far.
+    #[must_use]
+    pub fn via<I: IntoIterator<Item = S>, S: Into<String>>(mut self, attributes: I) -> ClassSelector {
+        self.via.extend(attributes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Stops at the first held class that assigns `self.<attribute>` (`assigns`, derived
+    /// selectors only).
+    #[must_use]
+    pub fn assigns(mut self, attribute: &str) -> ClassSelector {
+        self.assigns = Some(attribute.to_string());
+        self
+    }
 }
 
 // ---- compilation ---------------------------------------------------------------------------
@@ -363,10 +437,13 @@ impl Recipe {
         let conventions = compile_conventions(file, raw.conventions)?;
         let selectors = compile_selectors(file, raw.select, &conventions)?;
         let mut hooks: Vec<Hook> = Vec::new();
-        let budget = Cell::new(MAX_RECIPE_CODE_BYTES);
+        let ledger = Ledger {
+            budget: Cell::new(MAX_RECIPE_CODE_BYTES),
+            warnings: RefCell::new(Vec::new()),
+        };
         for spanned in raw.hooks {
             let span = spanned.span();
-            let hook = compile_hook(file, &raw.vars, &selectors, spanned.into_inner(), span, probe, &budget)?;
+            let hook = compile_hook(file, &raw.vars, &selectors, spanned.into_inner(), span, probe, &ledger)?;
             if let Some(first) = hooks.iter().find(|h| h.id == hook.id) {
                 let reason = SpecReason::DuplicateHook {
                     first_line: first.location.line,
@@ -384,7 +461,39 @@ impl Recipe {
             hooks,
             selectors,
             conventions,
+            warnings: ledger.warnings.into_inner(),
         })
+    }
+
+    /// What the spec says but likely does not mean, each naming its hook and where in the spec
+    /// it is written: a `{$NAME}` inside a string literal of the code, or inside a comment for a
+    /// capture that may span lines (both better written `{$NAME!r}`). The recipe works as
+    /// written; a program shows these before it runs it.
+    ///
+    /// ```
+    /// use pysplice::{Recipe, SpecWarningKind};
+    ///
+    /// let recipe = Recipe::from_toml("w.toml", r#"
+    /// [recipe]
+    /// id = "w"
+    /// summary = "Say what was set"
+    ///
+    /// [[hook]]
+    /// id = "say"
+    /// summary = "Printed the value"
+    /// in = "f"
+    /// at = { after = "x = $V" }
+    /// code = "print('x is {$V}')"
+    /// "#)?;
+    /// let warning = &recipe.warnings()[0];
+    /// assert_eq!(warning.kind, SpecWarningKind::CaptureInString { name: "V".into() });
+    /// assert_eq!((warning.hook.as_str(), warning.location.line), ("say", 11));
+    /// assert!(warning.to_string().starts_with("w.toml:11:21: warning: `{$V}` is inside a string literal"));
+    /// # Ok::<(), pysplice::Error>(())
+    /// ```
+    #[must_use]
+    pub fn warnings(&self) -> &[SpecWarning] {
+        &self.warnings
     }
 
     /// The selector named `name`.
@@ -497,6 +606,72 @@ mod tests {
     }
 
     const HEAD: &str = "[recipe]\nid = \"r\"\nsummary = \"s\"\n";
+
+    /// The warnings of a recipe with one hook after `x = $V` (`self.$A = $B` when `attr`) whose
+    /// code is `code` (a TOML literal string's content).
+    fn warnings_of(code: &str, attr: bool) -> Vec<SpecWarning> {
+        let at = if attr { "self.$A = $B" } else { "x = $V" };
+        let text = format!(
+            "{HEAD}\n[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"f\"\nat = {{ after = \"{at}\" }}\ncode = '''{code}'''\n"
+        );
+        Recipe::from_toml("s.toml", &text).unwrap().warnings().to_vec()
+    }
+
+    #[test]
+    fn a_capture_in_a_string_literal_is_a_warning_at_its_placeholder() {
+        let warnings = warnings_of("print('x is {$V}', {$V})", false);
+        assert_eq!(
+            warnings,
+            [SpecWarning {
+                kind: SpecWarningKind::CaptureInString { name: "V".into() },
+                location: Location::new("s.toml", 10, 23),
+                hook: "h".into(),
+            }]
+        );
+        let text = warnings[0].to_string();
+        assert!(
+            text.starts_with("s.toml:10:23: warning: `{$V}` is inside a string literal of the code")
+                && text.contains("write `{$V!r}`")
+                && text.ends_with("[hook h]"),
+            "{text}"
+        );
+        // At the placeholder in the string, not at an earlier one in code.
+        let warnings = warnings_of("print({$V}, 'x is {$V}')", false);
+        assert_eq!(warnings[0].location, Location::new("s.toml", 10, 29));
+        // Twice in strings: one warning. In a triple-quoted string and an f-string's text too.
+        assert_eq!(warnings_of("print('{$V}', '{$V}')", false).len(), 1);
+        assert_eq!(warnings_of("s = \"\"\"a\n{$V}\"\"\"", false).len(), 1);
+        assert_eq!(warnings_of("s = f'{{{$V}}} is {$V}'", false).len(), 1);
+    }
+
+    #[test]
+    fn a_capture_as_code_or_as_a_literal_is_no_warning() {
+        for code in [
+            "print({$V})",
+            "print({$V!r})",
+            "print('x is', {$V!r})",
+            "print(f'{{{$V}}}')",
+            "print('#', {$V})",
+            "print(\"it's\", {$V})",
+        ] {
+            assert_eq!(warnings_of(code, false), [], "{code}");
+        }
+    }
+
+    #[test]
+    fn a_capture_in_a_comment_is_a_warning_unless_it_is_a_name() {
+        let warnings = warnings_of("pass  # was {$V}", false);
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].kind, SpecWarningKind::CaptureInComment { name: "V".into() });
+        assert!(
+            warnings[0].to_string().contains("is inside a comment of the code"),
+            "{}",
+            warnings[0]
+        );
+        // `self.$A`: always one name, one line.
+        assert_eq!(warnings_of("pass  # set {$A}", true), []);
+        assert_eq!(warnings_of("pass  # set to {$B}", true).len(), 1);
+    }
 
     #[test]
     fn unknown_fields_point_at_the_toml() {

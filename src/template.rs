@@ -7,14 +7,25 @@
 //! code. A placeholder that names nothing is a spec error (see [`Template::placeholders`]): a set
 //! of one name or an f-string field is written with doubled braces, `{{x}}`.
 //!
+//! A capture of one expression keeps its meaning where it goes: `(1 + 2)` captured (its text
+//! `1 + 2`, brackets being no part of a node) and used as `{$X} * 2` is inserted as
+//! `(1 + 2) * 2`, while `print({$X})` stays `print(1 + 2)`. The code is parsed with the capture
+//! as written; where no node of the capture's kind spans it exactly, the code around it would
+//! bind into it, and it is parenthesized (see [`Template::render`]). Sequences (`$$$ARGS`) and
+//! identifiers are always inserted as written, and so is a capture inside a string or a comment.
+//!
 //! Rendering is bounded: [`Template::rendered_len`] adds up the length first (with checked
 //! arithmetic), and [`Template::render`] refuses text over [`MAX_RENDERED_BYTES`] before it
 //! allocates any, so a large variable used many times is an error, never an exhausted memory.
 
 use std::collections::BTreeMap;
-use std::fmt;
+use std::fmt::{self, Write as _};
+use std::ops::Range;
 
-pub use crate::pattern::Captures;
+pub use crate::pattern::{Capture, Captures};
+
+use crate::parse::parse_snippet;
+use crate::syntax::Node;
 
 /// The most bytes one template may render to: 16 MiB, the limit of a file pysplice reads and
 /// writes ([`crate::files::MAX_FILE_BYTES`]); longer code could never be written into one.
@@ -156,8 +167,9 @@ impl Template {
             .collect()
     }
 
-    /// How long the rendered text would be, without rendering it; `None` when the length
-    /// overflows `usize`.
+    /// How long the rendered text would be with every capture as written, without rendering it;
+    /// `None` when the length overflows `usize`. [`Template::render`] adds two bytes for each
+    /// capture it parenthesizes.
     #[must_use]
     pub fn rendered_len(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Option<usize> {
         let mut len = 0usize;
@@ -167,6 +179,7 @@ impl Template {
         self.pieces(vars, bindings, &mut |piece| {
             let n = match piece {
                 Piece::Text(text) => text.len(),
+                Piece::Capture(_, capture) => capture.text.len(),
                 Piece::Literal(text) => {
                     let key = text.as_ptr();
                     match literal_lens.iter().find(|(k, _)| *k == key) {
@@ -187,7 +200,10 @@ impl Template {
         (!overflow).then_some(len)
     }
 
-    /// Renders the template. Unknown names stay as written (`{x}` in Python code is a set).
+    /// Renders the template. Unknown names stay as written (`{x}` in Python code is a set). A
+    /// capture of an expression is parenthesized where the code around it would otherwise bind
+    /// into it (see [`crate::template`]); when the code does not parse, every capture stays as
+    /// written.
     ///
     /// # Errors
     /// [`TooLong`] when the text would be longer than [`MAX_RENDERED_BYTES`] (measured before
@@ -208,17 +224,121 @@ impl Template {
     ) -> Result<String, TooLong> {
         let bytes = self.rendered_len(vars, bindings);
         let len = bytes.filter(|&n| n <= limit).ok_or(TooLong { bytes, limit })?;
-        let mut out = String::with_capacity(len);
+        let wrap = self.parenthesized(vars, bindings, len);
+        let len = len.saturating_add(2 * wrap.iter().filter(|&&w| w).count());
+        if len > limit {
+            return Err(TooLong {
+                bytes: Some(len),
+                limit,
+            });
+        }
+        Ok(self.write(vars, bindings, len, &Insert::Wrapped(&wrap)).0)
+    }
+
+    /// Which expression captures, in order of their placeholders, go in parentheses: those at
+    /// a place of an expression in the code (a name there when each is replaced by one) where the
+    /// code with the capture as written has no node of the capture's kind spanning it exactly.
+    /// All of them at such places when the code only parses with them in parentheses; none when
+    /// it does not parse at all. `len` is the length of the code as written.
+    fn parenthesized(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>, len: usize) -> Vec<bool> {
+        let mut kinds = Vec::new();
+        self.pieces(vars, bindings, &mut |piece| {
+            if let Piece::Capture(_, capture) = piece {
+                kinds.push(capture.expression);
+            }
+        });
+        let mut wrap = vec![false; kinds.len()];
+        if kinds.iter().all(Option::is_none) {
+            return wrap;
+        }
+        let (probed, _) = self.write(vars, bindings, len, &Insert::Probe);
+        let Ok(probed) = parse_snippet("<code>", &probed) else {
+            return wrap;
+        };
+        for stmt in &probed {
+            stmt.walk(&mut |node| {
+                if let Some(i) = node.as_name().and_then(probe_index) {
+                    if let Some(slot) = wrap.get_mut(i) {
+                        *slot = true;
+                    }
+                }
+                true
+            });
+        }
+        if !wrap.contains(&true) {
+            return wrap;
+        }
+        let (text, spans) = self.write(vars, bindings, len, &Insert::AsWritten);
+        if let Ok(parsed) = parse_snippet("<code>", &text) {
+            for ((slot, span), kind) in wrap.iter_mut().zip(&spans).zip(&kinds) {
+                *slot &= !parsed.iter().any(|stmt| spans_exactly(stmt, span, *kind));
+            }
+        }
+        wrap
+    }
+
+    /// The rendered text, `capacity` bytes reserved, each capture of an expression written as
+    /// `insert` says; with where each `{$NAME}`'s own text lies in it, in order.
+    fn write(
+        &self,
+        vars: &BTreeMap<String, String>,
+        bindings: &Bindings<'_>,
+        capacity: usize,
+        insert: &Insert<'_>,
+    ) -> (String, Vec<Range<usize>>) {
+        let mut out = String::with_capacity(capacity);
+        let mut spans = Vec::new();
         self.pieces(vars, bindings, &mut |piece| match piece {
             Piece::Text(text) => out.push_str(text),
             Piece::Literal(text) => push_literal(&mut out, text),
+            Piece::Capture(_, capture) => {
+                let i = spans.len();
+                let wrapped = matches!(insert, Insert::Wrapped(wrap) if wrap.get(i) == Some(&true));
+                if wrapped {
+                    out.push('(');
+                }
+                let start = out.len();
+                match insert {
+                    Insert::Probe if capture.expression.is_some() => {
+                        let _ = write!(out, "{PROBE_PREFIX}{i}__");
+                    }
+                    _ => out.push_str(&capture.text),
+                }
+                spans.push(start..out.len());
+                if wrapped {
+                    out.push(')');
+                }
+            }
         });
-        Ok(out)
+        (out, spans)
+    }
+
+    /// The text rendered with every capture as written, and where each `{$NAME}` (not
+    /// `{$NAME!r}`) went in it, with its name: to tell where in the code a capture lands.
+    pub(crate) fn capture_spans<'s>(
+        &'s self,
+        vars: &BTreeMap<String, String>,
+        bindings: &Bindings<'_>,
+    ) -> (String, Vec<(Range<usize>, &'s str)>) {
+        let mut names = Vec::new();
+        self.pieces(vars, bindings, &mut |piece| {
+            if let Piece::Capture(name, _) = piece {
+                names.push(name);
+            }
+        });
+        let len = self.rendered_len(vars, bindings).unwrap_or(0);
+        let (text, spans) = self.write(vars, bindings, len.min(MAX_RENDERED_BYTES), &Insert::AsWritten);
+        (text, spans.into_iter().zip(names).collect())
     }
 
     /// Calls `emit` with the rendered text piece by piece: literal runs, unescaped braces and
     /// the values of placeholders (never rendered again: a variable's value is taken as written).
-    fn pieces(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>, emit: &mut dyn FnMut(Piece<'_>)) {
+    fn pieces<'t>(
+        &'t self,
+        vars: &BTreeMap<String, String>,
+        bindings: &Bindings<'_>,
+        emit: &mut dyn FnMut(Piece<'t, '_>),
+    ) {
         let text_of = |text| Piece::Text(text);
         let text = &self.text;
         let mut i = 0;
@@ -239,6 +359,10 @@ impl Template {
                     }
                     Some((end, Value::Literal(value))) => {
                         emit(Piece::Literal(value));
+                        i += end + 1;
+                    }
+                    Some((end, Value::Capture(capture))) => {
+                        emit(Piece::Capture(&text[i + 2..i + end], capture));
                         i += end + 1;
                     }
                     None => {
@@ -307,17 +431,52 @@ fn is_capture_name(name: &str) -> bool {
     !name.is_empty() && name != "_" && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
-/// A piece of rendered text: as it is, or to be written as a Python string literal.
+/// A piece of rendered text: as it is, to be written as a Python string literal, or what
+/// `{$NAME}` stands for (with the name; an expression as written or in parentheses).
 #[derive(Clone, Copy)]
-enum Piece<'s> {
+enum Piece<'t, 's> {
     Text(&'s str),
     Literal(&'s str),
+    Capture(&'t str, &'s Capture),
 }
 
-/// What a placeholder is replaced by: text as it is, or as a Python string literal.
+/// What a placeholder is replaced by: text as it is, as a Python string literal, or a capture.
 enum Value<'s> {
     Text(&'s str),
     Literal(&'s str),
+    Capture(&'s Capture),
+}
+
+/// How [`Template::write`] writes the captures of expressions.
+enum Insert<'a> {
+    /// Each as a name of its own, [`PROBE_PREFIX`] and its index, to find where each goes.
+    Probe,
+    /// Each as written.
+    AsWritten,
+    /// Those marked `true` in parentheses, in order.
+    Wrapped(&'a [bool]),
+}
+
+/// The names that stand for captures of expressions while finding their places.
+const PROBE_PREFIX: &str = "__pysplice_capture_";
+
+/// The index of a probe name written for [`Insert::Probe`].
+fn probe_index(name: &str) -> Option<usize> {
+    let digits = name.strip_prefix(PROBE_PREFIX)?.strip_suffix("__")?;
+    digits
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| digits.parse().ok())?
+}
+
+/// Whether a node of `kind` under `root` spans exactly `span` (list nodes are no expressions).
+fn spans_exactly(root: &Node, span: &Range<usize>, kind: Option<&str>) -> bool {
+    let mut found = false;
+    root.walk(&mut |node| {
+        found |= node.range() == *span && Some(node.kind()) == kind;
+        !found
+    });
+    found
 }
 
 fn lookup<'s>(name: &str, vars: &'s BTreeMap<String, String>, bindings: &Bindings<'s>) -> Option<Value<'s>> {
@@ -326,8 +485,8 @@ fn lookup<'s>(name: &str, vars: &'s BTreeMap<String, String>, bindings: &Binding
     }
     if let Some(capture) = name.strip_prefix('$') {
         return match capture.strip_suffix("!r") {
-            Some(capture) => bindings.captures.get(capture).map(|v| Value::Literal(v)),
-            None => bindings.captures.get(capture).map(|v| Value::Text(v)),
+            Some(capture) => bindings.captures.get(capture).map(|c| Value::Literal(&c.text)),
+            None => bindings.captures.get(capture).map(Value::Capture),
         };
     }
     if let Some(key) = name.strip_prefix("param.") {
@@ -340,7 +499,6 @@ fn lookup<'s>(name: &str, vars: &'s BTreeMap<String, String>, bindings: &Binding
 /// quotes, line breaks and other control characters escaped, so it is one line that evaluates to
 /// `text`.
 fn push_literal(out: &mut String, text: &str) {
-    use std::fmt::Write as _;
     out.push('\'');
     for c in text.chars() {
         match escape(c) {
@@ -420,9 +578,9 @@ mod tests {
     #[test]
     fn captures_render_as_text_or_as_a_string_literal() {
         let captures = Captures::from([
-            ("ATTR".to_string(), "norm".to_string()),
-            ("ARGS".to_string(), "dim, eps=1e-6".to_string()),
-            ("S".to_string(), "'it''s'\n\\\u{0}".to_string()),
+            ("ATTR".to_string(), Capture::text("norm")),
+            ("ARGS".to_string(), Capture::text("dim, eps=1e-6")),
+            ("S".to_string(), Capture::text("'it''s'\n\\\u{0}")),
         ]);
         let params = Parameters::default();
         let b = Bindings {
@@ -441,12 +599,99 @@ mod tests {
             Some(t.render(&BTreeMap::new(), &b).unwrap().len())
         );
         // A large capture as a literal many times: its length counted once, refused unbuilt.
-        let big = Captures::from([("B".to_string(), "\n".repeat(1 << 20))]);
+        let big = Captures::from([("B".to_string(), Capture::text("\n".repeat(1 << 20)))]);
         let b = Bindings { captures: &big, ..b };
         let t = Template::new("{$B!r}".repeat(10));
         assert_eq!(
             t.render(&BTreeMap::new(), &b).unwrap_err().bytes,
             Some(10 * ((2 << 20) + 2))
+        );
+    }
+
+    /// `template` rendered with `$X` an expression of `kind` written `text`, and `$S` a sequence.
+    fn with_capture(template: &str, text: &str, kind: &'static str) -> String {
+        let captures = Captures::from([
+            ("X".to_string(), Capture::expression(text, kind)),
+            ("S".to_string(), Capture::text("a, b")),
+        ]);
+        let params = Parameters::default();
+        let b = Bindings {
+            value: None,
+            params: &params,
+            captures: &captures,
+        };
+        Template::new(template).render(&BTreeMap::new(), &b).unwrap()
+    }
+
+    #[test]
+    fn an_expression_capture_is_parenthesized_where_the_code_would_bind_into_it() {
+        let cases = [
+            // (template, capture, kind, rendered)
+            ("y = {$X} * 2", "1 + 2", "BinOp", "y = (1 + 2) * 2"),
+            ("y = 2 * {$X}", "1 + 2", "BinOp", "y = 2 * (1 + 2)"),
+            ("y = 2 + {$X}", "1 * 2", "BinOp", "y = 2 + 1 * 2"),
+            ("y = {$X} * 2", "a.b(c)", "Call", "y = a.b(c) * 2"),
+            // Left-associative: the right operand of one precedence needs them, the left not.
+            ("y = a - {$X}", "b - c", "BinOp", "y = a - (b - c)"),
+            ("y = {$X} - a", "b - c", "BinOp", "y = b - c - a"),
+            ("y = {$X} ** 2", "-a", "UnaryOp", "y = (-a) ** 2"),
+            ("y = 2 ** {$X}", "-a", "UnaryOp", "y = 2 ** -a"),
+            ("y = {$X}.real", "1", "Constant", "y = (1).real"),
+            ("y = {$X} < c", "a < b", "Compare", "y = (a < b) < c"),
+            ("y = not {$X}", "a == b", "Compare", "y = not a == b"),
+            (
+                "y = {$X} if c else d",
+                "a if b else e",
+                "IfExp",
+                "y = (a if b else e) if c else d",
+            ),
+            ("y = {$X}()", "lambda: 1", "Lambda", "y = (lambda: 1)()"),
+            ("f({$X})", "a, b", "Tuple", "f((a, b))"),
+            ("f({$X}, 1)", "a + b", "BinOp", "f(a + b, 1)"),
+            ("y = [{$X}]", "a + b", "BinOp", "y = [a + b]"),
+            ("y = {$X}", "a, b", "Tuple", "y = a, b"),
+            // Each occurrence on its own.
+            (
+                "y = {$X} * {$X} + {$X}",
+                "a or b",
+                "BoolOp",
+                "y = (a or b) * (a or b) + (a or b)",
+            ),
+            // In a string or a comment, the text as written.
+            (
+                "y = '{$X} * 2'  # {$X} * 2",
+                "1 + 2",
+                "BinOp",
+                "y = '1 + 2 * 2'  # 1 + 2 * 2",
+            ),
+            // Code that does not parse either way is left as written.
+            ("y = {$X} * (", "1 + 2", "BinOp", "y = 1 + 2 * ("),
+            // A sequence is never parenthesized.
+            ("f({$S})", "x", "Name", "f(a, b)"),
+        ];
+        for (template, text, kind, rendered) in cases {
+            assert_eq!(with_capture(template, text, kind), rendered, "{template} with {text}");
+        }
+    }
+
+    #[test]
+    fn parentheses_count_against_the_limit() {
+        let captures = Captures::from([("X".to_string(), Capture::expression("a + b", "BinOp"))]);
+        let params = Parameters::default();
+        let b = Bindings {
+            value: None,
+            params: &params,
+            captures: &captures,
+        };
+        let t = Template::new("{$X} * 2");
+        assert_eq!(t.rendered_len(&BTreeMap::new(), &b), Some(9));
+        assert_eq!(t.render_within(&BTreeMap::new(), &b, 11).unwrap(), "(a + b) * 2");
+        assert_eq!(
+            t.render_within(&BTreeMap::new(), &b, 10),
+            Err(TooLong {
+                bytes: Some(11),
+                limit: 10
+            })
         );
     }
 
@@ -480,7 +725,7 @@ mod tests {
     fn unrender_finds_the_value_of_a_rendered_template() {
         let vars = BTreeMap::from([("env".to_string(), "E".to_string())]);
         let params = method(&["ids"]);
-        let captures = Captures::from([("X".to_string(), "h".to_string())]);
+        let captures = Captures::from([("X".to_string(), Capture::expression("h", "Name"))]);
         let t = Template::new("{value} if not os.environ.get('{env}') else dump(self, {param.1}, {$X}, {value})");
         let b = Bindings {
             value: Some("(a + b)"),

@@ -46,6 +46,18 @@ print(json.dumps(answer))
 /// package (well under a second), but a cold start on a network file system can take seconds.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// `--probe-timeout SECONDS`, as every program with `--installed` reads it: a number of
+/// seconds, more than 0 and at most 3600.
+///
+/// # Errors
+/// What the value should be, for the argument parser to show.
+pub fn probe_timeout(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err("a number of seconds, more than 0 and at most 3600".into()),
+    }
+}
+
 /// The package looked for, and how messages name it.
 #[derive(Clone, Copy, Debug)]
 pub struct Wanted<'a> {

@@ -3,6 +3,11 @@
 //! same rules when [`RecipeBuilder::build`] compiles them, and refused in the builder's terms
 //! ([`ErrorKind::Builder`]): the call at fault, never a place in a TOML text.
 //!
+//! What a TOML recipe can say, the builder says too: `[recipe] files` ([`RecipeBuilder::files`]),
+//! `[conventions]` ([`RecipeBuilder::conventions`]), `[select.NAME]` tables
+//! ([`RecipeBuilder::selector`] with a [`ClassSelector`]) and hooks in the classes they choose
+//! (`in = { class, method }`: [`HookBuilder::select`]).
+//!
 //! The calls can come in any order: each one sets its own field, a field set twice is an error
 //! (so the recipe never depends on which call came last), and `.nth`/`.depth` apply to the
 //! hook's pattern whichever call gave it.
@@ -15,8 +20,8 @@ use crate::error::{BuilderReason, Error, ErrorKind, Location, SpecReason};
 use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;
 
-use super::raw::{RawAnchor, RawAt, RawHook, RawIn, RawSpec};
-use super::{Anchor, Hook, Nth, Recipe};
+use super::raw::{RawAnchor, RawAt, RawConventions, RawHook, RawIn, RawSelect, RawSelectIn, RawSpec};
+use super::{Anchor, ClassSelector, Conventions, Hook, Nth, Recipe};
 
 /// A recipe being built in code; [`RecipeBuilder::build`] checks it.
 #[derive(Debug)]
@@ -25,10 +30,20 @@ pub struct RecipeBuilder {
     id: String,
     summary: String,
     notes: Vec<String>,
+    files: Vec<String>,
     vars: BTreeMap<String, String>,
+    conventions: Option<Conventions>,
+    selectors: Vec<ClassSelector>,
     hooks: Vec<HookBuilder>,
     /// The first call made twice.
     twice: Option<&'static str>,
+}
+
+/// Where a built hook works: a path, or the classes of a selector.
+#[derive(Debug)]
+enum In {
+    Path(String),
+    Select { class: String, method: Option<String> },
 }
 
 /// A hook being built in code, for [`RecipeBuilder::hook`]. Its fields are those of a
@@ -38,7 +53,7 @@ pub struct RecipeBuilder {
 pub struct HookBuilder {
     id: String,
     summary: String,
-    target: Option<String>,
+    target: Option<In>,
     /// Every placement given, with the call that gave it (one is right).
     placements: Vec<(&'static str, Placement)>,
     code: Option<String>,
@@ -68,6 +83,8 @@ const WRAP: &str = ".wrap_returns(...)";
 const IMPORTS: &str = ".ensure_imports(...)";
 const FORWARDER: &str = ".add_forwarder(...)";
 const CODE: &str = ".code(...)";
+const TARGET: &str = ".target(...) or .select(...)";
+const SELECTOR: &str = ".selector(...)";
 
 /// Sets `slot` to `value`, noting `call` in `twice` when it was set already.
 fn set<T>(slot: &mut Option<T>, value: T, call: &'static str, twice: &mut Option<&'static str>) {
@@ -115,7 +132,10 @@ impl Recipe {
             id: id.to_string(),
             summary: summary.to_string(),
             notes: Vec::new(),
+            files: Vec::new(),
             vars: BTreeMap::new(),
+            conventions: None,
+            selectors: Vec::new(),
             hooks: Vec::new(),
             twice: None,
         }
@@ -126,6 +146,52 @@ impl RecipeBuilder {
     /// Adds a note for the user (`notes` in TOML), after those added so far.
     pub fn note(mut self, note: &str) -> RecipeBuilder {
         self.notes.push(note.to_string());
+        self
+    }
+
+    /// Adds files of a folder run the recipe is for (`[recipe] files` in TOML), after those added
+    /// so far: path globs (`**/modeling_llama.py`) or dotted module names; without any, every
+    /// `.py` file.
+    pub fn files<I: IntoIterator<Item = S>, S: Into<String>>(mut self, globs: I) -> RecipeBuilder {
+        self.files.extend(globs.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the code base's conventions the selectors rely on (`[conventions]` in TOML): which
+    /// variable lists entry classes, which name parts mark draft classes.
+    pub fn conventions(mut self, conventions: Conventions) -> RecipeBuilder {
+        set(&mut self.conventions, conventions, ".conventions(...)", &mut self.twice);
+        self
+    }
+
+    /// Adds a class selector (`[select.NAME]` in TOML), which hooks name in
+    /// [`HookBuilder::select`]; once per name.
+    ///
+    /// ```
+    /// use pysplice::{Anchor, ClassSelector, Conventions, Hook, Recipe};
+    ///
+    /// let recipe = Recipe::builder("demo", "Mark the models that capture")
+    ///     .files(["**/models/*.py"])
+    ///     .conventions(Conventions::default().with_entry_list("ENTRY"))
+    ///     .selector(ClassSelector::root("capturing").entries().has_method("capture"))
+    ///     .selector(ClassSelector::held_by("backbone", "capturing").via(["model"]))
+    ///     .hook(
+    ///         Hook::builder("mark", "Marked the backbone")
+    ///             .select("backbone", Some("__init__"))
+    ///             .at(Anchor::End)
+    ///             .code("self.marked = True"),
+    ///     )
+    ///     .build()?;
+    /// assert_eq!(recipe.files, ["**/models/*.py"]);
+    /// assert_eq!(recipe.selector("backbone").unwrap().held_by.as_deref(), Some("capturing"));
+    /// assert!(recipe.selects());
+    /// # Ok::<(), pysplice::Error>(())
+    /// ```
+    pub fn selector(mut self, selector: ClassSelector) -> RecipeBuilder {
+        if self.selectors.iter().any(|s| s.name == selector.name) {
+            self.twice.get_or_insert(".selector(...) for one name");
+        }
+        self.selectors.push(selector);
         self
     }
 
@@ -175,16 +241,32 @@ impl RecipeBuilder {
         raw.recipe.id = self.id.clone();
         raw.recipe.summary = self.summary.clone();
         raw.recipe.notes = self.notes.clone();
+        raw.recipe.files = self.files.clone();
         raw.vars = self.vars.clone();
+        if let Some(conventions) = &self.conventions {
+            raw.conventions = RawConventions {
+                entry_list: conventions.entry_list.clone(),
+                draft_markers: conventions.draft_markers.clone(),
+            };
+        }
+        raw.select = self
+            .selectors
+            .iter()
+            .map(|s| (s.name.clone(), Spanned::new(0..0, raw_select(s))))
+            .collect();
         raw.hooks = self.hooks.iter().map(|h| Spanned::new(0..0, h.raw())).collect();
         // No text: the compiled rules' locations mean nothing here, their reasons are kept.
         let file = SourceFile::new("", "");
-        Recipe::compile(&file, raw, true).map_err(|err| {
+        let mut recipe = Recipe::compile(&file, raw, true).map_err(|err| {
             let hook = err.hook().map(str::to_string);
             let builder = hook.as_deref().and_then(|id| self.hooks.iter().find(|h| h.id == id));
             let (reason, cause) = translate(&err, builder);
             fail(hook.as_deref(), reason, cause)
-        })
+        })?;
+        for selector in &mut recipe.selectors {
+            selector.location = Location::nowhere();
+        }
+        Ok(recipe)
     }
 }
 
@@ -218,9 +300,13 @@ fn translate(err: &Error, hook: Option<&HookBuilder>) -> (BuilderReason, Option<
         SpecReason::BadId { .. } if hook.is_some() => "Hook::builder(id, ..)",
         SpecReason::BadId { .. } => "Recipe::builder(id, ..)",
         SpecReason::NotOneLine { what: "note", .. } => ".note(...)",
+        SpecReason::NotOneLine { what: "file glob", .. } | SpecReason::EmptyFileGlob => ".files(...)",
         SpecReason::NotOneLine { .. } if hook.is_some() => "Hook::builder(.., summary)",
         SpecReason::NotOneLine { .. } => "Recipe::builder(.., summary)",
         SpecReason::MarkerLikeVariable { .. } => ".var(...)",
+        SpecReason::EntryListNotAName { .. } => ".conventions(...)",
+        SpecReason::Selector { .. } => SELECTOR,
+        SpecReason::UnknownSelector { .. } | SpecReason::MethodNotAName { .. } => ".select(...)",
         SpecReason::WrapNeedsValue => WRAP,
         SpecReason::NotOneImport { .. } | SpecReason::ImportSpansLines { .. } => IMPORTS,
         SpecReason::ForwarderNotAName { .. } => FORWARDER,
@@ -267,7 +353,20 @@ impl Hook {
 impl HookBuilder {
     /// The definition the hook works in (`in = "Class.method"`); the module when not given.
     pub fn target(mut self, path: &str) -> HookBuilder {
-        set(&mut self.target, path.to_string(), ".target(...)", &mut self.twice);
+        set(&mut self.target, In::Path(path.to_string()), TARGET, &mut self.twice);
+        self
+    }
+
+    /// Works in the classes that the recipe's selector `selector` chooses
+    /// ([`RecipeBuilder::selector`]; `in = { class = "NAME" }` in TOML), or with `method`, in
+    /// the method that runs for each of them (its own or a base's). In place of
+    /// [`HookBuilder::target`].
+    pub fn select(mut self, selector: &str, method: Option<&str>) -> HookBuilder {
+        let target = In::Select {
+            class: selector.to_string(),
+            method: method.map(str::to_string),
+        };
+        set(&mut self.target, target, TARGET, &mut self.twice);
         self
     }
 
@@ -421,7 +520,13 @@ impl HookBuilder {
         let mut raw = RawHook {
             id: self.id.clone(),
             summary: self.summary.clone(),
-            target: self.target.clone().map(RawIn::Path),
+            target: self.target.as_ref().map(|target| match target {
+                In::Path(path) => RawIn::Path(path.clone()),
+                In::Select { class, method } => RawIn::Select(RawSelectIn {
+                    class: class.clone(),
+                    method: method.clone(),
+                }),
+            }),
             code: self.code.clone(),
             unless_inside: self.unless_inside.as_ref().map(|p| p.text().to_string()),
             optional: self.optional,
@@ -466,18 +571,47 @@ impl HookBuilder {
     }
 }
 
+/// The `[select.NAME]` table of `selector`.
+fn raw_select(selector: &ClassSelector) -> RawSelect {
+    let some = |list: &Vec<String>| (!list.is_empty()).then(|| list.clone());
+    RawSelect {
+        entries: selector.entries,
+        has_method: selector.has_method.clone(),
+        exclude: some(&selector.exclude),
+        held_by: selector.held_by.clone(),
+        via: some(&selector.via),
+        assigns: selector.assigns.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::SpecWarningKind;
 
     const TOML: &str = r#"
 [recipe]
 id = "r"
 summary = "s"
 notes = ["n"]
+files = ["**/models/*.py", "pkg.mod"]
 
 [vars]
 name = "x"
+
+[conventions]
+entry-list = "ENTRY"
+draft-markers = ["draft"]
+
+[select.top]
+entries = true
+has-method = "capture"
+exclude = ["Skip"]
+
+[select.inner]
+held-by = "top"
+via = ["model", "lm"]
+assigns = "layers"
 
 [[hook]]
 id = "imports"
@@ -516,6 +650,20 @@ replace = "y = 1"
 nth = "all"
 depth = "top"
 code = "y = 2"
+
+[[hook]]
+id = "mark"
+summary = "m"
+in = { class = "inner", method = "__init__" }
+at = "end"
+code = "self.marked = True"
+
+[[hook]]
+id = "whole"
+summary = "c"
+in = { class = "top" }
+add-forwarder = "capture"
+via = "model"
 "#;
 
     fn pattern(text: &str) -> Pattern {
@@ -525,6 +673,24 @@ code = "y = 2"
     fn built() -> RecipeBuilder {
         Recipe::builder("r", "s")
             .note("n")
+            .files(["**/models/*.py"])
+            .selector(
+                ClassSelector::held_by("inner", "top")
+                    .via(["model", "lm"])
+                    .assigns("layers"),
+            )
+            .conventions(
+                Conventions::default()
+                    .with_entry_list("ENTRY")
+                    .with_draft_markers(["draft"]),
+            )
+            .selector(
+                ClassSelector::root("top")
+                    .entries()
+                    .has_method("capture")
+                    .exclude(["Skip"]),
+            )
+            .files(["pkg.mod"])
             .var("name", "x")
             .hook(Hook::builder("imports", "i").ensure_imports(["os", "numpy as np"]))
             .hook(
@@ -556,6 +722,17 @@ code = "y = 2"
                     .depth(Depth::Top)
                     .code("y = 2"),
             )
+            .hook(
+                Hook::builder("mark", "m")
+                    .select("inner", Some("__init__"))
+                    .at(Anchor::End)
+                    .code("self.marked = True"),
+            )
+            .hook(
+                Hook::builder("whole", "c")
+                    .select("top", None)
+                    .add_forwarder("capture", "model"),
+            )
     }
 
     /// Compiled hooks hold patterns and templates without equality: compare what they show.
@@ -576,7 +753,19 @@ code = "y = 2"
                 )
             })
             .collect();
-        (r.id.clone(), r.summary.clone(), r.notes.clone(), r.vars.clone(), hooks)
+        let selectors: Vec<ClassSelector> = r
+            .selectors
+            .iter()
+            .map(|s| ClassSelector {
+                location: Location::nowhere(),
+                ..s.clone()
+            })
+            .collect();
+        (
+            (r.id.clone(), r.summary.clone(), r.notes.clone(), r.files.clone()),
+            (r.vars.clone(), r.conventions.clone(), selectors),
+            hooks,
+        )
     }
 
     #[test]
@@ -584,6 +773,28 @@ code = "y = 2"
         let from_toml = Recipe::from_toml("r.toml", TOML).unwrap();
         let built = built().build().unwrap();
         assert_eq!(shape(&built), shape(&from_toml));
+    }
+
+    #[test]
+    fn a_built_recipe_has_the_warnings_of_toml_nowhere() {
+        let recipe = Recipe::builder("r", "s")
+            .hook(
+                Hook::builder("say", "s")
+                    .target("f")
+                    .at(Anchor::after(pattern("x = $V")))
+                    .code("print('x is {$V}')"),
+            )
+            .build()
+            .unwrap();
+        let warning = &recipe.warnings()[0];
+        assert_eq!(warning.kind, SpecWarningKind::CaptureInString { name: "V".into() });
+        assert!(!warning.location.is_somewhere());
+        assert!(
+            warning
+                .to_string()
+                .starts_with("hook \"say\": warning: `{$V}` is inside a string literal"),
+            "{warning}"
+        );
     }
 
     #[test]
@@ -609,6 +820,40 @@ code = "y = 2"
             .build()
             .unwrap_err();
         assert_eq!(err.to_string(), "hook \"log\": another hook of the recipe has this id");
+        // Selectors, conventions, files and selector targets: in builder terms too.
+        let refused = |builder: RecipeBuilder| builder.build().unwrap_err().to_string();
+        let text = refused(built().selector(ClassSelector::root("idle")));
+        assert!(
+            text.starts_with("recipe \"r\": .selector(...): [select.idle]: a root selector needs"),
+            "{text}"
+        );
+        let text = refused(built().selector(ClassSelector::root("top").entries()));
+        assert_eq!(
+            text,
+            "recipe \"r\": .selector(...) for one name is called twice; call it once"
+        );
+        let text = refused(Recipe::builder("r", "s").conventions(Conventions::default().with_entry_list("not a name")));
+        assert!(text.starts_with("recipe \"r\": .conventions(...):"), "{text}");
+        let text = refused(built().files([" "]));
+        assert!(text.starts_with("recipe \"r\": .files(...):"), "{text}");
+        let hook = Hook::builder("h", "s")
+            .select("nowhere", None)
+            .at(Anchor::End)
+            .code("pass");
+        let text = refused(built().hook(hook));
+        assert!(
+            text.starts_with("hook \"h\": .select(...): `class = \"nowhere\"` names no selector"),
+            "{text}"
+        );
+        let hook = Hook::builder("h", "s")
+            .target("A.f")
+            .select("top", None)
+            .at(Anchor::End)
+            .code("pass");
+        assert_eq!(
+            refused(built().hook(hook)),
+            "hook \"h\": .target(...) or .select(...) is called twice; call it once"
+        );
         let err = Recipe::builder("bad id", "s").build().unwrap_err();
         assert_eq!(
             err.to_string(),

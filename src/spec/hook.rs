@@ -1,25 +1,36 @@
 //! One `[[hook]]` table compiled into a [`Hook`]: its target, its placement and code, each
 //! checked with a message at the key that is wrong.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::error::{Error, ErrorKind, SpecReason};
+use crate::error::{Error, ErrorKind, Location, SpecReason};
 use crate::locate::Target;
 use crate::marker;
 use crate::parse::parse_snippet;
 use crate::pattern::Pattern;
 use crate::source::SourceFile;
 use crate::syntax::{is_identifier, kind};
-use crate::template::{Bindings, Captures, Parameters, Template, MAX_RENDERED_BYTES};
+use crate::template::{Bindings, Capture, Captures, Parameters, Template, MAX_RENDERED_BYTES};
 
+use super::lexical::{region_at, regions, Region};
 use super::raw::{RawAt, RawHook, RawIn};
 use super::{check_id, check_line, key_offset, spec_error, MAX_RECIPE_CODE_BYTES};
-use super::{Action, Anchor, ClassSelector, Hook, ImportLine, Selector};
+use super::{Action, Anchor, ClassSelector, Hook, ImportLine, Selector, SpecWarning, SpecWarningKind};
 
-/// Compiles the `[[hook]]` table `raw`, written at `span` of the spec `file`; `budget`: how
-/// many bytes of rendered code the recipe may still have (this hook's are taken from it).
+/// What compiling a recipe keeps across its hooks: the bytes of rendered code the recipe may
+/// still have, and the warnings so far.
+pub(super) struct Ledger {
+    /// The bytes of rendered code the recipe may still have (each hook's are taken from it).
+    pub(super) budget: Cell<usize>,
+    /// The warnings of the hooks compiled so far.
+    pub(super) warnings: RefCell<Vec<SpecWarning>>,
+}
+
+/// Compiles the `[[hook]]` table `raw`, written at `span` of the spec `file`; `ledger`: how
+/// many bytes of rendered code the recipe may still have (this hook's are taken from it), and
+/// where its warnings go.
 pub(super) fn compile_hook(
     file: &SourceFile,
     vars: &BTreeMap<String, String>,
@@ -27,7 +38,7 @@ pub(super) fn compile_hook(
     raw: RawHook,
     span: Range<usize>,
     probe: bool,
-    budget: &Cell<usize>,
+    ledger: &Ledger,
 ) -> Result<Hook, Error> {
     let table = HookTable {
         file,
@@ -35,7 +46,8 @@ pub(super) fn compile_hook(
         span,
         id: &raw.id,
         probe,
-        budget,
+        budget: &ledger.budget,
+        warnings: &ledger.warnings,
     };
     check_id(file, &raw.id, table.at_key("id"), Some(&raw.id))?;
     check_line(file, &raw.summary, table.at_key("summary"), "summary", Some(&raw.id))?;
@@ -78,6 +90,8 @@ struct HookTable<'a> {
     probe: bool,
     /// The bytes of rendered code the recipe may still have.
     budget: &'a Cell<usize>,
+    /// Where the hook's warnings go.
+    warnings: &'a RefCell<Vec<SpecWarning>>,
 }
 
 impl HookTable<'_> {
@@ -106,7 +120,15 @@ impl HookTable<'_> {
     /// The template of `key`, checked: known placeholders, no marker-like line, valid Python
     /// (as the value of a `return` when `wrap`). `captures`: the metavariables `{$NAME}` may
     /// name (those of the hook's patterns), `None` when the hook has no pattern.
-    fn code(&self, key: &str, text: &str, wrap: bool, captures: Option<&[String]>) -> Result<Template, Error> {
+    /// `identifiers`: those of them that only ever stand for a name.
+    fn code(
+        &self,
+        key: &str,
+        text: &str,
+        wrap: bool,
+        captures: Option<&[String]>,
+        identifiers: &[String],
+    ) -> Result<Template, Error> {
         let (file, vars, span, id) = (self.file, self.vars, &self.span, self.id);
         let template = Template::new(if wrap { text.trim().to_string() } else { dedent(text) });
         for (_, name) in template.placeholders() {
@@ -143,7 +165,7 @@ impl HookTable<'_> {
         let probes: Captures = captures
             .unwrap_or_default()
             .iter()
-            .map(|name| (name.clone(), format!("__capture_{name}__")))
+            .map(|name| (name.clone(), Capture::text(format!("__capture_{name}__"))))
             .collect();
         let bindings = Bindings {
             value: Some("__value__"),
@@ -163,11 +185,51 @@ impl HookTable<'_> {
             let at = marker_offset(file.text(), self.at_key(key)..span.end).unwrap_or(self.at_key(key));
             return Err(spec_error(file, at, SpecReason::MarkerLikeCode, Some(id)));
         }
+        self.warn_captures(key, &template, &bindings, identifiers);
         if self.probe {
             let probe = if wrap { format!("return {rendered}") } else { rendered };
             parse_snippet("<code>", &probe).map_err(|err| self.caused(key, SpecReason::CodeUnparsable, err))?;
         }
         Ok(template)
+    }
+
+    /// Warns of each `{$NAME}` of `template` (rendered with `bindings`) inside a string literal
+    /// of the code, or inside a comment unless it only ever stands for a name (one line): once
+    /// per name and place, at the placeholder in the spec.
+    fn warn_captures(&self, key: &str, template: &Template, bindings: &Bindings<'_>, identifiers: &[String]) {
+        if template.capture_names().is_empty() {
+            return;
+        }
+        let (code, spans) = template.capture_spans(self.vars, bindings);
+        let found = regions(&code);
+        let mut warnings = self.warnings.borrow_mut();
+        let mut seen: Vec<&str> = Vec::new();
+        for (span, name) in spans {
+            // Which `{$NAME}` of this name it is, to point at that one.
+            let nth = seen.iter().filter(|n| **n == name).count();
+            seen.push(name);
+            let kind = match region_at(&found, span.start) {
+                Some(Region::String) => SpecWarningKind::CaptureInString { name: name.to_string() },
+                Some(Region::Comment) if !identifiers.iter().any(|n| n == name) => {
+                    SpecWarningKind::CaptureInComment { name: name.to_string() }
+                }
+                _ => continue,
+            };
+            if warnings.iter().any(|w| w.hook == self.id && w.kind == kind) {
+                continue;
+            }
+            let at = nth_placeholder_offset(self.file, &self.span, self.at_key(key), &format!("${name}"), nth);
+            let location = if self.file.name().is_empty() {
+                Location::nowhere()
+            } else {
+                self.file.location(at)
+            };
+            warnings.push(SpecWarning {
+                kind,
+                location,
+                hook: self.id.to_string(),
+            });
+        }
     }
 
     /// Takes the `bytes` of one rendered template from the recipe's budget, measured before the
@@ -271,6 +333,7 @@ impl HookTable<'_> {
                 raw.code.as_deref().unwrap_or_default(),
                 false,
                 captures.as_deref(),
+                &identifiers(anchor, when),
             )
         };
         if let Some(imports) = &raw.ensure_imports {
@@ -295,7 +358,13 @@ impl HookTable<'_> {
                 return Err(self.fail("in", SpecReason::WrapNeedsFunction));
             }
             let captures = capturable(None, when);
-            let template = self.code("wrap-returns", text, true, captures.as_deref())?;
+            let template = self.code(
+                "wrap-returns",
+                text,
+                true,
+                captures.as_deref(),
+                &identifiers(None, when),
+            )?;
             if !template.mentions("value") {
                 return Err(self.fail("wrap-returns", SpecReason::WrapNeedsValue));
             }
@@ -389,15 +458,42 @@ fn capturable(anchor: Option<&Pattern>, when: Option<&Pattern>) -> Option<Vec<St
     Some(names)
 }
 
+/// The metavariables that stand for a name wherever hook code uses them: bound as an identifier
+/// (`self.$ATTR`) by the first of the placement's pattern and `when` that binds them.
+fn identifiers(anchor: Option<&Pattern>, when: Option<&Pattern>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut bound: Vec<String> = Vec::new();
+    for pattern in anchor.into_iter().chain(when) {
+        let own = pattern.identifiers();
+        for name in pattern.metavariables() {
+            if !bound.contains(&name) {
+                if own.contains(&name) {
+                    names.push(name.clone());
+                }
+                bound.push(name);
+            }
+        }
+    }
+    names
+}
+
 /// The offset of `{name}` in the spec text of a hook, from `from` (the key that holds it).
 fn placeholder_offset(file: &SourceFile, span: &Range<usize>, from: usize, name: &str) -> usize {
+    nth_placeholder_offset(file, span, from, name, 0)
+}
+
+/// [`placeholder_offset`] of the `nth` (from 0) `{name}`; the first when there are fewer.
+fn nth_placeholder_offset(file: &SourceFile, span: &Range<usize>, from: usize, name: &str, nth: usize) -> usize {
     let needle = format!("{{{name}}}");
     let text = file.text();
     let window = text.get(from..span.end).unwrap_or_default();
-    window
+    let mut found = window
         .match_indices(&needle)
-        .find(|(i, _)| !window[..*i].ends_with('{'))
-        .map_or(from, |(i, _)| from + i)
+        .filter(|(i, _)| !window[..*i].ends_with('{'))
+        .map(|(i, _)| from + i);
+    let first = found.next();
+    let nth = if nth == 0 { first } else { found.nth(nth - 1).or(first) };
+    nth.unwrap_or(from)
 }
 
 /// The offset of the first marker-like text (see [`marker::marker_like_offset`]) in `range` of

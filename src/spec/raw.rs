@@ -35,8 +35,8 @@ pub(super) struct RawSpec {
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Conventions"))]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawConventions {
-    /// The module-level variable whose value lists a module's entry classes
-    /// (`EntryClass = [A, B]`); needed by `entries = true`.
+    /// The module-level variable whose value lists a module's entry classes (with
+    /// `entry-list = "ENTRY"`, `ENTRY = [A, B]`); needed by `entries = true`.
     pub(super) entry_list: Option<String>,
     /// Name parts (compared lower-case) that mark draft classes: a class whose name or file
     /// contains one is never a root selector's class.
@@ -49,7 +49,8 @@ pub(super) struct RawConventions {
 #[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "Select"))]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawSelect {
-    /// Only `EntryClass` classes.
+    /// Only classes that a module lists in its entry list (the variable `[conventions]
+    /// entry-list` names).
     #[serde(default)]
     pub(super) entries: bool,
     /// Only classes defining or inheriting this method.

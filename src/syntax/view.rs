@@ -202,6 +202,39 @@ impl Node {
         self.kind() == kind
     }
 
+    /// Whether this node is an expression that may stand in parentheses (not a slice, a starred
+    /// item or the field of an f-string).
+    #[must_use]
+    pub fn is_expression(&self) -> bool {
+        matches!(
+            self.kind(),
+            kind::BOOL_OP
+                | kind::NAMED_EXPR
+                | kind::BIN_OP
+                | kind::UNARY_OP
+                | kind::LAMBDA
+                | kind::IF_EXP
+                | kind::DICT
+                | kind::SET
+                | kind::LIST_COMP
+                | kind::SET_COMP
+                | kind::DICT_COMP
+                | kind::GENERATOR_EXP
+                | kind::AWAIT
+                | kind::YIELD
+                | kind::YIELD_FROM
+                | kind::COMPARE
+                | kind::CALL
+                | kind::JOINED_STR
+                | kind::CONSTANT
+                | kind::ATTRIBUTE
+                | kind::SUBSCRIPT
+                | kind::NAME
+                | kind::LIST_DISPLAY
+                | kind::TUPLE
+        )
+    }
+
     /// The `body` list of a `Module`.
     #[must_use]
     pub fn module_body(&self) -> Option<&Node> {

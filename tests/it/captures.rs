@@ -185,3 +185,22 @@ fn a_capture_that_brings_a_marker_line_is_refused() {
     );
     assert_eq!(err.hook(), Some("h"));
 }
+
+#[test]
+fn a_captured_expression_keeps_its_meaning_where_the_template_puts_it() {
+    let recipe = inline_recipe(
+        "[[hook]]\nid = \"h\"\nsummary = \"s\"\nin = \"f\"\nat = { after = \"y = $VAL\", nth = \"all\" }\ncode = \"seen({$VAL} * 2, [{$VAL}], {$VAL!r})\"\n",
+    );
+    let input = "def f():\n    y = (1 + 2)\n    y = a + b\n    y = g(x)\n";
+    let patched = apply(&recipe, SourceFile::new("m.py", input)).unwrap();
+    let out = patched.output();
+    // Parenthesized where `* 2` would bind into it; as written in a list and in `!r`.
+    assert!(out.contains("    seen((1 + 2) * 2, [1 + 2], '1 + 2')\n"), "{out}");
+    assert!(out.contains("    seen((a + b) * 2, [a + b], 'a + b')\n"), "{out}");
+    assert!(out.contains("    seen(g(x) * 2, [g(x)], 'g(x)')\n"), "{out}");
+    assert_invariants(&recipe, "m.py", input, &patched);
+    let again = apply(&recipe, SourceFile::new("m.py", patched.output())).unwrap();
+    assert!(!again.changed());
+    let back = revert(&recipe, SourceFile::new("m.py", patched.output())).unwrap();
+    assert_eq!(back.output(), input);
+}

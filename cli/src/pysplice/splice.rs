@@ -27,6 +27,16 @@ pub struct FilesArgs {
     /// The interpreter `--installed` asks (the environment's `bin/python`).
     #[arg(long, value_name = "PY", default_value = "python3", requires = "installed")]
     pub python: String,
+    /// How long `--python` may take to say where the package is (seconds, up to 3600); past it,
+    /// it and whatever it started are killed.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "20",
+        value_parser = pysplice_cli::installed::probe_timeout,
+        requires = "installed"
+    )]
+    pub probe_timeout: std::time::Duration,
     /// Leave out the paths below a folder that this glob names (`tests/**`, `**/conftest.py`);
     /// may be given several times.
     #[arg(long, value_name = "GLOB")]
@@ -46,17 +56,21 @@ pub struct ApplyArgs {
     pub dry_run: bool,
 }
 
-/// Reads the recipe (a TOML hook spec, or `builtin:NAME`); on failure prints the error and gives
-/// exit code 2.
+/// Reads the recipe (a TOML hook spec, or `builtin:NAME`) and prints its warnings on stderr;
+/// on failure prints the error and gives exit code 2.
 pub fn load_recipe(path: &Path) -> Result<Recipe, u8> {
     let name = path_name(path);
-    pysplice_sglang::recipes::load(&name).map_err(|err| {
+    let recipe = pysplice_sglang::recipes::load(&name).map_err(|err| {
         match err.kind() {
             ErrorKind::Io { source, .. } => errln!("{name}: cannot read the spec: {source}"),
             _ => errln!("{err}"),
         }
-        2
-    })
+        2u8
+    })?;
+    for warning in recipe.warnings() {
+        errln!("{warning}");
+    }
+    Ok(recipe)
 }
 
 /// Exit code for an error: 1 when a hook could not be placed, 2 for unusable input.
@@ -79,7 +93,7 @@ fn run_all(args: &FilesArgs, op: Op) -> Result<(Recipe, Batch), u8> {
             shown: name,
             remedy: "activate the environment that has it, or pass --python with its interpreter",
         };
-        match pysplice_cli::installed::package_folder(&args.python, wanted, pysplice_cli::installed::PROBE_TIMEOUT) {
+        match pysplice_cli::installed::package_folder(&args.python, wanted, args.probe_timeout) {
             Ok(folder) => paths.push(folder),
             Err(message) => {
                 errln!("{message}");

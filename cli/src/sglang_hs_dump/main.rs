@@ -62,7 +62,7 @@ struct Args {
     python: String,
     /// How long `--python` may take to say where SGLang is (seconds, up to 3600); past it, it and
     /// whatever it started are killed.
-    #[arg(long, value_name = "SECONDS", default_value = "20", value_parser = probe_timeout, requires = "installed")]
+    #[arg(long, value_name = "SECONDS", default_value = "20", value_parser = pysplice_cli::installed::probe_timeout, requires = "installed")]
     probe_timeout: std::time::Duration,
     /// Remove the patch, giving back the original bytes.
     #[arg(long, conflicts_with = "check")]
@@ -104,14 +104,6 @@ fn installed_model_file(python: &str, limit: std::time::Duration) -> Result<std:
     };
     let package = pysplice_cli::installed::package_folder(python, wanted, limit)?;
     pysplice_sglang::install::package_model_file(&package, &format!("`{python}`")).map_err(|e| e.message)
-}
-
-/// `--probe-timeout`: a number of seconds, more than 0 and at most 3600.
-fn probe_timeout(text: &str) -> Result<std::time::Duration, String> {
-    match text.parse::<f64>() {
-        Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(std::time::Duration::from_secs_f64(secs)),
-        _ => Err("a number of seconds, more than 0 and at most 3600".into()),
-    }
 }
 
 /// What to do with the file.
@@ -286,9 +278,27 @@ fn shell_word(word: &str) -> String {
     }
 }
 
+/// The interpreter of the example launch line: the one `--installed` asked (`--python`), whose
+/// SGLang was patched; else `python3`.
+fn launch_python(args: &Args) -> String {
+    if args.installed {
+        shell_word(&report::printable(&args.python))
+    } else {
+        "python3".to_string()
+    }
+}
+
 /// How to start the server with the dump, and how to undo the patch: the release's flags and
-/// notes, an example launch line (for `model`), and `undo` (none for the demo's copy).
-fn print_use(env: &str, release: Option<&Release>, launch: &Launch, demo: bool, model: &str, undo: Option<&str>) {
+/// notes, an example launch line (for `model`, run by `python`), and `undo` (none for the demo's
+/// copy).
+fn print_use(
+    env: &str,
+    release: Option<&Release>,
+    launch: &Launch,
+    demo: bool,
+    (python, model): (&str, &str),
+    undo: Option<&str>,
+) {
     let dir = pysplice_sglang::install::DUMP_DIR;
     outln!("To use: set {env}={dir} before starting server");
     match release {
@@ -305,7 +315,7 @@ fn print_use(env: &str, release: Option<&Release>, launch: &Launch, demo: bool, 
         outln!("Note: {note}");
     }
     outln!(
-        "e.g. {env}={dir} python3 -m sglang.launch_server --model-path {model} {}",
+        "e.g. {env}={dir} {python} -m sglang.launch_server --model-path {model} {}",
         launch.flags.join(" ")
     );
     match undo {

@@ -232,12 +232,13 @@ impl Finished<'_> {
                 Some(model) => crate::shell_word(&printable(&model.display().to_string())),
                 None => "MODEL".to_string(),
             };
+            let python = crate::launch_python(self.args);
             crate::print_use(
                 self.env,
                 self.release.as_ref(),
                 &self.launch,
                 false,
-                &model,
+                (&python, &model),
                 Some(&self.undo()),
             );
         }

@@ -179,8 +179,12 @@ impl Finished<'_> {
         u8::from(self.mode == Mode::Check && crate::pending(&self.patched))
     }
 
-    /// The launch flags and notes for the release and the hooks that were placed.
+    /// The launch flags and notes for the release and the hooks that were placed (the demo's
+    /// model is of no release: the flags of current releases).
     fn launch(&self) -> pysplice_sglang::launch::Launch {
+        if self.demo {
+            return pysplice_sglang::launch::launch_current();
+        }
         let outcomes = if self.mode == Mode::Revert {
             &[][..]
         } else {
@@ -251,6 +255,14 @@ impl Finished<'_> {
         let undo = format!("{PROGRAM} --revert {}", crate::shell_word(&printable(patched.name())));
         let undo = (!self.demo).then_some(undo.as_str());
         let launch = self.launch();
-        crate::print_use(self.env, self.release.as_ref(), &launch, self.demo, "MODEL", undo);
+        let python = crate::launch_python(self.args);
+        crate::print_use(
+            self.env,
+            self.release.as_ref(),
+            &launch,
+            self.demo,
+            (&python, "MODEL"),
+            undo,
+        );
     }
 }

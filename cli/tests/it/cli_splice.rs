@@ -153,6 +153,30 @@ fn apply_writes_in_place_and_lists_the_summaries() {
 }
 
 #[test]
+fn spec_warnings_go_to_stderr_and_the_run_goes_on() {
+    let t = Temp::new();
+    let spec = t.write(
+        "w.toml",
+        b"[recipe]\nid = \"w\"\nsummary = \"s\"\n\n[[hook]]\nid = \"say\"\nsummary = \"Said it\"\nin = \"f\"\nat = { after = \"x = $V\" }\ncode = \"print('x is {$V}')\"\n",
+    );
+    let file = t.write("m.py", b"def f():\n    x = 1\n");
+    for command in ["check", "apply"] {
+        let output = run(&[p(command), p("--spec"), &spec, &file]);
+        let err = stderr(&output);
+        let expected = format!(
+            "{}:10:21: warning: `{{$V}}` is inside a string literal of the code",
+            spec.display()
+        );
+        assert!(err.starts_with(&expected), "{command}: {err}");
+        assert!(err.contains("write `{$V!r}`") && err.contains("[hook say]"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert_exit(&output, if command == "check" { 1 } else { 0 });
+    }
+    // A warning, not an error: the recipe works as written.
+    assert!(text(&file).contains("    print('x is 1')\n"), "{}", text(&file));
+}
+
+#[test]
 fn apply_reports_skipped_hooks_with_their_reason() {
     let t = Temp::new();
     let spec = t.copy("conditions.toml");

@@ -80,6 +80,28 @@ fn cli_demo_patches_a_copy_and_shows_the_diff() {
         assert!(stdout.contains(summary), "{summary}\n{stdout}");
     }
     assert!(stdout.contains("\nTo use: set SGLANG_HS_DUMP_DIR=/dev/shm/sglang_hs before starting server\n"));
+    // The flags of current releases, which all stitch chunked prefill: no `-1`, and one short
+    // note on where other releases differ, pointing to every release's flags.
+    let flags = "--disable-cuda-graph --disable-radix-cache --skip-server-warmup";
+    assert!(
+        stdout.contains(&format!(
+            "\n  {flags}\nNote: these are the flags of current releases; add "
+        )),
+        "{stdout}"
+    );
+    let to_use = &stdout[stdout.find("\nTo use:").unwrap()..];
+    assert!(!to_use.contains("leave out --chunked-prefill-size"), "{to_use}");
+    assert_eq!(to_use.matches("Note: ").count(), 1, "{to_use}");
+    assert!(
+        stdout.contains("every release's flags: sglang-hs-dump --flag-table\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "\ne.g. SGLANG_HS_DUMP_DIR=/dev/shm/sglang_hs python3 -m sglang.launch_server --model-path MODEL {flags}\n"
+        )),
+        "{stdout}"
+    );
     // the copy and its folder are removed as the run ends (sglang_trips checks an empty TMPDIR)
     let copy = stdout
         .lines()
@@ -310,6 +332,15 @@ fn cli_installed_locates_without_importing() {
     let output = installed(&python, &[]);
     assert_eq!(code(&output), 0, "{}{}", text(&output.stdout), text(&output.stderr));
     assert!(text(&output.stdout).contains("Server flags for SGLang 0.5.23 (from "));
+    // The launch line names the interpreter whose SGLang was patched.
+    assert!(
+        text(&output.stdout).contains(&format!(
+            "SGLANG_HS_DUMP_DIR=/dev/shm/sglang_hs {} -m sglang.launch_server --model-path MODEL ",
+            python.display()
+        )),
+        "{}",
+        text(&output.stdout)
+    );
     assert!(std::fs::read_to_string(&file).unwrap().contains("_pysplice_hs_dump"));
     assert!(!marker.exists(), "sglang/__init__.py ran");
     assert_eq!(std::fs::read(&decoy).unwrap(), decoy_before, "the decoy was patched");

@@ -49,13 +49,16 @@ fn fake_python(dir: &Path, script: &str) -> PathBuf {
 /// Runs `sglang_hs_dump --installed --python PYTHON ARGS` in `dir`, killing it (and failing) after
 /// [`WATCHDOG`].
 fn installed(dir: &Path, python: &Path, args: &[&str]) -> Run {
+    let mut command = Command::new(common::program("sglang_hs_dump"));
+    command.arg("--installed").arg("--python").arg(python).args(args);
+    run_in(dir, command)
+}
+
+/// Runs `command` in `dir` as [`installed`] does.
+fn run_in(dir: &Path, mut command: Command) -> Run {
     let (out, err) = (dir.join("stdout"), dir.join("stderr"));
     let start = Instant::now();
-    let mut child = Command::new(common::program("sglang_hs_dump"))
-        .arg("--installed")
-        .arg("--python")
-        .arg(python)
-        .args(args)
+    let mut child = command
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
@@ -244,5 +247,59 @@ fn garbage_is_no_answer() {
             "{bad}: {}",
             run.stderr
         );
+    }
+}
+
+/// The message of a probe past its limit advises a flag to raise it: each program that can print
+/// the message takes that flag, followed as written (the run ends in the same message with the
+/// new limit, not in a usage error).
+#[test]
+fn the_flag_the_timeout_message_advises_is_taken_by_each_program() {
+    let dir = scratch("advice");
+    let pids = dir.join("pid");
+    let _leftover = Leftover(pids.clone());
+    let python = fake_python(&dir, &format!("echo $$ > '{}'\nexec sleep 1000\n", pids.display()));
+    let wanted = pysplice_cli::installed::Wanted {
+        name: "sglang",
+        shown: "SGLang",
+        remedy: "",
+    };
+    let message = pysplice_cli::installed::package_folder(python.to_str().unwrap(), wanted, Duration::from_millis(500))
+        .unwrap_err();
+    let advice = message
+        .split("(raise the limit with ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no advice in {message:?}"));
+    assert!(advice.starts_with("--"), "{message}");
+    let python = python.to_str().unwrap();
+    let programs: [(&str, Vec<&str>); 2] = [
+        ("sglang-hs-dump", vec!["--installed", "--python", python, "--check"]),
+        (
+            "pysplice",
+            vec![
+                "check",
+                "--spec",
+                "builtin:sglang-hs-dump",
+                "--installed",
+                "sglang",
+                "--python",
+                python,
+            ],
+        ),
+    ];
+    for (program, args) in programs {
+        let mut command = Command::new(common::program(program));
+        command.args(&args).args([advice, "1.5"]);
+        let run = run_in(&dir, command);
+        assert_eq!(run.code, Some(2), "{program}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr.contains("did not answer within 1.5 s")
+                && run.stderr.contains(&format!("(raise the limit with {advice} SECONDS)")),
+            "{program}: {}",
+            run.stderr
+        );
+        assert!(run.wall < BOUND, "{program}: {:?}", run.wall);
+        assert!(!alive(&pids), "{program}: the hung interpreter survived");
     }
 }

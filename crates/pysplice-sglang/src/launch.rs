@@ -325,14 +325,9 @@ pub struct Launch {
     pub basis: Option<&'static str>,
 }
 
-/// The flags printed when the release is unknown.
-const GENERIC_FLAGS: [&str; 5] = [
-    DISABLE_CUDA_GRAPH,
-    DISABLE_RADIX_CACHE,
-    CHUNKED_PREFILL_SIZE,
-    "-1",
-    SKIP_SERVER_WARMUP,
-];
+/// The flags printed when the release is unknown: those of the current releases, which all
+/// stitch chunked prefill (so no `--chunked-prefill-size -1`); the note says where others differ.
+const GENERIC_FLAGS: [&str; 3] = [DISABLE_CUDA_GRAPH, DISABLE_RADIX_CACHE, SKIP_SERVER_WARMUP];
 
 /// The server flags and notes the dump needs on `release`. A release in the data gets its own
 /// flags; one newer than the newest known release gets the newest known flags, and an unlisted
@@ -396,29 +391,38 @@ pub fn launch_unknown(why: &str) -> Launch {
     }
 }
 
-/// Which flags of the generic list to change on which releases, from the data.
+/// The generic list for a file of no release (the demo's model): the flags of the current
+/// releases, with a note on where other releases differ.
+pub fn launch_current() -> Launch {
+    Launch {
+        flags: GENERIC_FLAGS.to_vec(),
+        notes: vec![format!("these are the flags of current releases; {}", generic_advice())],
+        basis: None,
+    }
+}
+
+/// Which flags of the generic list to change on which releases, from the data, and where every
+/// release's flags are listed.
 fn generic_advice() -> String {
     let piecewise = ranges(|f| f.needs_piecewise_flag(), "-");
+    let partial = ranges(|f| f.chunking() == Chunking::Partial, "-");
     let no_warmup = ranges(|f| !f.has(SKIP_SERVER_WARMUP), "-");
-    let no_chunking = ranges(|f| f.chunking() != Chunking::Partial, "-");
-    let mut parts = Vec::new();
+    let mut add = Vec::new();
     if !piecewise.is_empty() {
-        parts.push(format!(
-            "add {DISABLE_PIECEWISE_CUDA_GRAPH} on {}",
-            piecewise.join(", ")
-        ));
+        add.push(format!("{DISABLE_PIECEWISE_CUDA_GRAPH} on {}", piecewise.join(", ")));
     }
-    let mut leave_out = Vec::new();
+    if !partial.is_empty() {
+        add.push(format!("{CHUNKED_PREFILL_SIZE} -1 on {}", partial.join(", ")));
+    }
+    let mut parts = Vec::new();
+    if !add.is_empty() {
+        parts.push(format!("add {}", add.join(" and ")));
+    }
     if !no_warmup.is_empty() {
-        leave_out.push(format!("{SKIP_SERVER_WARMUP} on {}", no_warmup.join(", ")));
+        parts.push(format!("leave out {SKIP_SERVER_WARMUP} on {}", no_warmup.join(", ")));
     }
-    if !no_chunking.is_empty() {
-        leave_out.push(format!("{CHUNKED_PREFILL_SIZE} -1 on {}", no_chunking.join(", ")));
-    }
-    if !leave_out.is_empty() {
-        parts.push(format!("leave out {}", leave_out.join(" and ")));
-    }
-    parts.join(", ")
+    parts.push("every release's flags: sglang-hs-dump --flag-table".to_string());
+    parts.join("; ")
 }
 
 /// The flags and notes of a release in the data, with `lead` as the first note.
@@ -605,6 +609,47 @@ mod tests {
         assert!(old.notes[0].contains("older than 0.2.6"), "{:?}", old.notes);
         let unknown = launch_unknown("why");
         assert!(unknown.notes[0].starts_with("SGLang release unknown (why): add --disable-piecewise-cuda-graph on "));
+    }
+
+    /// The generic list is right for every current release (all stitch chunked prefill, so no
+    /// `-1`), and its note says only where older releases differ, never to drop a flag it
+    /// prints for the releases it is meant for.
+    #[test]
+    fn the_generic_list_fits_the_current_releases_and_its_note_names_the_others() {
+        let unknown = launch_unknown("");
+        let newest = dump_releases().last().expect("data");
+        // The newest release's flags, less the optional one.
+        let mut wanted = newest.flags_for_dump();
+        wanted.retain(|f| *f != DISABLE_OVERLAP_SCHEDULE);
+        assert_eq!(unknown.flags, wanted, "the flags of {}", newest.version);
+        assert!(!unknown.flags.contains(&"-1"), "{:?}", unknown.flags);
+        let note = &unknown.notes[0];
+        assert_eq!(
+            note,
+            "SGLang release unknown: add --disable-piecewise-cuda-graph on 0.5.10-0.5.13.post1 and \
+             --chunked-prefill-size -1 on 0.2.13-0.4.5.post3; leave out --skip-server-warmup on 0.2.6-0.4.8.post1; \
+             every release's flags: sglang-hs-dump --flag-table"
+        );
+        // What the note tells to add is what those releases' own flags have.
+        for facts in dump_releases() {
+            let own = facts.flags_for_dump();
+            let partial = facts.chunking() == Chunking::Partial;
+            assert_eq!(own.contains(&CHUNKED_PREFILL_SIZE), partial, "{}", facts.version);
+        }
+    }
+
+    #[test]
+    fn a_file_of_no_release_gets_the_current_flags_and_where_others_differ() {
+        let current = launch_current();
+        assert_eq!(current.flags, launch_unknown("").flags);
+        assert_eq!(current.notes.len(), 1);
+        assert!(
+            current.notes[0]
+                .starts_with("these are the flags of current releases; add --disable-piecewise-cuda-graph on ")
+                && current.notes[0].ends_with("every release's flags: sglang-hs-dump --flag-table"),
+            "{:?}",
+            current.notes
+        );
     }
 
     #[test]

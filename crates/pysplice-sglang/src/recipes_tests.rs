@@ -36,3 +36,26 @@ fn only_the_code_probe_is_left_out_for_a_bundled_spec() {
     let undefined = spec("x = {nothing}", "");
     assert!(Recipe::from_bundled_toml("r.toml", &undefined).is_err());
 }
+
+/// The notes `pysplice apply --spec builtin:...` prints after a patch are short, each one line,
+/// with a pointer to the page that has the detail; no bundled recipe warns.
+#[test]
+fn the_notes_are_short_and_point_to_the_detail() {
+    for name in BUILTIN_NAMES {
+        let recipe = builtin(name).expect("bundled").expect("compiles");
+        let words: usize = recipe.notes.iter().map(|n| n.split_whitespace().count()).sum();
+        assert!(words <= 120, "{name}: {words} words of notes");
+        assert_eq!(recipe.warnings(), [], "{name}");
+        let pointer = recipe.notes.iter().find_map(|n| {
+            n.split_whitespace()
+                .find(|w| w.starts_with("docs/"))
+                .map(|w| w.trim_end_matches(['.', ',', ';', ')']))
+        });
+        if let Some(page) = pointer {
+            let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(page);
+            assert!(path.is_file(), "{name}: {} is no file", path.display());
+        } else {
+            assert!(recipe.notes.is_empty(), "{name}: notes without a pointer to docs/");
+        }
+    }
+}
