@@ -8,7 +8,7 @@
 #   DIR/run_on_device.sh              runs the test (patched and --unpatched) and prints the verdicts
 #   DIR/bench_hs_dump.py              the writer's benchmark (GPU): python3 DIR/bench_hs_dump.py DIR/mock_deepseek_v2_patched.py
 #   DIR/bench_chunked.py              a long prompt chunked and unchunked: python3 DIR/bench_chunked.py DIR/mock_deepseek_v2_patched.py
-#   DIR/wait_idle.py                  docs/sglang.md's wait-until-idle step (Stopping the server), as the test runs it
+#   DIR/wait_idle.py                  docs/sglang.md's wait-until-idle step (5. Wait until the dump is idle), as the test runs it
 #
 # Then, on any machine with PyTorch (a GPU is used when present):
 #   bash DIR/run_on_device.sh DIR
