@@ -27,8 +27,11 @@ new mask (same size, same layout, zip CRCs updated) is synced and renamed over t
 original. A file whose ids do not match its conversation, or whose rid is unknown, is
 left untouched and reported; the exit status is then 1.
 
-Needs the `transformers` package for the tokenizer; not PyTorch: the files are read and
-patched as the zip archives torch.save writes.
+Needs the `transformers` and `jinja2` packages for the tokenizer and its chat template; not
+PyTorch: the files are read and patched as the zip archives torch.save writes. Any tokenizer
+kind works: fast ones give token offsets, Python classes (slow ones, remote-code ones such as
+tiktoken-based classes) get the same mask from prefix token counts; a tokenizer that ships its
+own code runs only with --trust-remote-code.
 """
 
 import argparse
