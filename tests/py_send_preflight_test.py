@@ -107,6 +107,12 @@ class PreflightTest(unittest.TestCase):
         code, out, err, took = self.send("--url", url, "--record", os.path.join(self.tmp, "r0.jsonl"))
         self.one_line(code, out, err, url, "nothing answers", "3 tries")
         self.assertLess(took, 10.0)
+        # with a dump folder that does not exist yet: the same line, and the folder not made
+        dump = os.path.join(self.tmp, "never-made")
+        code, out, err, took = self.send("--url", url, "--dump-dir", dump)
+        self.one_line(code, out, err, url, "nothing answers")
+        self.assertFalse(os.path.exists(dump))
+        self.assertLess(took, 10.0)
 
     def test_a_server_not_ready_is_named_with_its_answer(self):
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotReady)

@@ -807,12 +807,16 @@ def parse(argv):
     for d in args.dump_dir:
         if os.path.exists(d) and not os.path.isdir(d):
             p.error("--dump-dir %s: not a folder" % d)
+    return args
+
+
+def make_dump_dirs(args):
+    """The dump makes its folder on its first prefill: a missing one is made now the same way
+    (0700), once the preflight passed, so that samples can be watched for from the start."""
+    for d in args.dump_dir:
         if not os.path.exists(d) and not args.dry_run:
-            # the dump makes it on its first prefill: made now the same way (0700), so that
-            # samples can be watched for from the start
             os.makedirs(d, mode=0o700)
             print("%s: made %s (private, as the dump makes it); the server must dump there" % (PROG, d), file=sys.stderr)
-    return args
 
 
 # ---------------------------------------------------------------------------------------
@@ -905,6 +909,7 @@ def main(argv=None):
     tokenizer = load_tokenizer(args)
     if tokenizer is None:
         return 2
+    make_dump_dirs(args)
     try:
         run = Run(args, tokenizer)
     except ValueError as exc:
