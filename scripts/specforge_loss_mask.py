@@ -491,9 +491,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     try:
+        import jinja2  # noqa: F401  (transformers renders chat templates with it)
+
         tokenizer = load_tokenizer(args.tokenizer, args.trust_remote_code, args.chat_template)
     except ImportError as exc:
-        print("error: needs the transformers package (%s): %s -m pip install transformers jinja2" % (one_line(exc), sys.executable), file=sys.stderr)
+        print("error: needs the transformers and jinja2 packages (%s): %s -m pip install transformers jinja2" % (one_line(exc), sys.executable), file=sys.stderr)
         return 2
     except TokenizerError as exc:
         print("error: %s" % exc, file=sys.stderr)
