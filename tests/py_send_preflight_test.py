@@ -14,7 +14,6 @@ remote-code one is the fast tokenizer's.
 
 import http.server
 import importlib.util
-import json
 import os
 import shutil
 import socket
