@@ -16,6 +16,7 @@ turn, and take the token counts of the text before its start and its end), with 
 end-of-turn texts of SpecForge's own templates (`<|im_end|>\n` for ChatML).
 """
 
+import atexit
 import io
 import json
 import os
@@ -36,6 +37,7 @@ sys.path.insert(0, os.path.join(HERE, "send"))
 # remote code (the tokenizer class loaded from its folder) is copied into a cache of this run's own
 MODULES = tempfile.mkdtemp(prefix="loss_mask_modules_")
 os.environ["HF_MODULES_CACHE"] = MODULES
+atexit.register(shutil.rmtree, MODULES, True)
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import jinja2  # noqa: E402
