@@ -205,6 +205,17 @@ class Folders:
         return True
 
 
+def dump_statuses(dirs):
+    """The status files of the dumps writing into `dirs` (their names; at most a few)."""
+    found = []
+    for top in dirs:
+        for root, _dirs, names in os.walk(top):
+            found += sorted(n for n in names if n.startswith(".hs_dump_status_") and n.endswith(".json"))
+            if len(found) >= 3:
+                return found
+    return found
+
+
 # ---------------------------------------------------------------------------------------
 # The record
 
@@ -671,10 +682,18 @@ class Run:
         with self.lock:
             self.pending.pop(rid, None)
         where = ", ".join(self.args.dump_dir)
+        dumps = dump_statuses(self.args.dump_dir)
         if others:
             self.fatal = (
                 "%d samples came to %s, none of rid %s, which the server at %s answered: the sender needs "
                 "SGLang 0.5.10 or newer (samples with rids), and a folder no other job dumps into" % (others, where, rid, self.args.url)
+            )
+        elif dumps:
+            self.fatal = (
+                "the server at %s answered rid %s, but no sample of it came to %s in %d s, where a dump keeps "
+                "its status (%s): the dump is capped (SGLANG_HS_DUMP_MAX) or turned itself off (its warning is in "
+                "the server's log), or that dump is another server's" % (
+                    self.args.url, rid, where, int(time.monotonic() - start), slm.one_line(dumps[0]))
             )
         else:
             self.fatal = (
