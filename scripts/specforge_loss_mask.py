@@ -27,8 +27,11 @@ new mask (same size, same layout, zip CRCs updated) is synced and renamed over t
 original. A file whose ids do not match its conversation, or whose rid is unknown, is
 left untouched and reported; the exit status is then 1.
 
-Needs the `transformers` package for the tokenizer; not PyTorch: the files are read and
-patched as the zip archives torch.save writes.
+Needs the `transformers` and `jinja2` packages for the tokenizer and its chat template; not
+PyTorch: the files are read and patched as the zip archives torch.save writes. Any tokenizer
+kind works: fast ones give token offsets, Python classes (slow ones, remote-code ones such as
+tiktoken-based classes) get the same mask from prefix token counts; a tokenizer that ships its
+own code runs only with --trust-remote-code.
 """
 
 import argparse
@@ -48,6 +51,45 @@ from collections import OrderedDict
 
 class MaskError(Exception):
     """A sample that cannot get a mask: unknown rid, ids that differ, a bad template."""
+
+
+class TokenizerError(Exception):
+    """A tokenizer that cannot be loaded, said in one line."""
+
+
+REMOTE_CODE_FLAG = "--trust-remote-code"
+
+
+def one_line(text):
+    """The first non-empty line of `text`, control characters escaped, at most 300 characters."""
+    line = next((t.strip() for t in str(text).splitlines() if t.strip()), "")
+    line = "".join(c if c.isprintable() else "\\x%02x" % ord(c) if ord(c) < 256 else "\\u%04x" % ord(c) for c in line)
+    return line[:300] + ("..." if len(line) > 300 else "")
+
+
+def load_tokenizer(name, trust_remote_code=False, chat_template=None):
+    """The tokenizer `name` (a folder or a hub id) through transformers' AutoTokenizer, with
+    `chat_template` (a file) in place of its own when given. Code shipped with the tokenizer
+    (an `auto_map` class, e.g. a tiktoken-based one) runs only with `trust_remote_code`, as
+    transformers and SGLang ask; TokenizerError otherwise, naming the flag."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
+    except Exception as exc:  # transformers' own errors: OSError, ValueError, ImportError, ...
+        if not trust_remote_code and "trust_remote_code" in str(exc):
+            raise TokenizerError(
+                "%s: the tokenizer ships its own code (a tokenizer class of its own); "
+                "pass %s to run it (only for a tokenizer you trust)" % (one_line(name), REMOTE_CODE_FLAG)
+            ) from None
+        raise TokenizerError("%s: cannot load the tokenizer: %s" % (one_line(name), one_line(exc) or type(exc).__name__)) from None
+    if chat_template:
+        try:
+            with open(chat_template, encoding="utf-8") as f:
+                tokenizer.chat_template = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TokenizerError("%s: cannot read the chat template: %s" % (one_line(chat_template), one_line(exc))) from None
+    return tokenizer
 
 
 def read_conversations(path):
@@ -112,6 +154,66 @@ def assistant_spans(tokenizer, messages, tools=None):
     return text, spans
 
 
+def tokens_and_mask(tokenizer, text, spans, add_special_tokens=False):
+    """(ids, mask) of `text`: a token is 1 when its first character lies in one of `spans`.
+
+    Where the tokenizer gives character offsets (the "fast" ones) they say where each token
+    starts. Python tokenizer classes (slow ones, remote-code classes such as tiktoken-based
+    ones) give none: there the text before each span boundary is tokenized on its own, as
+    SpecForge's preprocessing counts tokens, which gives the same mask (a token that crosses a
+    boundary counts for the side its first character is on)."""
+    try:
+        enc = tokenizer(text, add_special_tokens=add_special_tokens, return_offsets_mapping=True)
+    except (NotImplementedError, TypeError):  # older transformers refuse offsets for Python classes
+        enc = None
+    if enc is not None and enc.get("offset_mapping") is not None:
+        ids = [int(i) for i in enc["input_ids"]]
+        mask = [1 if end > start and any(a <= start < b for a, b in spans) else 0 for start, end in enc["offset_mapping"]]
+        return ids, mask
+    return _mask_by_prefixes(tokenizer, text, spans, add_special_tokens)
+
+
+def _encode(tokenizer, text, special=False):
+    return [int(i) for i in tokenizer(text, add_special_tokens=special)["input_ids"]]
+
+
+def _mask_by_prefixes(tokenizer, text, spans, add_special_tokens):
+    plain = _encode(tokenizer, text)
+    lead, ids = 0, plain
+    if add_special_tokens:  # the tokens the tokenizer adds (BOS, EOS) are never supervised
+        ids = _encode(tokenizer, text, True)
+        lead = next((k for k in range(len(ids) - len(plain) + 1) if ids[k : k + len(plain)] == plain), None)
+        if lead is None:
+            raise MaskError("the tokenizer's special tokens change the text's other tokens; cannot place the mask")
+    mask = [0] * len(ids)
+    for a, b in spans:
+        start, end = _tokens_before(tokenizer, text, plain, a), _tokens_before(tokenizer, text, plain, b)
+        mask[lead + start : lead + end] = [1] * (end - start)
+    return ids, mask
+
+
+def _tokens_before(tokenizer, text, plain, p):
+    """How many of the text's tokens (`plain`) start before character `p`."""
+    if p <= 0:
+        return 0
+    if p >= len(text):
+        return len(plain)
+    head = _encode(tokenizer, text[:p])
+    if plain[: len(head)] == head:
+        return len(head)
+    # A token of the whole text crosses p: the first token after the common prefix starts
+    # before p; find the shortest run of tokens whose text covers text[:p].
+    k = 0
+    while k < min(len(head), len(plain)) and head[k] == plain[k]:
+        k += 1
+    want = text[:p]
+    for j in range(k + 1, len(plain) + 1):
+        shown = tokenizer.decode(plain[:j], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        if len(shown) >= p and shown.startswith(want):
+            return j
+    raise MaskError("cannot map the tokens to the turn boundary at character %d (the tokenizer gives no offsets and its decoded text differs)" % p)
+
+
 def loss_mask(tokenizer, messages, ids, tools=None):
     """The mask for a sample whose token ids are `ids`, or MaskError when the conversation
     does not tokenize to exactly those ids (with or without the tokenizer's special tokens)."""
@@ -119,16 +221,10 @@ def loss_mask(tokenizer, messages, ids, tools=None):
     ids = list(ids)
     tried = []
     for special in (False, True):
-        enc = tokenizer(text, add_special_tokens=special, return_offsets_mapping=True)
-        got = list(enc["input_ids"])
+        got = _encode(tokenizer, text, special)
         tried.append(got)
-        if got != ids:
-            continue
-        mask = []
-        for start, end in enc["offset_mapping"]:
-            inside = end > start and any(a <= start < b for a, b in spans)
-            mask.append(1 if inside else 0)
-        return mask
+        if got == ids:
+            return tokens_and_mask(tokenizer, text, spans, special)[1]
     got = min(tried, key=lambda t: abs(len(t) - len(ids)))
     at = next((k for k, (a, b) in enumerate(zip(got, ids)) if a != b), min(len(got), len(ids)))
     raise MaskError(
@@ -756,17 +852,24 @@ def main(argv=None):
     parser.add_argument("--conversations", required=True, help="JSONL: one {rid, messages} per request sent")
     parser.add_argument("--tokenizer", required=True, help="the model's tokenizer (path or hub name)")
     parser.add_argument("--chat-template", help="a Jinja chat template file, instead of the tokenizer's")
+    parser.add_argument(
+        "--trust-remote-code", action="store_true", help="run the tokenizer's own code (an auto_map class, e.g. tiktoken-based)"
+    )
     parser.add_argument("--include-partial", action="store_true", help="also *.ckpt.partial files")
     parser.add_argument("--dry-run", action="store_true", help="check and count, write nothing")
     parser.add_argument("paths", nargs="+", help="dump folders or sample files")
     args = parser.parse_args(argv)
 
-    from transformers import AutoTokenizer
+    try:
+        import jinja2  # noqa: F401  (transformers renders chat templates with it)
 
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, trust_remote_code=True)
-    if args.chat_template:
-        with open(args.chat_template, encoding="utf-8") as f:
-            tokenizer.chat_template = f.read()
+        tokenizer = load_tokenizer(args.tokenizer, args.trust_remote_code, args.chat_template)
+    except ImportError as exc:
+        print("error: needs the transformers and jinja2 packages (%s): %s -m pip install transformers jinja2" % (one_line(exc), sys.executable), file=sys.stderr)
+        return 2
+    except TokenizerError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return 2
     return run(args, tokenizer)
 
 

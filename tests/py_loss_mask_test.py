@@ -16,6 +16,7 @@ turn, and take the token counts of the text before its start and its end), with 
 end-of-turn texts of SpecForge's own templates (`<|im_end|>\n` for ChatML).
 """
 
+import atexit
 import io
 import json
 import os
@@ -32,7 +33,15 @@ import zipfile
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+sys.path.insert(0, os.path.join(HERE, "send"))
+# remote code (the tokenizer class loaded from its folder) is copied into a cache of this run's own
+MODULES = tempfile.mkdtemp(prefix="loss_mask_modules_")
+os.environ["HF_MODULES_CACHE"] = MODULES
+atexit.register(shutil.rmtree, MODULES, True)
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
+import jinja2  # noqa: E402
+import python_tokenizer  # noqa: E402
 import specforge_loss_mask as slm  # noqa: E402
 
 try:
@@ -52,6 +61,12 @@ DEEPSEEK = (
     "{% elif m['role'] == 'user' %}<|User|>{{ m['content'] }}"
     "{% else %}<|Assistant|>{{ m['content'] }}<|eos|>{% endif %}"
     "{% endfor %}{% if add_generation_prompt %}<|Assistant|>{% endif %}"
+)
+# No special token between a header and the turn: the space after "assistant:" and the turn's
+# first word are one token, which crosses the turn's start (it counts as outside the turn).
+PLAIN = (
+    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant: {% endif %}"
 )
 SPECIALS = ["<|im_start|>", "<|im_end|>", "<|bos|>", "<|eos|>", "<|User|>", "<|Assistant|>"]
 
@@ -78,14 +93,14 @@ CONVERSATIONS = {
 }
 
 
-def make_tokenizer(template):
+def make_tokenizer(template, extra=()):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    corpus = [m["content"] for conv in CONVERSATIONS.values() for m in conv] + ["user assistant system"]
+    corpus = [m["content"] for conv in CONVERSATIONS.values() for m in conv] + ["user assistant system"] + list(extra)
     trainer = trainers.BpeTrainer(
         vocab_size=400, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
@@ -397,6 +412,96 @@ class LossMaskTest(unittest.TestCase):
         self.assertEqual(tuple(s["hidden_state"].shape), (1, 3, 4))
         self.assertEqual(s["hidden_state"].dtype, torch.bfloat16)
         self.assertEqual((s["rid"], s["prefix_len"], s["layers_to_capture"]), ("r", 2, None))
+
+
+class TokenizerKindsTest(unittest.TestCase):
+    """Python tokenizer classes and remote-code ones give no offsets: the mask is built from
+    the token counts of the text before each turn boundary, and must be the fast one's."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="loss_mask_kinds_")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def kinds(self, template):
+        # trained on the rendered text too: tokens may then span a header and a turn's start
+        rendered = [jinja2.Template(template).render(messages=m, add_generation_prompt=False) for m in CONVERSATIONS.values()]
+        fast = make_tokenizer(template, rendered)
+        slow = python_tokenizer.python_twin(fast, os.path.join(self.dir, "python"))
+        folder = python_tokenizer.save_remote(fast, os.path.join(self.dir, "remote-%d" % len(os.listdir(self.dir))))
+        remote = slm.load_tokenizer(folder, trust_remote_code=True)
+        self.assertTrue(fast.is_fast)
+        for tok in (slow, remote):
+            self.assertFalse(tok.is_fast)
+            self.assertIsNone(tok("a b", return_offsets_mapping=True).get("offset_mapping"), "this class gives offsets")
+        self.assertNotEqual(type(remote), type(slow), "the remote class is loaded from its folder")
+        return fast, slow, remote
+
+    def check_same_masks(self, template):
+        fast, slow, remote = self.kinds(template)
+        crossing = 0
+        for rid, messages in CONVERSATIONS.items():
+            text, spans = slm.assistant_spans(fast, messages)
+            for special in (False, True):
+                ids, mask = slm.tokens_and_mask(fast, text, spans, special)
+                self.assertGreater(sum(mask), 0)
+                for tok in (slow, remote):
+                    self.assertEqual(slm.assistant_spans(tok, messages), (text, spans))
+                    self.assertEqual(slm.tokens_and_mask(tok, text, spans, special), (ids, mask), (rid, special, type(tok)))
+                    self.assertEqual(slm.loss_mask(tok, messages, ids), mask)
+            plain = fast(text, add_special_tokens=False)["input_ids"]
+            for a, _ in spans:
+                head = fast(text[:a], add_special_tokens=False)["input_ids"]
+                crossing += plain[: len(head)] != head
+        return crossing
+
+    def test_chatml(self):
+        self.assertEqual(self.check_same_masks(CHATML), 0)
+
+    def test_deepseek_shape_with_bos_in_the_text(self):
+        self.check_same_masks(DEEPSEEK)
+
+    def test_a_token_across_the_turn_start(self):
+        # the mask by prefixes meets tokens that cross a boundary here, and still agrees
+        self.assertGreater(self.check_same_masks(PLAIN), 0)
+
+    def test_the_script_sets_the_fast_masks_with_a_remote_code_tokenizer(self):
+        fast, _, remote = self.kinds(CHATML)
+        dump = os.path.join(self.dir, "dump")
+        os.makedirs(dump)
+        want = {}
+        for k, (rid, messages) in enumerate(CONVERSATIONS.items()):
+            text, spans = slm.assistant_spans(fast, messages)
+            want[rid] = slm.tokens_and_mask(fast, text, spans)
+            write_sample(os.path.join(dump, "data_dp0_pid1_abcd_%08d.ckpt" % k), want[rid][0], rid)
+        conv = os.path.join(self.dir, "sent.jsonl")
+        with open(conv, "w") as f:
+            for rid, messages in CONVERSATIONS.items():
+                f.write(json.dumps(dict(rid=rid, messages=messages)) + "\n")
+        folder = remote.name_or_path
+        script = os.path.join(HERE, "..", "scripts", "specforge_loss_mask.py")
+        env = dict(os.environ, HF_HUB_OFFLINE="1")
+        base = [sys.executable, script, "--conversations", conv, "--tokenizer", folder, dump]
+        refused = subprocess.run(base, capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(refused.returncode, 2)
+        self.assertEqual(len(refused.stderr.strip().splitlines()), 1, refused.stderr)
+        self.assertIn("--trust-remote-code", refused.stderr)
+        for name in os.listdir(dump):
+            self.assertEqual(slm.Sample(os.path.join(dump, name)).mask(), [1] * len(slm.Sample(os.path.join(dump, name)).mask()))
+        done = subprocess.run(base + ["--trust-remote-code"], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        for name in os.listdir(dump):
+            sample = slm.Sample(os.path.join(dump, name))
+            self.assertEqual(sample.mask(), want[sample.data["rid"]][1])
+
+    def test_remote_code_only_when_asked(self):
+        fast = make_tokenizer(CHATML)
+        folder = python_tokenizer.save_remote(fast, os.path.join(self.dir, "remote"))
+        with self.assertRaisesRegex(slm.TokenizerError, "pass --trust-remote-code to run it"):
+            slm.load_tokenizer(folder)
+        with self.assertRaisesRegex(slm.TokenizerError, "cannot load the tokenizer"):
+            slm.load_tokenizer(os.path.join(self.dir, "no-such-folder"))
 
 
 if __name__ == "__main__":

@@ -50,8 +50,8 @@ modes, one JSON line per accepted request: {"rid", "input_ids", "pass"}; --acces
 line per HTTP request (what a router probes).
 
 SIGTERM/SIGINT: stop taking requests, finish the passes in flight, then (with a dump) wait
-until the dump folder is idle, with the wait-until-idle step of docs/sglang.md ("Stopping the
-server") run as written there, and exit with its status.
+until the dump folder is idle, with the wait-until-idle step of docs/sglang.md ("5. Wait until the
+dump is idle") run as written there, and exit with its status.
 """
 
 import argparse

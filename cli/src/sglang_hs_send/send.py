@@ -18,9 +18,17 @@ folder, that the server answered) and sends what is missing or partial again. Th
 also holds each conversation's mask, so that `--masks-only` sets the masks of a folder
 merged from several nodes without the tokenizer or the conversations.
 
+Before the first conversation it checks, each failure one line and exit status 2: that
+`jinja2` and `transformers` import, that the server answers (/health or /get_model_info, a
+few tries), that the tokenizer loads (its own code, e.g. a tiktoken-based class, only with
+--trust-remote-code). The first conversation is then sent alone, and with a dump folder its
+sample must land there. Tokenizers without offsets (Python classes) get the same mask as fast
+ones (specforge_loss_mask.tokens_and_mask).
+
 This file runs inside the `sglang-hs-send` command (which embeds it, with the loss-mask
-module, and starts the chosen Python with it); it needs `transformers` for the tokenizer,
-and no PyTorch: samples are read and patched as the zip archives torch.save writes.
+module, and starts the chosen Python with it); it needs `transformers` and `jinja2` for the
+tokenizer and its chat template, and no PyTorch: samples are read and patched as the zip
+archives torch.save writes.
 """
 
 import argparse
@@ -28,6 +36,7 @@ import errno
 import hashlib
 import http.client
 import io
+import importlib.util
 import json
 import os
 import queue
@@ -58,6 +67,8 @@ RECORD_NAME = ".hs_send_record.jsonl"
 # Transient answers: the server (or the router in front of it) is busy, restarting or gone
 # for a moment. Anything else in 4xx is the request's own fault and is not retried.
 RETRY_STATUS = (408, 429, 500, 502, 503, 504)
+# Seconds to wait for the first sample once the server answered and the dump is idle.
+FIRST_SAMPLE_WAIT = 10.0
 
 
 # Bounds on what is read, far above what a job needs, so that no line, record, sample or answer
@@ -292,9 +303,7 @@ def render(tokenizer, messages, tools):
     except Exception as exc:  # the template's own refusal (jinja's raise_exception, a bad role)
         raise Skip("the chat template rejects it: %s" % (str(exc).strip() or type(exc).__name__)) from None
     # As SpecForge's parser: the template's text holds the special tokens it wants.
-    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-    ids = [int(i) for i in enc["input_ids"]]
-    mask = [1 if end > start and any(a <= start < b for a, b in spans) else 0 for start, end in enc["offset_mapping"]]
+    ids, mask = slm.tokens_and_mask(tokenizer, text, spans)
     if not ids:
         raise Skip("renders to no tokens")
     return ids, mask
@@ -470,6 +479,17 @@ class Folders:
 def slm_open(path):
     """A binary reader of the regular file at `path`, not a link (MaskError otherwise)."""
     return os.fdopen(slm.open_regular(path), "rb")
+
+
+def dump_statuses(dirs):
+    """The status files of the dumps writing into `dirs` (their names; at most a few)."""
+    found = []
+    for top in dirs:
+        for root, _dirs, names in os.walk(top):
+            found += sorted(n for n in names if n.startswith(".hs_dump_status_") and n.endswith(".json"))
+            if len(found) >= 3:
+                return found
+    return found
 
 
 # ---------------------------------------------------------------------------------------
@@ -832,6 +852,10 @@ class Run:
         self.problems = []
         self.progress = None
         self.reasons, self.read, self.bad_dumps = dict(), 0, []  # request dumps: skipped by reason
+        # Until a sample of a conversation sent lands in the dump folders, each is sent alone
+        # (first_sample): a server that dumps elsewhere stops the run at the first one.
+        self.unproven = self.folders is not None and not args.dry_run
+        self.fatal = None
 
     def say(self, text):
         if self.progress is not None and self.progress.mode == "bar":
@@ -1078,11 +1102,13 @@ class Run:
                 with self.lock:
                     if self.folders is not None:
                         self.pending[rid] = (digest, spans, len(ids), line)
+                job = dict(line=line, rid=rid, ids=ids, digest=digest, mask=spans)
+                if isinstance(messages, Harvested):
+                    job["source"] = messages.source
+                if self.unproven and self.first_sample(server, job):
+                    continue
                 while not self.stop.is_set():
                     try:
-                        job = dict(line=line, rid=rid, ids=ids, digest=digest, mask=spans)
-                        if isinstance(messages, Harvested):
-                            job["source"] = messages.source
                         jobs.put(job, timeout=0.2)
                         break
                     except queue.Full:
@@ -1104,9 +1130,64 @@ class Run:
         self.stop.set()
         if watcher is not None:
             watcher.join()
+        if self.fatal:
+            self.record.close()
+            self.say(self.fatal)
+            return 2
         self.progress.show(self.stats, final=True)
         self.record.close()
         return self.summary(interrupted)
+
+    def first_sample(self, server, job):
+        """Send `job` alone and wait for its sample in the dump folders (the dump writes its
+        status file before the server answers, the sample soon after): the check that the
+        server dumps where the sender looks. Sets `fatal` (one line) when the server answered
+        and no sample of it came; a conversation the server did not take leaves the check to
+        the next one. True: the job was handled."""
+        rid, folders = job["rid"], self.folders
+        with self.lock:
+            done, seen = self.stats["done"], len(folders.seen)
+        self.deliver(server, job)
+        with self.lock:
+            if self.stats["done"] == done:
+                return True  # refused or not answered, and named: the next one checks
+        start = time.monotonic()
+        while not self.stop.is_set():
+            with self.lock:
+                landed, others = bool(folders.by_rid.get(rid)), len(folders.seen) - seen
+            if landed:
+                self.unproven = False
+                return True
+            waited = time.monotonic() - start
+            if waited >= self.args.land_timeout or (waited >= FIRST_SAMPLE_WAIT and folders.idle()):
+                break
+            time.sleep(0.1)
+        else:
+            return True  # interrupted
+        with self.lock:
+            self.pending.pop(rid, None)
+        where = ", ".join(self.args.dump_dir)
+        dumps = dump_statuses(self.args.dump_dir)
+        if others:
+            self.fatal = (
+                "%d samples came to %s, none of rid %s, which the server at %s answered: the sender needs "
+                "SGLang 0.5.10 or newer (samples with rids), and a folder no other job dumps into" % (others, where, rid, self.args.url)
+            )
+        elif dumps:
+            self.fatal = (
+                "the server at %s answered rid %s, but no sample of it came to %s in %d s, where a dump keeps "
+                "its status (%s): the dump is capped (SGLANG_HS_DUMP_MAX) or turned itself off (its warning is in "
+                "the server's log), or that dump is another server's" % (
+                    self.args.url, rid, where, int(time.monotonic() - start), slm.one_line(dumps[0]))
+            )
+        else:
+            self.fatal = (
+                "the server at %s answered rid %s, but no sample of it came to %s in %d s: start the server with "
+                "SGLANG_HS_DUMP_DIR=%s and a patched model file (sglang-hs-dump --installed --check)" % (
+                    self.args.url, rid, where, int(time.monotonic() - start), self.args.dump_dir[0])
+            )
+        self.stop.set()
+        return True
 
     def wait_landing(self):
         """After the last answer: wait until every sample landed, or the dump went idle
@@ -1240,6 +1321,7 @@ def parse(argv):
     p.add_argument("--request-dumps", nargs="+", metavar="DIR", help="instead of --conversations: the *.pkl request dumps of production SGLang servers (their /configure_logging dump_requests_folder) under these folders")
     p.add_argument("--tokenizer", help="the model's tokenizer: a local folder (or a hub name)")
     p.add_argument("--chat-template", help="a Jinja chat template file, instead of the tokenizer's")
+    p.add_argument("--trust-remote-code", action="store_true", help="run the tokenizer's own code (an auto_map class, e.g. tiktoken-based)")
     p.add_argument("--url", default="http://127.0.0.1:30000", help="the server, or the router in front of several (default %(default)s)")
     p.add_argument("--dump-dir", action="append", default=[], help="where the samples land (SGLANG_HS_DUMP_DIR; a folder of node folders is scanned too); repeatable")
     p.add_argument("--record", help="the record of what was sent (default: DUMP_DIR/%s)" % RECORD_NAME)
@@ -1298,29 +1380,95 @@ def parse(argv):
     for d in args.dump_dir:
         if os.path.exists(d) and not os.path.isdir(d):
             p.error("--dump-dir %s: not a folder" % d)
-        if not os.path.exists(d) and not args.dry_run:
-            # the dump makes it on its first prefill: made now the same way (0700), so that
-            # samples can be watched for from the start
-            os.makedirs(d, mode=0o700)
-            say("made %s (private, as the dump makes it); the server must dump there" % d)
     return args
 
 
-def load_tokenizer(args):
+def make_dump_dirs(args):
+    """The dump makes its folder on its first prefill: a missing one is made now the same way
+    (0700), once the preflight passed, so that samples can be watched for from the start."""
+    for d in args.dump_dir:
+        if not os.path.exists(d) and not args.dry_run:
+            os.makedirs(d, mode=0o700)
+            say("made %s (private, as the dump makes it); the server must dump there" % d)
+
+
+# ---------------------------------------------------------------------------------------
+# Preflight: what must hold before the first conversation, each failure said in one line
+
+
+def missing_packages():
+    """Why the chat templates cannot be rendered here (transformers or jinja2 missing), or None."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # its import-time advice is not ours to print
+    need = []  # (what is missing, what pip installs)
     try:
-        from transformers import AutoTokenizer
-    except ImportError:
-        print(
-            "%s: needs the transformers package in %s: %s -m pip install transformers "
-            "(or pass --python with the interpreter of an environment that has it)" % (PROG, sys.executable, sys.executable),
-            file=sys.stderr,
-        )
+        import jinja2
+
+        version = tuple(int(x) if x.isdigit() else 0 for x in (jinja2.__version__ + ".0").split(".")[:2])
+        if version < (3, 1):  # transformers' own minimum for chat templates
+            need.append(("jinja2 3.1 or newer (found %s)" % slm.one_line(jinja2.__version__), "'jinja2>=3.1'"))
+    except Exception:  # absent, or shadowed by something that is not it
+        need.append(("jinja2", "jinja2"))
+    if importlib.util.find_spec("transformers") is None:
+        need.append(("transformers", "transformers"))
+    elif not need:  # (its import may need jinja2: tried only with jinja2 there)
+        try:
+            import transformers  # noqa: F401
+        except Exception as exc:
+            return "cannot import transformers in %s: %s" % (sys.executable, slm.one_line(exc) or type(exc).__name__)
+    if not need:
         return None
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, trust_remote_code=True)
-    if args.chat_template:
-        with open(args.chat_template, encoding="utf-8") as f:
-            tokenizer.chat_template = f.read()
-    return tokenizer
+    return "needs %s in %s for the tokenizer and its chat template: %s -m pip install %s (or pass --python with the interpreter of an environment that has them)" % (
+        " and ".join(n for n, _ in need),
+        sys.executable,
+        sys.executable,
+        " ".join(p for _, p in need),
+    )
+
+
+SERVER_TRIES, SERVER_WAIT, SERVER_TIMEOUT = 3, 0.5, 2.0
+
+
+def server_down(url):
+    """Why the server at `url` is not ready to take conversations, or None: it must answer
+    /health (or /get_model_info) with 200 within a few tries (about 8 s at most)."""
+    try:
+        server = Server(url, SERVER_TIMEOUT)
+    except ValueError as exc:
+        return str(exc)
+    why = None
+    for attempt in range(SERVER_TRIES):
+        if attempt:
+            time.sleep(SERVER_WAIT)
+        for path in ("/health", "/get_model_info"):
+            try:
+                status, _ = server.request("GET", path)
+            except (OSError, http.client.HTTPException) as exc:
+                why = "nothing answers at %s (%s)" % (url, slm.one_line(exc) or type(exc).__name__)
+                break  # the other path would fail the same way
+            if status == 200:
+                return None
+            why = "the server at %s answers %s with HTTP %d" % (url, path, status)
+    return "%s, %d tries in a row: is it running and done loading the model (--url)?" % (why, SERVER_TRIES)
+
+
+def load_tokenizer(args):
+    """The tokenizer, or None after one line saying why it does not load."""
+    try:
+        return slm.load_tokenizer(args.tokenizer, args.trust_remote_code, args.chat_template)
+    except slm.TokenizerError as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return None
+
+
+def preflight(args):
+    """0 when the packages import and the server answers (not asked with --dry-run); else 2,
+    after one line."""
+    # request dumps with token ids and no --tokenizer render nothing: no transformers needed
+    why = (missing_packages() if args.tokenizer else None) or (None if args.dry_run else server_down(args.url))
+    if why:
+        print("%s: %s" % (PROG, why), file=sys.stderr)
+        return 2
+    return 0
 
 
 def main(argv=None):
@@ -1335,10 +1483,13 @@ def main(argv=None):
             return masks_only(args)
         if not args.request_dumps:
             open_input(args.conversations).close()
+        if preflight(args):
+            return 2
         # request dumps need the tokenizer only for requests that came as text
         tokenizer = load_tokenizer(args) if args.tokenizer else None
         if tokenizer is None and args.tokenizer:
             return 2
+        make_dump_dirs(args)
         try:
             run = Run(args, tokenizer)
         except ValueError as exc:
