@@ -23,27 +23,22 @@ use std::process::ExitCode;
 #[path = "../shared/python_launch.rs"]
 mod python_launch;
 
-use python_launch::python_literal;
+use python_launch::Program;
 
 /// The checker.
 const INSPECT: &str = include_str!("hs_inspect.py");
 
 fn main() -> ExitCode {
-    python_launch::launch("sglang-hs-inspect", "torch", bootstrap)
+    python_launch::launch("sglang-hs-inspect", "torch", &PROGRAM)
 }
 
-/// The program given to `python -c`: the start isolated from the working folder
-/// ([`python_launch::ISOLATE`]: a `torch.py` beside the dump is never imported), then the
-/// checker run as `__main__`.
-fn bootstrap() -> String {
-    format!(
-        "{}\
-         sys.argv[0] = 'sglang-hs-inspect'\n\
-         exec(compile({}, '<sglang-hs-inspect>/hs_inspect.py', 'exec'), {{'__name__': '__main__', '__file__': '<sglang-hs-inspect>/hs_inspect.py'}})\n",
-        python_launch::ISOLATE,
-        python_literal(INSPECT)
-    )
-}
+/// The program: the start isolated from the working folder ([`python_launch::ISOLATE`]: a
+/// `torch.py` beside the dump is never imported), then the checker run as `__main__`.
+const PROGRAM: Program = Program {
+    name: "sglang-hs-inspect",
+    modules: &[],
+    main: ("hs_inspect.py", INSPECT),
+};
 
 #[cfg(test)]
 mod tests {
@@ -51,15 +46,11 @@ mod tests {
 
     #[test]
     fn the_program_starts_isolated() {
-        assert!(bootstrap().starts_with(python_launch::ISOLATE));
+        assert!(PROGRAM.start().starts_with(python_launch::ISOLATE));
     }
 
     #[test]
-    fn the_program_fits_in_one_argument() {
-        assert!(
-            bootstrap().len() < python_launch::MAX_ARGUMENT,
-            "{} bytes",
-            bootstrap().len()
-        );
+    fn the_program_can_be_given_to_the_interpreter() {
+        assert_eq!(PROGRAM.problem(), None);
     }
 }

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 #[path = "../shared/python_launch.rs"]
 mod python_launch;
 
-use python_launch::python_literal;
+use python_launch::Program;
 
 /// The sender.
 const SEND: &str = include_str!("send.py");
@@ -33,33 +33,17 @@ const LOSS_MASK: &str = include_str!("../../../scripts/specforge_loss_mask.py");
 const REQUEST_DUMPS: &str = include_str!("request_dumps.py");
 
 fn main() -> ExitCode {
-    python_launch::launch("sglang-hs-send", "transformers", bootstrap)
+    python_launch::launch("sglang-hs-send", "transformers", &PROGRAM)
 }
 
-/// The program given to `python -c`: the start isolated from the working folder
-/// ([`python_launch::ISOLATE`]: a `types.py` or `json.py` where the command runs is never
-/// imported), the loss-mask and request-dump modules made importable from their text, then the
-/// sender run as `__main__`.
-fn bootstrap() -> String {
-    format!(
-        "{}\
-         sys.argv[0] = 'sglang-hs-send'\n\
-         _m = type(sys)('specforge_loss_mask')\n\
-         _m.__file__ = '<sglang-hs-send>/specforge_loss_mask.py'\n\
-         exec(compile({}, _m.__file__, 'exec'), _m.__dict__)\n\
-         sys.modules['specforge_loss_mask'] = _m\n\
-         _m = type(sys)('request_dumps')\n\
-         _m.__file__ = '<sglang-hs-send>/request_dumps.py'\n\
-         exec(compile({}, _m.__file__, 'exec'), _m.__dict__)\n\
-         sys.modules['request_dumps'] = _m\n\
-         del _m\n\
-         exec(compile({}, '<sglang-hs-send>/send.py', 'exec'), {{'__name__': '__main__', '__file__': '<sglang-hs-send>/send.py'}})\n",
-        python_launch::ISOLATE,
-        python_literal(LOSS_MASK),
-        python_literal(REQUEST_DUMPS),
-        python_literal(SEND)
-    )
-}
+/// The program: the start isolated from the working folder ([`python_launch::ISOLATE`]: a
+/// `types.py` or `json.py` where the command runs is never imported), the loss-mask and
+/// request-dump modules made importable from their text, then the sender run as `__main__`.
+const PROGRAM: Program = Program {
+    name: "sglang-hs-send",
+    modules: &[("specforge_loss_mask", LOSS_MASK), ("request_dumps", REQUEST_DUMPS)],
+    main: ("send.py", SEND),
+};
 
 #[cfg(test)]
 mod tests {
@@ -67,15 +51,11 @@ mod tests {
 
     #[test]
     fn the_program_starts_isolated() {
-        assert!(bootstrap().starts_with(python_launch::ISOLATE));
+        assert!(PROGRAM.start().starts_with(python_launch::ISOLATE));
     }
 
     #[test]
-    fn the_program_fits_in_one_argument() {
-        assert!(
-            bootstrap().len() < python_launch::MAX_ARGUMENT,
-            "{} bytes",
-            bootstrap().len()
-        );
+    fn the_program_can_be_given_to_the_interpreter() {
+        assert_eq!(PROGRAM.problem(), None);
     }
 }

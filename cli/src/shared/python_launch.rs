@@ -1,6 +1,7 @@
 //! What the commands that are Python programs built into a native launcher share
-//! (`sglang-hs-send`, `sglang-hs-inspect`): the interpreter named by `--python`, the program as a
-//! Python string literal for `python -c`, and running the interpreter in this process's place.
+//! (`sglang-hs-send`, `sglang-hs-inspect`): the interpreter named by `--python`, the program
+//! ([`Program`]: a short start given to `python -c`, each module's source an argument of its
+//! own), and running the interpreter in this process's place.
 //!
 //! Both commands run where the data is (a dump folder, a checkout holding a `types.py`, a
 //! `torch.py` left beside the samples), so no file of the working folder may run as a module.
@@ -26,9 +27,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// The whole command: `--version`, else the interpreter of `--python` (default `python3`) run
-/// in this process's place with the program `bootstrap` gives; exit status 2 when it cannot be
-/// started (`needs`: the package its environment must have, for the message).
-pub fn launch(name: &str, needs: &str, bootstrap: impl FnOnce() -> String) -> ExitCode {
+/// in this process's place with `program`; exit status 2 when it cannot be started (`needs`:
+/// the package its environment must have, for the message).
+pub fn launch(name: &str, needs: &str, program: &Program) -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.iter().any(|a| a == "--version" || a == "-V") {
         println!("{name} {}", env!("CARGO_PKG_VERSION"));
@@ -39,8 +40,83 @@ pub fn launch(name: &str, needs: &str, bootstrap: impl FnOnce() -> String) -> Ex
         eprintln!("{name}: {problem}");
         return ExitCode::from(2);
     }
-    exec_python(name, needs, &python, bootstrap(), &args);
+    exec_python(name, needs, &python, program, &args);
     ExitCode::from(2)
+}
+
+/// A Python program built into a command: modules made importable from their source, then the
+/// main file run as `__main__`. Each source travels as an argument of its own after the start
+/// given to `python -c` (Linux takes at most [`MAX_ARGUMENT`] bytes in one argument, and the
+/// sender with its modules is more than that); the start takes them off `sys.argv` before the
+/// program reads its own arguments.
+pub struct Program {
+    /// The command's name: `sys.argv[0]`, and the prefix of the modules' `__file__`.
+    pub name: &'static str,
+    /// The modules the main file imports, made in this order: (module name, source).
+    pub modules: &'static [(&'static str, &'static str)],
+    /// The main file: (file name, source).
+    pub main: (&'static str, &'static str),
+}
+
+impl Program {
+    /// What `python -c` runs: [`ISOLATE`] first, then the modules and the main file from the
+    /// arguments that follow it ([`Program::sources`]).
+    pub fn start(&self) -> String {
+        let count = self.modules.len() + 1;
+        let names: String = self
+            .modules
+            .iter()
+            .map(|(name, _)| format!("{}, ", python_literal(name)))
+            .collect();
+        format!(
+            "{ISOLATE}\
+             _sources = sys.argv[1:{end}]\n\
+             del sys.argv[1:{end}]\n\
+             sys.argv[0] = {name}\n\
+             for _name, _source in zip(({names}), _sources):\n\
+             \x20   _m = type(sys)(_name)\n\
+             \x20   _m.__file__ = {prefix} + _name + '.py'\n\
+             \x20   exec(compile(_source, _m.__file__, 'exec'), _m.__dict__)\n\
+             \x20   sys.modules[_name] = _m\n\
+             _main = {{'__name__': '__main__', '__file__': {main}}}\n\
+             _source = _sources[-1]\n\
+             del _sources\n\
+             exec(compile(_source, _main['__file__'], 'exec'), _main)\n",
+            end = count + 1,
+            name = python_literal(self.name),
+            prefix = python_literal(&format!("<{}>/", self.name)),
+            main = python_literal(&format!("<{}>/{}", self.name, self.main.0)),
+        )
+    }
+
+    /// The arguments after the start: each module's source, then the main file's.
+    pub fn sources(&self) -> Vec<&'static str> {
+        let mut sources: Vec<&'static str> = self.modules.iter().map(|(_, source)| *source).collect();
+        sources.push(self.main.1);
+        sources
+    }
+
+    /// Why this program cannot be given to the interpreter as it is, or `None`: every source
+    /// must fit in one argument, be ASCII (an argument is decoded in the locale's encoding) and
+    /// hold no NUL.
+    pub fn problem(&self) -> Option<String> {
+        let start = self.start();
+        std::iter::once(("the start", start.as_str()))
+            .chain(self.modules.iter().map(|(name, source)| (*name, *source)))
+            .chain(std::iter::once((self.main.0, self.main.1)))
+            .find_map(|(what, text)| {
+                if text.len() >= MAX_ARGUMENT {
+                    Some(format!(
+                        "{what}: {} bytes, over one argument's {MAX_ARGUMENT}",
+                        text.len()
+                    ))
+                } else if !text.is_ascii() || text.contains('\0') {
+                    Some(format!("{what}: not plain ASCII without NUL"))
+                } else {
+                    None
+                }
+            })
+    }
 }
 
 /// The first lines of every program given to `python -c`: `sys.path` without the working folder
@@ -90,7 +166,7 @@ pub fn absolute_pythonpath(value: &OsStr) -> Option<Option<OsString>> {
     Some(std::env::join_paths(kept).ok())
 }
 
-/// Linux takes at most 128 KiB in one argument (`MAX_ARG_STRLEN`): the program goes in one.
+/// Linux takes at most 128 KiB in one argument (`MAX_ARG_STRLEN`).
 pub const MAX_ARGUMENT: usize = 128 * 1024;
 
 /// The value of `--python PY` or `--python=PY` (the program's own parser accepts and ignores it).
@@ -141,13 +217,17 @@ pub fn python_literal(text: &str) -> String {
     out
 }
 
-/// Runs `python -c PROGRAM ARGS...` in place of this process (on Unix: its signals and exit
-/// status are the program's own); returns only when the interpreter could not be started, after
-/// saying so on stderr as `name` (`needs`: the package its environment must have).
-pub fn exec_python(name: &str, needs: &str, python: &OsString, program: String, args: &[OsString]) {
-    debug_assert!(program.len() < MAX_ARGUMENT);
+/// Runs `python -c START SOURCES... ARGS...` in place of this process (on Unix: its signals and
+/// exit status are the program's own); returns only when the interpreter could not be started,
+/// after saying so on stderr as `name` (`needs`: the package its environment must have).
+pub fn exec_python(name: &str, needs: &str, python: &OsString, program: &Program, args: &[OsString]) {
+    debug_assert!(program.problem().is_none(), "{:?}", program.problem());
     let mut command = Command::new(python);
-    command.arg("-c").arg(program).args(args);
+    command
+        .arg("-c")
+        .arg(program.start())
+        .args(program.sources())
+        .args(args);
     if let Some(value) = std::env::var_os("PYTHONPATH") {
         match absolute_pythonpath(&value) {
             None => {}
@@ -197,6 +277,24 @@ mod tests {
             python_literal("a'b\\c\n\u{e9}\u{1f600}"),
             "'a\\'b\\\\c\\n\\u00e9\\U0001f600'"
         );
+    }
+
+    #[test]
+    fn a_source_that_cannot_travel_as_one_argument_is_named() {
+        const BIG: &str = include_str!("python_launch.rs");
+        let program = |main: &'static str| Program {
+            name: "p",
+            modules: &[("m", "x = 1\n")],
+            main: ("p.py", main),
+        };
+        assert_eq!(program("print(1)\n").problem(), None);
+        assert!(program("s = '\u{e9}'\n")
+            .problem()
+            .unwrap()
+            .starts_with("p.py: not plain ASCII"));
+        let huge: &'static str = Box::leak(BIG.repeat(MAX_ARGUMENT / BIG.len() + 1).into_boxed_str());
+        assert!(program(huge).problem().unwrap().contains("over one argument"));
+        assert_eq!(program("print(1)\n").sources(), ["x = 1\n", "print(1)\n"]);
     }
 
     #[test]
