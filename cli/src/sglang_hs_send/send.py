@@ -524,8 +524,10 @@ def entry_problem(entry):
         if not (isinstance(run, list) and len(run) == 2 and is_int(run[0]) and is_int(run[1]) and last <= run[0] < run[1] <= tokens):
             return '"mask" holds a run that is not [start, end) in order within the tokens'
         last = run[1]
-    if not isinstance(entry.get("line", 0), (int, type(None))):
-        return '"line" is not a line number'
+    line = entry.get("line")
+    # a conversation's line number, or where a harvested request was (FILE#INDEX)
+    if not (line is None or is_int(line) or isinstance(line, str) and len(line) <= 4 * MAX_RID):
+        return '"line" is not a line number or a place in a request dump'
     return None
 
 
