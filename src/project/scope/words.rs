@@ -1,9 +1,9 @@
 //! The pending names of one round of the related-names closure, searched for in a file's text
 //! in one pass.
 //!
-//! Hashing every identifier of every file once per round cost about six times the rest of a
-//! package query, and a search per name is quadratic when thousands of names are pending (a deep
-//! hierarchy). One automaton over all the names scans each file once, at memchr-like speed for
+//! Hashing every identifier of every file once per round made a query over a whole package
+//! about six times slower, and a search per name is quadratic when thousands of names are
+//! pending (a deep hierarchy). One automaton over all the names scans each file once, at memchr-like speed for
 //! the handful of names an ordinary query has pending.
 
 use aho_corasick::{AhoCorasick, MatchKind};
