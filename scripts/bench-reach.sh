@@ -43,6 +43,11 @@ echo "package: $package ($files .py files, $mb MB)"
 
 
 best reach target/release/pysplice reach "$package" DeepseekV2Model.forward
+# The same package with the 20,000-class chain beside its files: a round then searches every
+# file for 19,999 pending names at once.
+cp -r "$package" "$chains/package"
+cp "$chains/20000/chain.py" "$chains/package/chain_of_classes.py"
+best chain-20000-in-package target/release/pysplice reach "$chains/package" C0.f
 best cpython-ast-parse python3 -c '
 import ast, pathlib, sys
 for p in pathlib.Path(sys.argv[1]).rglob("*.py"):

@@ -6,6 +6,9 @@ use rayon::prelude::*;
 
 use super::facts::{Binding, ModuleFacts};
 use super::{Conventions, Project, Scope};
+use words::Words;
+
+mod words;
 
 impl Project {
     /// The files a [`Scope`] selects, parsed (in parallel). For [`Scope::Related`] this runs the
@@ -43,7 +46,8 @@ impl Project {
 
     /// The identifier closure of [`Scope::Related`]: a worklist over "name X refers to name
     /// Y" edges, each file's edges read once when it is parsed, so a chain of N classes costs
-    /// N steps (a pass over every parsed class per new name cost N²).
+    /// N steps (a pass over every parsed class per new name cost N²). Each round searches the
+    /// files not parsed yet for all its pending names at once ([`Words`]).
     fn related(&self, seeds: &[String]) -> (Vec<usize>, HashSet<String>) {
         let mut names: HashSet<String> = seeds.iter().cloned().collect();
         let mut pending: Vec<String> = seeds.to_vec();
@@ -52,11 +56,16 @@ impl Project {
         // Names that refer to a name not (yet) in the set, by that name.
         let mut waiting: HashMap<String, Vec<String>> = HashMap::new();
         while !pending.is_empty() {
-            let words: HashSet<&str> = pending.iter().map(String::as_str).collect();
-            let found: Vec<usize> = (0..self.files.len())
-                .into_par_iter()
-                .filter(|&i| !is_parsed[i] && mentions_any(self.files[i].text(), &words))
-                .collect();
+            // Once every file is parsed there is nothing left to search (a single-file chain).
+            let found: Vec<usize> = if is_parsed.iter().all(|&p| p) {
+                Vec::new()
+            } else {
+                let words = Words::new(&pending);
+                (0..self.files.len())
+                    .into_par_iter()
+                    .filter(|&i| !is_parsed[i] && words.in_text(self.files[i].text()))
+                    .collect()
+            };
             self.load(&found);
             let mut frontier = Vec::new();
             for &i in &found {
@@ -115,16 +124,6 @@ fn references<'f>(facts: &'f ModuleFacts, conventions: &Conventions) -> Vec<(&'f
         }
     }
     out
-}
-
-/// Whether `text` mentions one of `words` as a whole identifier: one pass over its identifiers
-/// (a search per word is quadratic when thousands of names are pending). A word that is not
-/// one identifier (never met so far) is searched for on its own.
-fn mentions_any(text: &str, words: &HashSet<&str>) -> bool {
-    let is_ident = |c: char| c == '_' || c.is_ascii_alphanumeric() || !c.is_ascii();
-    let single = |w: &str| !w.is_empty() && w.chars().all(is_ident);
-    text.split(|c: char| !is_ident(c)).any(|w| words.contains(w))
-        || words.iter().any(|w| !single(w) && contains_word(text, w))
 }
 
 /// Whether `name` occurs in `text` as a whole identifier.
