@@ -1906,6 +1906,39 @@ def case_two_requests_chunked_interleaved_rids(mod, ref, tmp):
     _stitched(out, rows, ref, prompts)
 
 
+def case_four_requests_chunked_in_turns_rids(mod, ref, tmp):
+    # four prompts whose chunks take turns, one chunk a pass (A B C D A B C D ...): each misses
+    # three passes between its chunks, more than the grace of a request held alone, and is
+    # stitched all the same, as its chunks land side by side in four files
+    out = os.path.join(tmp, "dump")
+    prompts = _prompts(4, [9, 10, 11, 12], seed=5)
+    toks = dict(prompts)
+    cuts = [[(rid, p, min(4, len(t) - p)) for p in range(0, len(t), 4)] for rid, t in prompts]
+    plan = []
+    while any(cuts):
+        plan += [[c.pop(0)] for c in cuts if c]
+    rows = dict()
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0, chunk=4)
+        model = build(mod, "list")
+        for reqs in plan:
+            ids = torch.cat([torch.tensor(toks[r][p : p + n]) for r, p, n in reqs]).to(DEVICE)
+            batch = mod.ForwardBatch(
+                forward_mode=mod.ForwardMode.EXTEND, input_ids=ids, positions=torch.arange(ids.shape[0], device=DEVICE),
+                extend_seq_lens_cpu=[n for _, _, n in reqs], extend_prefix_lens_cpu=[p for _, p, _ in reqs],
+                rids=[r for r, _, _ in reqs], orig_seq_lens=[len(toks[r]) for r, _, _ in reqs],
+            )
+            with torch.no_grad():
+                hidden, aux = model.model(ids, batch.positions, batch)
+            aux = torch.cat(aux, dim=-1)
+            b = 0
+            for r, p, n in reqs:
+                part = [ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
+                rows[r] = [torch.cat([x, y]) for x, y in zip(rows[r], part)] if r in rows else part
+                b += n
+    _stitched(out, rows, ref, prompts)
+
+
 def case_chunked_request_aborted(mod, ref, tmp):
     # 0.5.18: an abort stops the chunked request before its next chunk and its slot goes to
     # the next prompt (LIFO); it ends as .ckpt.partial with the rows it has, the others whole
