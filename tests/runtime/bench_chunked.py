@@ -16,7 +16,9 @@ back, or --gap seconds apart (the time a real forward of a chunk takes). Before 
 one request of --chunk tokens (its own sample, not counted) lets the dump build its ring, as a
 server's earlier traffic has; that first pass's time is reported apart. --suite runs the set the
 benchmarks document: chunked back to back and 0.16 s apart, 4 prompts interleaved the same two
-ways, and unchunked. Each mode runs in a process of its own and reports:
+ways, unchunked, and what the folder allows: the same bytes written with plain pwrite calls in
+pieces of 8 MiB, no CRC, by 4 threads into 4 files, by 4 threads into one file, and by one thread
+into one file. Each mode runs in a process of its own and reports:
 
   pinned    a device-to-host copy of one pass's rows into pinned memory, timed to completion
             (median of 5), in the same process before the dump starts: the reference;
@@ -142,7 +144,47 @@ def plan(n, chunk, ways):
     return out, size
 
 
+def plain_writes(args):
+    """What the folder allows: the prompts' bytes written with plain pwrite calls (8 MiB pieces,
+    no CRC) by 4 threads into 4 files, by 4 threads into one file, by one thread into one file."""
+    total = args.tokens * (8 + args.hidden * 2 * (1 + args.aux))
+    src = memoryview(torch.randint(0, 255, (64 << 20,), dtype=torch.uint8).numpy()).cast("B")
+    out = os.path.join(args.dir, "plain")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+
+    def rate(threads, files):
+        fds = [os.open(os.path.join(out, "f%d" % k), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) for k in range(files)]
+        share = total // threads
+
+        def work(k):
+            fd, at, done = fds[k % files], k * share if files == 1 else 0, 0
+            while done < share:
+                n = min(8 << 20, share - done)
+                os.pwrite(fd, src[(done % (56 << 20)) :][:n], at + done)
+                done += n
+
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+        t0 = time.perf_counter()
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        took = time.perf_counter() - t0
+        for fd in fds:
+            os.close(fd)
+        for k in range(files):
+            os.unlink(os.path.join(out, "f%d" % k))
+        return share * threads / took / 1e9
+
+    result = dict(mode="plain", bytes=total, four_files=rate(4, 4), one_file_four=rate(4, 1), one_file_one=rate(1, 1), failures=[])
+    shutil.rmtree(out, ignore_errors=True)
+    print(json.dumps(result), flush=True)
+
+
 def run_mode(args):
+    if args.mode == "plain":
+        return plain_writes(args)
     mod = load(args.mock)
     n, H, K = args.tokens, args.hidden, args.aux
     chunk = args.chunk if args.mode == "chunked" else args.tokens
@@ -259,7 +301,7 @@ def main():
     gpu = torch.cuda.get_device_name(0) if DEVICE == "cuda" else "no GPU"
     print("torch %s, %s, %d CPUs, folder %s" % (torch.__version__, gpu, os.cpu_count(), args.dir))
     if args.suite:
-        runs = [("chunked", 1, 0.0), ("chunked", 1, 0.16), ("chunked", 4, 0.0), ("chunked", 4, 0.16), ("unchunked", 1, 0.0)]
+        runs = [("chunked", 1, 0.0), ("chunked", 1, 0.16), ("chunked", 4, 0.0), ("chunked", 4, 0.16), ("unchunked", 1, 0.0), ("plain", 1, 0.0)]
     else:
         runs = [("chunked", args.interleave, args.gap), ("unchunked", 1, 0.0)]
     rows, failed = [], False
@@ -272,6 +314,9 @@ def main():
             return 1
         r = json.loads(done.stdout.strip().splitlines()[-1])
         print(json.dumps(r), flush=True)
+        if mode == "plain":
+            plain = r
+            continue
         for f in r["failures"]:
             print("FAIL %s: %s" % (mode, f))
             failed = True
@@ -299,6 +344,10 @@ def main():
         print("| %s | %d | %s (%s) | %s | %s, %s | %.2f s | %.2f s | %.2f | %s | %.0f MiB | %.0f MiB | %s |" % (
             what, r["passes"], ms(r["blocked_ms"]), ms(r["blocked_max_ms"]), ms(r["pinned_ms"]), ratio(r["blocked_ms"], r["pinned_ms"]),
             ratio(r["blocked_max_ms"], r["pinned_ms"]), r["done_s"], r["after_s"], r["gbps"], ms(r["first_ms"]), r["rss_mib"], r["anon_mib"], counts))
+    if args.suite:
+        print()
+        print("Plain writes of the same %.2f GB to the folder (pwrite, 8 MiB pieces, no CRC): 4 threads, 4 files: %.2f GB/s; "
+              "4 threads, one file: %.2f GB/s; one thread, one file: %.2f GB/s" % (plain["bytes"] / 1e9, plain["four_files"], plain["one_file_four"], plain["one_file_one"]))
     return 1 if failed else 0
 
 

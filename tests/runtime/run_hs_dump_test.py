@@ -1846,8 +1846,30 @@ def _stitched(out, rows, ref, prompts, partial=(), rid_field=True, unchunked=Tru
             check(n == len(tokens[rid]), "%s: %d of %d tokens" % (rid, n, len(tokens[rid])))
             h1, a1 = _unchunked_rows(ref, tokens[rid])
             check(torch.equal(_bits(s["hidden_state"][0]), _bits(h1)) and torch.equal(_bits(s["aux_hidden_state"][0]), _bits(a1)), "%s: differs from the unchunked prefill" % rid)
+        check_archive(path, s)
     check(not leftovers(out), "part files left: %s" % leftovers(out))
     return paths
+
+
+def check_archive(path, sample):
+    """A sample's file is a sound zip (every entry's CRC right, as Python's zipfile reads it) and,
+    where this torch writes the same records, laid out as torch.save lays out the same sample:
+    the same entries at the same offsets, with the same sizes and CRCs (the serialization id,
+    random, aside)."""
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        bad = z.testzip()
+        check(bad is None, "%s: entry %s has a wrong CRC" % (os.path.basename(path), bad))
+        mine = [(i.filename, i.header_offset, i.file_size, i.CRC, i.compress_type) for i in z.infolist()]
+    buf = io.BytesIO()
+    torch.save(sample, buf)
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
+        theirs = [(i.filename, i.header_offset, i.file_size, i.CRC, i.compress_type) for i in z.infolist()]
+    if [m[0] for m in mine] == [t[0] for t in theirs]:
+        same = [m == t or m[0].endswith("serialization_id") and m[:3] == t[:3] for m, t in zip(mine, theirs)]
+        check(all(same), "%s: laid out unlike torch.save: %s" % (os.path.basename(path), [(m, t) for m, t, ok in zip(mine, theirs, same) if not ok]))
 
 
 # one release of each family: rids (0.5.10+; 0.5.18 LIFO slots, no pool; 0.5.21 slots on the
