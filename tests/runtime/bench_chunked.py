@@ -32,8 +32,8 @@ into one file. Each mode runs in a process of its own and reports:
   files     what the folder holds at the end: one complete .ckpt per prompt, nothing partial.
 
 Each run then checks every file: input_ids, hidden_state and aux_hidden_state equal the rows the
-passes produced, in order, and prefix_len is 0. Exits non-zero when a check fails; prints a
-Markdown table.
+passes produced, in order, and prefix_len is 0; with --crc, every zip entry's CRC too. Exits
+non-zero when a check fails; prints a Markdown table.
 """
 
 import argparse
@@ -46,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 
 sys.dont_write_bytecode = True
 
@@ -274,6 +275,11 @@ def run_mode(args):
                 checks.append(("aux_hidden_state", ok))
             result["failures"] += ["%s: %s differs from the rows the passes produced" % (path, key) for key, good in checks if not good]
             del s
+            if args.crc:  # every entry's CRC, as Python's zipfile checks it (reads the whole file)
+                with zipfile.ZipFile(os.path.join(out, path)) as z:
+                    bad = z.testzip()
+                if bad is not None:
+                    result["failures"].append("%s: entry %s has a wrong CRC" % (path, bad))
         result["ckpt_gib"] = sum(os.path.getsize(os.path.join(out, f)) for f in complete) / (1 << 30)
     shutil.rmtree(out, ignore_errors=True)
     print(json.dumps(result), flush=True)
@@ -290,6 +296,7 @@ def main():
     p.add_argument("--gap", type=float, default=0.0, help="seconds between passes (default: back to back)")
     p.add_argument("--interleave", type=int, default=1, help="prompts whose chunks take turns (default 1)")
     p.add_argument("--suite", action="store_true", help="the documented set of runs")
+    p.add_argument("--crc", action="store_true", help="also check every zip entry's CRC of each file (reads it all again)")
     p.add_argument("--mode", help=argparse.SUPPRESS)
     args = p.parse_args()
     args.mock = os.path.abspath(args.mock)
@@ -308,6 +315,7 @@ def main():
     for mode, ways, gap in runs:
         cmd = [sys.executable, os.path.abspath(__file__), args.mock, "--mode", mode, "--dir", args.dir, "--tokens", str(args.tokens),
                "--chunk", str(args.chunk), "--hidden", str(args.hidden), "--aux", str(args.aux), "--gap", str(gap), "--interleave", str(ways)]
+        cmd += ["--crc"] if args.crc else []
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0 or not done.stdout.strip():
             print(done.stdout, done.stderr)
