@@ -192,9 +192,16 @@ def run_mode(args):
     ways = args.interleave if args.mode == "chunked" else 1
     passes, size = plan(n, chunk, ways)
     gen = torch.Generator(device=DEVICE).manual_seed(3)
+
+    def rows_of(width):  # random bf16 rows, made a block at a time (no float32 copy of them all)
+        t = torch.empty(n + 8, width, device=DEVICE, dtype=torch.bfloat16)
+        for b in range(0, n + 8, 8192):
+            t[b : b + 8192] = torch.randn(min(8192, n + 8 - b), width, device=DEVICE, generator=gen, dtype=torch.float32)
+        return t
+
     # the prompts' rows, as the forward passes would produce them (plus padding rows per pass)
-    hidden = torch.randn(n + 8, H, device=DEVICE, generator=gen, dtype=torch.float32).to(torch.bfloat16)
-    aux = torch.randn(n + 8, K * H, device=DEVICE, generator=gen, dtype=torch.float32).to(torch.bfloat16) if K else None
+    hidden = rows_of(H)
+    aux = rows_of(K * H) if K else None
     ids = torch.randint(0, 100000, (n + 8,), device=DEVICE, generator=gen)
     loc = torch.arange(1, n + 9, device=DEVICE)
     if DEVICE == "cuda":
