@@ -9,7 +9,8 @@ The second runs the same cases on the pristine mock beside this file and succeed
 only if cases fail there, which shows that the cases can fail.
 
 Needs PyTorch only. Runs on CUDA when available (HS_TEST_DEVICE=cpu|cuda overrides);
-model dtype bfloat16 (HS_TEST_DTYPE overrides). A fake `sglang` package (written to a
+model dtype bfloat16 (HS_TEST_DTYPE overrides); HS_TEST_ONLY=WORD,WORD runs the cases whose
+names hold one of the words. A fake `sglang` package (written to a
 temporary directory put first on sys.path) supplies the rank getters that the
 recipe's code imports.
 """
@@ -246,7 +247,7 @@ def specforge_lists(d):
     return sorted(found)
 
 
-STATUS_RE = re.compile(r"\.hs_dump_status_dp\d+_pid(\d+)_[0-9a-f]{8}\.json")
+STATUS_RE = re.compile(r"\.hs_dump_status_dp\d+_pid(\d+)_[0-9a-f]{8}_\d+\.json")
 
 
 def leftovers(d, live=None):
@@ -986,8 +987,8 @@ def case_first_chunk_is_held_until_the_last(mod, ref, tmp):
             hidden, aux = model.model(ids, pos, batch)
         aux = torch.cat(aux, dim=-1)
         check_samples(files_in(out), ids, hidden, aux, [2, 4, 5], lens=[5], prefix=[0], rids=RIDS[:1])
-        parts = [n for n in os.listdir(out) if n.endswith(".part.tmp")]
-        check(len(parts) == 3, "b's first chunk is held in part files (ids, hidden, aux): %s" % os.listdir(out))
+        held = [n for n in os.listdir(out) if n.endswith(".stitch.tmp")]
+        check(len(held) == 1, "b's first chunk is held in its sample's hidden file: %s" % os.listdir(out))
         ids2, pos2, batch2 = make_batch(mod, lens=[4], pad=1, rids=RIDS[1:], prefix=[3], full=[7])
         with torch.no_grad():
             hidden2, aux2 = model.model(ids2, pos2, batch2)
@@ -1845,8 +1846,30 @@ def _stitched(out, rows, ref, prompts, partial=(), rid_field=True, unchunked=Tru
             check(n == len(tokens[rid]), "%s: %d of %d tokens" % (rid, n, len(tokens[rid])))
             h1, a1 = _unchunked_rows(ref, tokens[rid])
             check(torch.equal(_bits(s["hidden_state"][0]), _bits(h1)) and torch.equal(_bits(s["aux_hidden_state"][0]), _bits(a1)), "%s: differs from the unchunked prefill" % rid)
+        check_archive(path, s)
     check(not leftovers(out), "part files left: %s" % leftovers(out))
     return paths
+
+
+def check_archive(path, sample):
+    """A sample's file is a sound zip (every entry's CRC right, as Python's zipfile reads it) and,
+    where this torch writes the same records, laid out as torch.save lays out the same sample:
+    the same entries at the same offsets, with the same sizes and CRCs (the serialization id,
+    random, aside)."""
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        bad = z.testzip()
+        check(bad is None, "%s: entry %s has a wrong CRC" % (os.path.basename(path), bad))
+        mine = [(i.filename, i.header_offset, i.file_size, i.CRC, i.compress_type) for i in z.infolist()]
+    buf = io.BytesIO()
+    torch.save(sample, buf)
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
+        theirs = [(i.filename, i.header_offset, i.file_size, i.CRC, i.compress_type) for i in z.infolist()]
+    if [m[0] for m in mine] == [t[0] for t in theirs]:
+        same = [m == t or m[0].endswith("serialization_id") and m[:3] == t[:3] for m, t in zip(mine, theirs)]
+        check(all(same), "%s: laid out unlike torch.save: %s" % (os.path.basename(path), [(m, t) for m, t, ok in zip(mine, theirs, same) if not ok]))
 
 
 # one release of each family: rids (0.5.10+; 0.5.18 LIFO slots, no pool; 0.5.21 slots on the
@@ -1886,6 +1909,39 @@ def case_two_requests_chunked_interleaved_rids(mod, ref, tmp):
     rows = dict()
     with Env(SGLANG_HS_DUMP_DIR=out):
         set_ranks(0, 0, chunk=8)
+        model = build(mod, "list")
+        for reqs in plan:
+            ids = torch.cat([torch.tensor(toks[r][p : p + n]) for r, p, n in reqs]).to(DEVICE)
+            batch = mod.ForwardBatch(
+                forward_mode=mod.ForwardMode.EXTEND, input_ids=ids, positions=torch.arange(ids.shape[0], device=DEVICE),
+                extend_seq_lens_cpu=[n for _, _, n in reqs], extend_prefix_lens_cpu=[p for _, p, _ in reqs],
+                rids=[r for r, _, _ in reqs], orig_seq_lens=[len(toks[r]) for r, _, _ in reqs],
+            )
+            with torch.no_grad():
+                hidden, aux = model.model(ids, batch.positions, batch)
+            aux = torch.cat(aux, dim=-1)
+            b = 0
+            for r, p, n in reqs:
+                part = [ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
+                rows[r] = [torch.cat([x, y]) for x, y in zip(rows[r], part)] if r in rows else part
+                b += n
+    _stitched(out, rows, ref, prompts)
+
+
+def case_four_requests_chunked_in_turns_rids(mod, ref, tmp):
+    # four prompts whose chunks take turns, one chunk a pass (A B C D A B C D ...): each misses
+    # three passes between its chunks, more than the grace of a request held alone, and is
+    # stitched all the same, as its chunks land side by side in four files
+    out = os.path.join(tmp, "dump")
+    prompts = _prompts(4, [9, 10, 11, 12], seed=5)
+    toks = dict(prompts)
+    cuts = [[(rid, p, min(4, len(t) - p)) for p in range(0, len(t), 4)] for rid, t in prompts]
+    plan = []
+    while any(cuts):
+        plan += [[c.pop(0)] for c in cuts if c]
+    rows = dict()
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0, chunk=4)
         model = build(mod, "list")
         for reqs in plan:
             ids = torch.cat([torch.tensor(toks[r][p : p + n]) for r, p, n in reqs]).to(DEVICE)
@@ -2006,8 +2062,8 @@ def case_sigkill_with_a_chunked_prompt_held(mod, ref, tmp):
         check(line == "held", "child: %r" % line)
     finally:
         err = _kill(child)
-    parts = [n for n in os.listdir(out) if n.endswith(".part.tmp")]
-    check(len(parts) == 3, "after SIGKILL: %s%s" % (os.listdir(out), err and " " + err))
+    held = [n for n in os.listdir(out) if n.endswith(".stitch.tmp")]
+    check(len(held) == 1, "after SIGKILL: %s%s" % (os.listdir(out), err and " " + err))
     waited = _wait_idle(out, timeout=60)
     check(waited.returncode != 0 and "1 chunked prompts unfinished" in waited.stdout, "wait: %d %r" % (waited.returncode, waited.stdout + waited.stderr))
     before = len(WARNINGS.records)
@@ -2049,6 +2105,96 @@ def case_writer_failure_with_a_chunked_prompt_held(mod, ref, tmp):
         check(len(got) == 1 and "Input/output error" in got[0], "failing at pass %d: warnings %s" % (fail_at, got))
         check(not leftovers(out), "failing at pass %d: left %s" % (fail_at, leftovers(out)))
         check(len(files_in(out)) == fail_at, "failing at pass %d: files %s" % (fail_at, os.listdir(out)))
+
+
+def _one_chunked_pass(model, sched, rows):
+    """One pass of `sched` through `model`, its rows added to `rows` per rid; False when done."""
+    got = sched.next_pass()
+    if got is None:
+        return False
+    batch, reqs = got
+    with torch.no_grad():
+        hidden, aux = model.model(batch.input_ids, batch.positions, batch)
+    aux = torch.cat(aux, dim=-1) if not isinstance(aux, torch.Tensor) else aux
+    b = 0
+    for rid, p, n in reqs:
+        part = [batch.input_ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
+        rows[rid] = [torch.cat([x, y]) for x, y in zip(rows[rid], part)] if rid in rows else part
+        b += n
+    return True
+
+
+def case_two_writers_same_name_stem(mod, ref, tmp):
+    # two models of one process given the same token, so the same name stem
+    # (data_dp0_pid<pid>_<token>) and the same file numbers: their passes interleaved, chunked
+    # prompts held by both at once (a preallocated file each from 0.5.1, part files before):
+    # no sample lost, each writer its own status file, no warning, the dump on
+    for release in ("0.5.18", "0.4.6"):
+        out = os.path.join(tmp, "dump-" + release)
+        before = len(WARNINGS.records)
+        first = _prompts(4, [20, 6, 30, 3], seed=11)
+        second = [("s" + rid[1:], toks) for rid, toks in _prompts(4, [17, 9, 25, 4], seed=12)]
+        rows = dict()
+        with Env(SGLANG_HS_DUMP_DIR=out):
+            set_ranks(0, 0, chunk=8)
+            a, b = build(mod, "list"), build(mod, "list")
+            b.model._hs_dump_state["token"] = a.model._hs_dump_state["token"]
+            scheds = []
+            for prompts in (first, second):
+                scheds.append(ChunkingScheduler(mod, release, 8))
+                for rid, toks in prompts:
+                    scheds[-1].add(rid, toks)
+            going = [True, True]
+            while any(going):
+                for k, model in enumerate((a, b)):
+                    going[k] = going[k] and _one_chunked_pass(model, scheds[k], rows)
+        _stitched(out, rows, ref, first + second, rid_field=_v(release) >= (0, 5, 10))
+        got = [r.getMessage() for r in WARNINGS.records[before:]]
+        check(not got, "%s: warnings %s" % (release, got))
+        check(a.model._hs_dump_dir is not None and b.model._hs_dump_dir is not None, "%s: the dump turned off" % release)
+        statuses = [n for n in os.listdir(out) if STATUS_RE.fullmatch(n)]
+        check(len(statuses) == 2, "%s: status files %s" % (release, statuses))
+
+
+def case_status_write_failure_keeps_the_dump_on(mod, ref, tmp):
+    # the status file cannot be replaced for a while: one warning, every sample written, the
+    # dump on; once it can be, the status file says what was written
+    import json
+    import time
+
+    out = os.path.join(tmp, "dump")
+    real_replace = os.replace
+
+    def failing_replace(src, dst, *args, **kwargs):
+        if ".hs_dump_status" in str(dst):
+            raise OSError(5, "Input/output error")
+        return real_replace(src, dst, *args, **kwargs)
+
+    before = len(WARNINGS.records)
+    os.replace = failing_replace
+    try:
+        with Env(SGLANG_HS_DUMP_DIR=out):
+            set_ranks(0, 0)
+            model = build(mod, "list")
+            for _ in range(3):
+                ids, pos, batch = make_batch(mod)
+                with torch.no_grad():
+                    model.model(ids, pos, batch)
+        deadline = time.time() + 60
+        while time.time() < deadline and len([n for n in os.listdir(out) if n.endswith((".ckpt", ".ckpt.partial"))]) < 6:
+            time.sleep(0.05)
+        time.sleep(1.5)  # the status thread tries again meanwhile, and fails
+    finally:
+        os.replace = real_replace
+    got = [r.getMessage() for r in WARNINGS.records[before:]]
+    check(len(got) == 1 and "status file" in got[0] and "Input/output error" in got[0], "warnings %s" % got)
+    check(model.model._hs_dump_dir is not None, "the dump turned off")
+    check(len(files_in(out)) == 6, "files %s" % os.listdir(out))
+    statuses = [n for n in os.listdir(out) if STATUS_RE.fullmatch(n)]
+    check(len(statuses) == 1, "status files %s" % os.listdir(out))
+    with open(os.path.join(out, statuses[0])) as f:
+        info = json.load(f)
+    check(info["queued"] == info["written"] == 3 and info["dropped"] == 0 and info["files"] == 6, "status %s" % info)
 
 
 # --- provenance: what every sample says about its origin ---------------------------------
@@ -2169,7 +2315,10 @@ def run(path):
     MOCK_CONFIG = ref.MockConfig  # the config every case builds with (build())
     print("device %s, dtype %s, torch %s, module %s" % (DEVICE, DTYPE, torch.__version__, path))
     passed = failed = 0
+    only = [w for w in os.environ.get("HS_TEST_ONLY", "").split(",") if w]  # a subset, by name
     for name, fn in CASES:
+        if only and not any(w in name for w in only):
+            continue
         tmp = tempfile.mkdtemp(prefix="hs_case_")
         try:
             set_ranks(0, 0)
