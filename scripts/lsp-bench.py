@@ -125,7 +125,7 @@ def bench(server_cmd, path, text, rounds, client):
     )
     server.wait_diagnostics(uri, 1)
     lines = text.split("\n")
-    line = next(i for i, l in enumerate(lines) if l.lstrip().startswith("# ") and len(l) > 8)
+    line = next(i for i, row in enumerate(lines) if row.lstrip().startswith("# ") and len(row) > 8)
     column = lines[line].index("# ") + 2
     version = 1
     results = {"diagnostics": [], "code action": [], "hover": []}

@@ -266,7 +266,7 @@ class Folder:
         chain = [(mm, c, single.find_method(c, fn.name)) for mm, c in self.mro(module, cls)]
         chain = [x for x in chain if x[2] is not None]
         env = {}
-        for i, (mm, c, f) in enumerate(chain):
+        for i, (mm, _c, f) in enumerate(chain):
             names = single.params(f)
             defaults = dict(zip(names[len(names) - len(f.args.defaults):], f.args.defaults))
             new = {k: (mm, v) for k, v in defaults.items()}
@@ -359,7 +359,6 @@ def check_arch(patched, original, arch):
         out["error"] = "%s holds no model that assigns self.layers_to_capture" % arch
         return out
     mm, mc = model
-    errors = {}
     fwd, passed = patched.producing_forward(mm, mc)
     ofwd = original.producing_forward(mm, original.classes(mm)[mc.name])[0] if mm in original.trees else None
     if fwd is None or ofwd is None:

@@ -13,7 +13,6 @@ runs the same hostile files through the built command with PyTorch.
 
 import json
 import os
-import stat
 import subprocess
 import sys
 import tempfile

@@ -1356,7 +1356,7 @@ def _relabelled(mod, mode, release, num_tokens=6):
         seq_lens = torch.tensor([12, 7], device=DEVICE)
         batch.orig_seq_lens = seq_lens.to(torch.int32)
     batch.seq_lens = seq_lens
-    setattr(batch, "_original_forward_mode", batch.forward_mode)
+    batch._original_forward_mode = batch.forward_mode
     batch.forward_mode = mod.ForwardMode.EXTEND
     if release != "0.5.9" and seq_lens.shape[0] == 0:
         batch.extend_seq_lens = torch.tensor([num_tokens], dtype=torch.int32, device=DEVICE)
@@ -1792,7 +1792,7 @@ def _run_chunked(mod, out, release, chunk, prompts, model=None, abort=None, pool
                 hidden, aux = model.model(batch.input_ids, batch.positions, batch)
             aux = torch.cat(aux, dim=-1) if not isinstance(aux, torch.Tensor) else aux
             begin = 0
-            for rid, p, n in reqs:
+            for rid, _p, n in reqs:
                 part = [batch.input_ids[begin : begin + n].cpu().long(), hidden[begin : begin + n].cpu(), aux[begin : begin + n].cpu()]
                 if rid in rows:
                     rows[rid] = [torch.cat([a, b]) for a, b in zip(rows[rid], part)]
@@ -1921,7 +1921,7 @@ def case_two_requests_chunked_interleaved_rids(mod, ref, tmp):
                 hidden, aux = model.model(ids, batch.positions, batch)
             aux = torch.cat(aux, dim=-1)
             b = 0
-            for r, p, n in reqs:
+            for r, _p, n in reqs:
                 part = [ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
                 rows[r] = [torch.cat([x, y]) for x, y in zip(rows[r], part)] if r in rows else part
                 b += n
@@ -1954,7 +1954,7 @@ def case_four_requests_chunked_in_turns_rids(mod, ref, tmp):
                 hidden, aux = model.model(ids, batch.positions, batch)
             aux = torch.cat(aux, dim=-1)
             b = 0
-            for r, p, n in reqs:
+            for r, _p, n in reqs:
                 part = [ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
                 rows[r] = [torch.cat([x, y]) for x, y in zip(rows[r], part)] if r in rows else part
                 b += n
@@ -1968,7 +1968,7 @@ def case_chunked_request_aborted(mod, ref, tmp):
     out = os.path.join(tmp, "dump")
     rows, passes, _ = _run_chunked(mod, out, "0.5.18", 8, prompts, abort=("r0", 2))
     check(sum(1 for p in passes for r in p if r[0] == "r0") == 2, "passes %s" % passes)
-    paths = _stitched(out, rows, ref, prompts, partial=("r0",))
+    _stitched(out, rows, ref, prompts, partial=("r0",))
     check(len(specforge_lists(out)) == 3, "SpecForge lists %s" % specforge_lists(out))
 
 
@@ -1990,7 +1990,7 @@ def stitch_exit_child(path, out):
     install_fake_sglang(fake_root)
     mod = load(path, "mock_deepseek_v2_under_test")
     prompts = _prompts(2, [4, 20])
-    rows, passes = dict(), []
+    rows = dict()
     os.environ["SGLANG_HS_DUMP_DIR"] = out
     set_ranks(0, 0, chunk=8)
     model = build(mod, "list")
@@ -2003,7 +2003,7 @@ def stitch_exit_child(path, out):
             hidden, aux = model.model(batch.input_ids, batch.positions, batch)
         aux = torch.cat(aux, dim=-1)
         b = 0
-        for rid, p, n in reqs:
+        for rid, _p, n in reqs:
             part = [batch.input_ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
             rows[rid] = [torch.cat([x, y]) for x, y in zip(rows[rid], part)] if rid in rows else part
             b += n
@@ -2037,7 +2037,7 @@ def case_specforge_reads_stitched_as_unchunked(mod, ref, tmp):
 
         import specforge.runtime.data_plane.offline_reader  # noqa: F401
     except ImportError as exc:
-        raise Skip("specforge 0.2.0 not installed: %s" % exc)
+        raise Skip("specforge 0.2.0 not installed: %s" % exc) from exc
     prompts = _prompts(4, [20, 6, 30, 3])
     chunked, whole = os.path.join(tmp, "chunked"), os.path.join(tmp, "whole")
     rows, passes, _ = _run_chunked(mod, chunked, "0.5.18", 8, prompts)
@@ -2117,7 +2117,7 @@ def _one_chunked_pass(model, sched, rows):
         hidden, aux = model.model(batch.input_ids, batch.positions, batch)
     aux = torch.cat(aux, dim=-1) if not isinstance(aux, torch.Tensor) else aux
     b = 0
-    for rid, p, n in reqs:
+    for rid, _p, n in reqs:
         part = [batch.input_ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
         rows[rid] = [torch.cat([x, y]) for x, y in zip(rows[rid], part)] if rid in rows else part
         b += n
@@ -2281,7 +2281,7 @@ def case_specforge_reader_ignores_provenance(mod, ref, tmp):
         import specforge_ref
         import specforge.runtime.data_plane.offline_reader  # noqa: F401
     except ImportError as exc:
-        raise Skip("SpecForge not importable: %s" % exc)
+        raise Skip("SpecForge not importable: %s" % exc) from exc
     finally:
         sys.path.pop(0)
     out = os.path.join(tmp, "dump")

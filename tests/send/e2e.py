@@ -24,7 +24,6 @@ and two lines that are not JSON), three runs:
 """
 
 import glob
-import json
 import os
 import re
 import shutil

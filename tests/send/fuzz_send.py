@@ -122,7 +122,7 @@ def check_conversations(batch):
         f.write(b"\n".join(line.replace(b"\n", b" ") for line in batch) + b"\n")
     started = time.monotonic()
     n = 0
-    for number, rid, messages, tools in send.conversations(path):
+    for _number, rid, messages, tools in send.conversations(path):
         n += 1
         if isinstance(messages, send.Skip):
             assert rid is None and str(messages)

@@ -185,7 +185,7 @@ def main():
                 landed[s["rid"]] = s
         check(sorted(landed) == sorted(sent), "landed %d of %d rids" % (len(set(landed) & set(sent)), len(sent)))
         check(len(per_node) == 2 and min(per_node) > 0, "round robin: files per node %r" % per_node)
-        for rid, (msgs, ids) in sent.items():
+        for rid, (_msgs, ids) in sent.items():
             if rid in landed:
                 s = landed[rid]
                 check(s["input_ids"].tolist() == ids and s["prefix_len"] == 0 and s["loss_mask"].tolist() == [1] * len(ids)

@@ -220,7 +220,7 @@ def open_regular(path):
             raise NotAFile("%s, not a regular file; not read" % what_it_is(opened.st_mode))
         return fd
     except OSError as exc:
-        raise NotAFile("cannot open it: %s" % (exc.strerror or exc))
+        raise NotAFile("cannot open it: %s" % (exc.strerror or exc)) from exc
 
 
 def pread(fd, size, at):
@@ -311,7 +311,7 @@ class Archive:
             try:
                 name = raw.decode("utf-8")
             except UnicodeDecodeError:
-                raise ArchiveError("a zip entry whose name is not UTF-8")
+                raise ArchiveError("a zip entry whose name is not UTF-8") from None
             if name in self.entries:
                 raise ArchiveError("two zip entries named %s" % quoted(name))
             if flags & 1:
@@ -479,7 +479,7 @@ def unpickle(data):
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise PickleError("data.pkl holds a string that is not UTF-8")
+            raise PickleError("data.pkl holds a string that is not UTF-8") from None
 
     def put(key, value):
         d = top()
@@ -771,7 +771,7 @@ class TorchReader:
             import torch
         except Exception as exc:  # not installed, or an install that fails to import
             raise NoTorch("reading samples needs PyTorch, which %s cannot import (%s: %s); pass --python with "
-                          "the interpreter of the environment that has torch" % (sys.executable, type(exc).__name__, exc))
+                          "the interpreter of the environment that has torch" % (sys.executable, type(exc).__name__, exc)) from exc
         import inspect
 
         if "mmap" not in inspect.signature(torch.load).parameters:
@@ -784,7 +784,7 @@ class TorchReader:
             loaded = self.torch.load(where, map_location="cpu", weights_only=True, mmap=True)
         except Exception as exc:
             message = str(exc).strip().split("\n")[0][:MAX_MESSAGE]
-            raise TorchError("torch.load refuses it: %s: %s" % (type(exc).__name__, message))
+            raise TorchError("torch.load refuses it: %s: %s" % (type(exc).__name__, message)) from exc
         if not isinstance(loaded, dict) or set(loaded) != set(sample):
             raise TorchError("torch.load reads other keys than the checker")
         for key, mine in sample.items():
@@ -991,7 +991,7 @@ def png_builtin(bins, width, height):
                 c.text((width - text_width(t, s)) // 2, pad, t, s)
                 break
     slot = (x1 - x0) / max(len(bins), 1)
-    for i, (low, _high, n) in enumerate(bins):
+    for i, (_low, _high, n) in enumerate(bins):
         h = round((y1 - y0) * n / ymax)
         bx0, bx1 = x0 + int(i * slot + slot * 0.15), x0 + int((i + 1) * slot - slot * 0.15)
         if h:
@@ -1092,7 +1092,7 @@ def size_of(text):
     try:
         w, h = (int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError("%r is not WIDTHxHEIGHT" % text)
+        raise argparse.ArgumentTypeError("%r is not WIDTHxHEIGHT" % text) from None
     if not (16 <= w <= 8192 and 16 <= h <= 8192):
         raise argparse.ArgumentTypeError("%r: each side 16 to 8192 pixels" % text)
     return w, h

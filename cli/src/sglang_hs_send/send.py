@@ -485,7 +485,7 @@ def dump_statuses(dirs):
     """The status files of the dumps writing into `dirs` (their names; at most a few)."""
     found = []
     for top in dirs:
-        for root, _dirs, names in os.walk(top):
+        for _root, _dirs, names in os.walk(top):
             found += sorted(n for n in names if n.startswith(".hs_dump_status_") and n.endswith(".json"))
             if len(found) >= 3:
                 return found

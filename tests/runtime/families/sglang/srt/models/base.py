@@ -3,7 +3,6 @@ the fields of ForwardBatch the dump reads, pipeline group, proxy tensors, the au
 a fused RMSNorm, a token-wise decoder layer, a logits processor."""
 
 import enum
-from typing import List, Optional
 
 import torch
 from torch import nn
