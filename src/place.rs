@@ -30,6 +30,8 @@ mod one_line;
 mod render;
 mod returns;
 mod statements;
+#[cfg(test)]
+mod tests;
 
 use std::ops::Range;
 

@@ -6,21 +6,9 @@
 use pysplice::spec::MAX_RECIPE_CODE_BYTES;
 use pysplice::template::MAX_RENDERED_BYTES;
 use pysplice::{Error, ErrorKind, Recipe, SourceFile};
+use pysplice_test_support::recipe_text::{hook_at_module_end, recipe_with_big_var};
 
 const MIB: usize = 1 << 20;
-
-/// A recipe with `[vars] big = <bytes of 'a'>` and the given hooks (TOML text).
-fn recipe(big: usize, hooks: &str) -> String {
-    format!(
-        "[recipe]\nid = \"grow\"\nsummary = \"s\"\n\n[vars]\nbig = \"{}\"\n\n{hooks}",
-        "a".repeat(big)
-    )
-}
-
-/// One hook writing `code` at the module's end.
-fn hook(id: &str, code: &str) -> String {
-    format!("[[hook]]\nid = \"{id}\"\nsummary = \"s\"\nin = \"module\"\nat = \"end\"\ncode = '''{code}'''\n\n")
-}
 
 /// The spec error's cause: its (bytes, limit) when it is an [`ErrorKind::Oversized`].
 fn oversized_cause(err: &Error) -> Option<(Option<usize>, usize)> {
@@ -44,7 +32,10 @@ fn line_of(text: &str, needle: &str) -> usize {
 /// `Recipe::compile` (an allocation of a gigabyte failed).
 #[test]
 fn a_variable_used_a_thousand_times_is_a_spec_error_at_the_hook() {
-    let text = recipe(MIB, &hook("big", &format!("x = '{}'", "{big}".repeat(1000))));
+    let text = recipe_with_big_var(
+        MIB,
+        &hook_at_module_end("big", &format!("x = '{}'", "{big}".repeat(1000))),
+    );
     let err = Recipe::from_toml("r.toml", &text).unwrap_err();
     assert_eq!(
         oversized_cause(&err),
@@ -62,8 +53,8 @@ fn a_variable_used_a_thousand_times_is_a_spec_error_at_the_hook() {
 fn hooks_together_are_bounded_by_the_recipe_limit() {
     // Comments: cheap to parse, so the five 15 MiB hooks cost little.
     let code = format!("# {}\npass", "{big}".repeat(15));
-    let hooks: String = (0..5).map(|i| hook(&format!("h{i}"), &code)).collect();
-    let text = recipe(MIB, &hooks);
+    let hooks: String = (0..5).map(|i| hook_at_module_end(&format!("h{i}"), &code)).collect();
+    let text = recipe_with_big_var(MIB, &hooks);
     let err = Recipe::from_toml("r.toml", &text).unwrap_err();
     let per_hook = 15 * MIB + 7;
     assert!(4 * per_hook <= MAX_RECIPE_CODE_BYTES && 5 * per_hook > MAX_RECIPE_CODE_BYTES);
@@ -75,9 +66,12 @@ fn hooks_together_are_bounded_by_the_recipe_limit() {
     assert_eq!(err.hook(), Some("h4"));
     assert_eq!(err.location().line, line_of(&text, "id = \"h4\"") + 4);
     // Four of them are fine.
-    let hooks: String = (0..4).map(|i| hook(&format!("h{i}"), &code)).collect();
+    let hooks: String = (0..4).map(|i| hook_at_module_end(&format!("h{i}"), &code)).collect();
     assert_eq!(
-        Recipe::from_toml("r.toml", &recipe(MIB, &hooks)).unwrap().hooks.len(),
+        Recipe::from_toml("r.toml", &recipe_with_big_var(MIB, &hooks))
+            .unwrap()
+            .hooks
+            .len(),
         4
     );
 }

@@ -59,9 +59,9 @@ macro_rules! outln {
     }};
 }
 
+pysplice_cli::program_allocator!();
+
 mod actions;
-#[path = "../shared/alloc.rs"]
-mod alloc;
 mod convert;
 mod framing;
 mod handlers;

@@ -55,7 +55,7 @@ const CHAIN_LIMIT: usize = 20;
 /// How deep the `graph` tree goes.
 const TREE_DEPTH: usize = 8;
 
-use crate::output::emit;
+use pysplice_cli::output::emit;
 
 /// Prints human-readable text: file names and code quoted from the scanned files with their
 /// control characters escaped (JSON output escapes its own).

@@ -5,10 +5,9 @@
 //! could not be written to standard output (closed pipe, full disk).
 
 #[macro_use]
-#[path = "../shared/output.rs"]
-mod output;
-#[path = "../shared/alloc.rs"]
-mod alloc;
+extern crate pysplice_cli;
+
+pysplice_cli::program_allocator!();
 
 mod graph;
 mod locate;
@@ -70,5 +69,5 @@ fn main() -> ExitCode {
         Command::Forwards(args) => graph::forwards(&args),
         Command::Schema(args) => schema::run(&args),
     };
-    output::finish(code)
+    pysplice_cli::output::finish(code)
 }

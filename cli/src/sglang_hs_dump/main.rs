@@ -20,10 +20,9 @@
 //! (closed pipe, full disk).
 
 #[macro_use]
-#[path = "../shared/output.rs"]
-mod output;
-#[path = "../shared/alloc.rs"]
-mod alloc;
+extern crate pysplice_cli;
+
+pysplice_cli::program_allocator!();
 
 mod demo;
 mod hub;
@@ -344,5 +343,5 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    output::finish(run(&args))
+    pysplice_cli::output::finish(run(&args))
 }

@@ -20,10 +20,7 @@
 
 use std::process::ExitCode;
 
-#[path = "../shared/python_launch.rs"]
-mod python_launch;
-
-use python_launch::Program;
+use pysplice_cli::python_launch::{self, Program};
 
 /// The checker.
 const INSPECT: &str = include_str!("hs_inspect.py");

@@ -20,10 +20,7 @@
 
 use std::process::ExitCode;
 
-#[path = "../shared/python_launch.rs"]
-mod python_launch;
-
-use python_launch::Program;
+use pysplice_cli::python_launch::{self, Program};
 
 /// The sender.
 const SEND: &str = include_str!("send.py");

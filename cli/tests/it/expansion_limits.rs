@@ -1,5 +1,5 @@
 //! Bounded expansion through the `pysplice` program (see the library's
-//! `tests/expansion_limits.rs`): a recipe whose code grows past the limit once its placeholders
+//! `tests/it/limits.rs`): a recipe whose code grows past the limit once its placeholders
 //! are filled in is refused with exit 2, the file is left untouched.
 
 use crate::common;
@@ -8,21 +8,9 @@ use std::path::Path;
 use std::process::Command;
 
 use pysplice::template::MAX_RENDERED_BYTES;
+use pysplice_test_support::recipe_text::{hook_at_module_end, recipe_with_big_var};
 
 const MIB: usize = 1 << 20;
-
-/// A recipe with `[vars] big = <bytes of 'a'>` and the given hooks (TOML text).
-fn recipe(big: usize, hooks: &str) -> String {
-    format!(
-        "[recipe]\nid = \"grow\"\nsummary = \"s\"\n\n[vars]\nbig = \"{}\"\n\n{hooks}",
-        "a".repeat(big)
-    )
-}
-
-/// One hook writing `code` at the module's end.
-fn hook(id: &str, code: &str) -> String {
-    format!("[[hook]]\nid = \"{id}\"\nsummary = \"s\"\nin = \"module\"\nat = \"end\"\ncode = '''{code}'''\n\n")
-}
 
 fn line_of(text: &str, needle: &str) -> usize {
     text[..text.find(needle).expect("the needle is in the text")]
@@ -36,7 +24,10 @@ fn line_of(text: &str, needle: &str) -> usize {
 #[test]
 fn the_cli_refuses_the_recipe_and_leaves_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let text = recipe(MIB, &hook("big", &format!("x = '{}'", "{big}".repeat(1000))));
+    let text = recipe_with_big_var(
+        MIB,
+        &hook_at_module_end("big", &format!("x = '{}'", "{big}".repeat(1000))),
+    );
     assert!(text.len() < 2 * MIB);
     let spec = dir.path().join("r.toml");
     std::fs::write(&spec, &text).unwrap();

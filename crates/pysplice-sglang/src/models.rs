@@ -458,5 +458,4 @@ pub fn usage_error(path: &Path, message: String) -> Error {
 }
 
 #[cfg(test)]
-#[path = "models_tests.rs"]
 mod tests;

@@ -147,5 +147,4 @@ mod tests {
 }
 
 #[cfg(test)]
-#[path = "recipes_tests.rs"]
 mod bundled_tests;

@@ -1,8 +1,10 @@
 //! What the workspace's test binaries share (a dev-dependency of each crate, never published):
 //! where the SGLang corpus that `scripts/fetch-corpus.sh` unpacks lives, the pinned releases,
-//! and the Python files of a folder.
+//! the Python files of a folder, and recipe TOML built as text ([`recipe_text`]).
 
 use std::path::{Path, PathBuf};
+
+pub mod recipe_text;
 
 /// The workspace root (this crate is `crates/pysplice-test-support`).
 pub const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");

@@ -5,8 +5,8 @@
 //! error with one line on standard error. [`finish`] then turns a success into [`EXIT_OUTPUT`]
 //! (a failure keeps its own code: it says more). Files are always written before anything is
 //! printed about them, so a lost report never leaves a file half done. Messages go to standard
-//! error through `errln!`, which ignores a standard error that cannot be written (`eprintln!`
-//! panics there) and escapes control characters (`pysplice::report::printable_lines`): a file
+//! error through `errln!` ([`error_line`]), which ignores a standard error that cannot be written
+//! (`eprintln!` panics there) and escapes control characters (`pysplice::report::printable_lines`): a file
 //! name or a message quoting input cannot drive the terminal. Text for standard output escapes
 //! names where it prints them (diffs show file contents as they are).
 
@@ -15,23 +15,24 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `eprintln!` that ignores a standard error that cannot be written, with control characters
-/// other than line breaks escaped.
+/// other than line breaks escaped ([`error_line`](crate::output::error_line)).
+#[macro_export]
 macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let line = format!($($arg)*);
-        let _ = writeln!(std::io::stderr(), "{}", pysplice::report::printable_lines(&line));
-    }};
+    ($($arg:tt)*) => {
+        $crate::output::error_line(&format!($($arg)*))
+    };
 }
 
-/// `print!` through [`emit`].
+/// `print!` through [`emit`](crate::output::emit).
+#[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::output::emit(&format!($($arg)*))
     };
 }
 
-/// `println!` through [`emit`].
+/// `println!` through [`emit`](crate::output::emit).
+#[macro_export]
 macro_rules! outln {
     () => {
         $crate::output::emit("\n")
@@ -39,6 +40,12 @@ macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::output::emit(&format!("{}\n", format_args!($($arg)*)))
     };
+}
+
+/// Writes `line` and a line break to standard error, control characters other than line breaks
+/// escaped; a standard error that cannot be written is ignored (nothing is left to tell).
+pub fn error_line(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{}", pysplice::report::printable_lines(line));
 }
 
 /// Exit code when the command succeeded but standard output could not be written: the files are
@@ -59,7 +66,7 @@ pub fn emit(text: &str) {
 
 fn failed(err: &std::io::Error) {
     if !FAILED.swap(true, Ordering::Relaxed) && err.kind() != std::io::ErrorKind::BrokenPipe {
-        errln!("error: cannot write to standard output: {err}");
+        error_line(&format!("error: cannot write to standard output: {err}"));
     }
 }
 
