@@ -27,16 +27,20 @@ use python_launch::Program;
 
 /// The checker.
 const INSPECT: &str = include_str!("hs_inspect.py");
+/// The bounded sample reader the checker imports, shared with `sglang-hs-send` (the loss-mask
+/// script, whose reader section both use).
+const LOSS_MASK: &str = include_str!("../../../scripts/specforge_loss_mask.py");
 
 fn main() -> ExitCode {
     python_launch::launch("sglang-hs-inspect", "torch", &PROGRAM)
 }
 
 /// The program: the start isolated from the working folder ([`python_launch::ISOLATE`]: a
-/// `torch.py` beside the dump is never imported), then the checker run as `__main__`.
+/// `torch.py` beside the dump is never imported), the sample reader made importable from its
+/// text, then the checker run as `__main__`.
 const PROGRAM: Program = Program {
     name: "sglang-hs-inspect",
-    modules: &[],
+    modules: &[("specforge_loss_mask", LOSS_MASK)],
     main: ("hs_inspect.py", INSPECT),
 };
 
