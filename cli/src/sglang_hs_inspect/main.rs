@@ -13,8 +13,9 @@
 //! scalars or flat lists) before `torch.load` sees it: docs/safety.md says what a hostile file or
 //! folder cannot do. Reading the samples needs PyTorch, so the checker is a Python
 //! program (`hs_inspect.py` beside this file; not `inspect.py`, which would shadow the standard
-//! module when the file is run on its own), built into this command, which starts the
-//! interpreter on it as `sglang-hs-send` does: `--python PY` picks the interpreter (default
+//! module when the file is run on its own), built into this command with the sample reader it
+//! imports (`scripts/specforge_loss_mask.py`, the one `sglang-hs-send` embeds too); the command
+//! starts the interpreter on it as `sglang-hs-send` does: `--python PY` picks the interpreter (default
 //! `python3`), the one of the environment that has `torch`. On Unix the interpreter replaces
 //! this process, so its exit status is the checker's own.
 
