@@ -273,7 +273,8 @@ ORDERED_DICT = ("collections", "OrderedDict")
 
 
 class NotAFile(SampleError):
-    """Not a regular file (a FIFO, a device, a folder), or one that cannot be opened."""
+    """Not a regular file (a link where links are not followed, a FIFO, a device, a folder), or
+    one that cannot be opened."""
 
     kind = "not-a-file"
 
