@@ -43,14 +43,20 @@ import stat
 import struct
 import sys
 import zlib
-from collections import OrderedDict
 
 # ---------------------------------------------------------------------------------------
 # Conversations and the mask
 
 
-class MaskError(Exception):
-    """A sample that cannot get a mask: unknown rid, ids that differ, a bad template."""
+class SampleError(Exception):
+    """Why a file is not a sample the reader reads, or cannot get a mask; `kind` says which
+    check refused it (the sample reader below raises the subclasses)."""
+
+    kind = "sample"
+
+
+# The name this script and sglang-hs-send catch: every refusal, the reader's included.
+MaskError = SampleError
 
 
 class TokenizerError(Exception):
@@ -239,9 +245,11 @@ def loss_mask(tokenizer, messages, ids, tools=None):
 # as a hostile file could be: a regular file only, never opened in a way that blocks; the zip's
 # end record and central directory bounded; every entry stored (a deflated one, a zip bomb, is
 # refused unread); a data.pkl of at most 1 MiB read by a small pickle machine that imports and
-# calls nothing; a rid of at most 512 bytes; input_ids and loss_mask flat int64 tensors whose
-# entries hold exactly their declared elements (a sample declaring 2**36 ids is refused by its
-# declared size, before anything is allocated).
+# calls nothing; every tensor inside its storage, every storage's entry holding exactly its
+# declared elements. This reader is also sglang-hs-inspect's (its hs_inspect.py imports this
+# file, which that program embeds); the mask's own checks (a rid of at most 512 bytes;
+# input_ids and loss_mask flat int64 tensors, a sample declaring 2**36 ids refused by its
+# declared size before anything is allocated) are in Sample.
 
 MAX_ENTRIES = 1024  # zip entries (the dump writes about ten)
 MAX_CENTRAL = 1 << 20  # bytes of the zip's central directory
@@ -249,176 +257,238 @@ MAX_PICKLE = 1 << 20  # bytes of data.pkl (the dump's is a few KB)
 MAX_OPS = 1 << 16  # pickle instructions
 MAX_NODES = 1 << 16  # values in data.pkl, counted as printing it would (shared ones each time)
 MAX_DEPTH = 32  # containers nested in data.pkl
+MAX_DIMS = 16  # dimensions of a tensor
 MAX_RID = 512  # bytes of a rid (UTF-8)
 MAX_TOKENS = 1 << 24  # ids of one sample (16,777,216: no context is longer)
 
-
-class TensorRef:
-    """A tensor in a sample: its storage entry, element type and layout."""
-
-    def __init__(self, storage, offset, size, stride):
-        self.key, self.dtype, self.numel = storage
-        self.offset, self.size, self.stride = int(offset), tuple(size), tuple(stride)
-
-
-_DTYPES = dict(
-    DoubleStorage=8, FloatStorage=4, HalfStorage=2, BFloat16Storage=2, LongStorage=8, IntStorage=4,
-    ShortStorage=2, CharStorage=1, ByteStorage=1, BoolStorage=1, ComplexDoubleStorage=16, ComplexFloatStorage=8,
+# torch.save's storage classes: (dtype name as torch prints it, bytes per element)
+STORAGES = dict(
+    DoubleStorage=("float64", 8), FloatStorage=("float32", 4), HalfStorage=("float16", 2),
+    BFloat16Storage=("bfloat16", 2), LongStorage=("int64", 8), IntStorage=("int32", 4),
+    ShortStorage=("int16", 2), CharStorage=("int8", 1), ByteStorage=("uint8", 1),
+    BoolStorage=("bool", 1), ComplexDoubleStorage=("complex128", 16), ComplexFloatStorage=("complex64", 8),
 )
-_REBUILD = ("torch._utils", "_rebuild_tensor_v2")
-_ORDERED_DICT = ("collections", "OrderedDict")
+REBUILD = ("torch._utils", "_rebuild_tensor_v2")
+ORDERED_DICT = ("collections", "OrderedDict")
 
 
-def open_regular(path):
-    """A read-only descriptor of the regular file at `path`; MaskError for anything else (a
-    link, FIFO, device, socket, folder), which is never opened in a way that waits or reads:
-    opened non-blocking without following a link, its type checked on the handle."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-    try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode):
-            raise MaskError("%s, not a regular file; not read" % _kind(st.st_mode))
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise MaskError("a symbolic link, not a regular file; not read") from None
-        raise MaskError("cannot open it: %s" % (exc.strerror or exc)) from None
-    opened = os.fstat(fd)
-    if not stat.S_ISREG(opened.st_mode):
-        os.close(fd)
-        raise MaskError("%s, not a regular file; not read" % _kind(opened.st_mode))
-    return fd
+class NotAFile(SampleError):
+    """Not a regular file (a link where links are not followed, a FIFO, a device, a folder), or
+    one that cannot be opened."""
+
+    kind = "not-a-file"
 
 
-def _kind(mode):
-    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+class ArchiveError(SampleError):
+    """Not torch.save's zip layout, or one outside the bounds (compressed, too large, damaged)."""
+
+    kind = "archive"
+
+
+class PickleError(SampleError):
+    """data.pkl holds what torch.save does not write for a sample, or more than the bounds."""
+
+    kind = "pickle"
+
+
+class TensorError(SampleError):
+    """A tensor or storage that does not fit the file."""
+
+    kind = "tensor"
+
+
+
+
+def quoted(key):
+    """A key from a file, for a message: JSON-quoted (ASCII only), cut at 60 characters."""
+    return json.dumps(key[:60] + ("..." if len(key) > 60 else "")) if isinstance(key, str) else json.dumps(key)
+
+
+# Files: regular files only, looked at before they are opened for reading.
+
+KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def what_it_is(mode):
+    """What a file of `mode` is, for a message: "a FIFO", "a symbolic link", ..."""
+    for test, name in KINDS:
         if test(mode):
             return name
     return "not a regular file"
 
 
-def _pread(fd, size, at):
+def open_regular(path, follow_links=False):
+    """A read-only descriptor of the regular file at `path` (a link only with `follow_links`).
+    Anything else is named in a NotAFile without having been opened for reading: on Linux the
+    path is opened with O_PATH (which opens no device and waits on no FIFO), its type checked
+    on that handle, and the same file reopened through /proc/self/fd; elsewhere it is opened
+    non-blocking and checked on the handle. A file that is not there: FileNotFoundError."""
+    nofollow = 0 if follow_links else getattr(os, "O_NOFOLLOW", 0)
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | cloexec | getattr(os, "O_NOCTTY", 0)
+    try:
+        o_path = getattr(os, "O_PATH", 0)
+        if o_path and os.path.isdir("/proc/self/fd"):
+            probe = os.open(path, o_path | nofollow | cloexec)
+            try:
+                seen = os.fstat(probe)
+                if not stat.S_ISREG(seen.st_mode):
+                    raise NotAFile("%s, not a regular file; not read" % what_it_is(seen.st_mode))
+                fd = os.open("/proc/self/fd/%d" % probe, flags)
+            finally:
+                os.close(probe)
+        else:
+            fd = os.open(path, flags | nofollow | getattr(os, "O_NONBLOCK", 0))
+            seen = None
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (seen and (seen.st_dev, seen.st_ino) != (opened.st_dev, opened.st_ino)):
+            os.close(fd)
+            raise NotAFile("%s, not a regular file; not read" % what_it_is(opened.st_mode))
+        return fd
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_links:
+            raise NotAFile("a symbolic link, not a regular file; not read") from None
+        raise NotAFile("cannot open it: %s" % (exc.strerror or exc)) from None
+
+
+def pread(fd, size, at):
     data = os.pread(fd, size, at)
     if len(data) != size:
-        raise MaskError("the file ends inside its zip structure (truncated?)")
+        raise ArchiveError("the file ends inside its zip structure (truncated?)")
     return data
 
 
-_EOCD = struct.Struct("<4sHHHHIIH")
-_ZIP64_LOCATOR = struct.Struct("<4sIQI")
-_ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")
-_CENTRAL = struct.Struct("<4sHHHHHHIIIHHHHHII")
-_LOCAL = struct.Struct("<4sHHHHHIIIHH")
+# ---------------------------------------------------------------------------------------
+# torch.save's zip layout, read with bounds: <name>/data.pkl, <name>/data/<key> per storage,
+# a few small records; every entry stored, not compressed.
+
+EOCD = struct.Struct("<4sHHHHIIH")
+ZIP64_LOCATOR = struct.Struct("<4sIQI")
+ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")
+CENTRAL = struct.Struct("<4sHHHHHHIIIHHHHHII")
+LOCAL = struct.Struct("<4sHHHHHIIIHH")
 
 
-class _Entry:
-    """One zip entry: its name, local header offset, size, CRC and central record offset."""
+class Entry:
+    """One zip entry: its name, where its local header is, its size, CRC and central record."""
+
+    __slots__ = ("name", "header", "size", "crc", "central")
 
     def __init__(self, name, header, size, crc, central):
-        self.filename, self.header_offset, self.file_size, self.crc, self.central = name, header, size, crc, central
+        self.name, self.header, self.size, self.crc, self.central = name, header, size, crc, central
 
 
-class _Archive:
-    """The entries of a torch.save archive, checked: one folder prefix, no duplicate names,
-    nothing compressed or encrypted, every entry inside the file."""
+class Archive:
+    """The entries of a torch.save archive, checked: one folder prefix, no duplicate, nothing
+    compressed or encrypted, every entry inside the file."""
 
-    def __init__(self, fd):
-        self.fd = fd
-        size = os.fstat(fd).st_size
-        if size < _EOCD.size or _pread(fd, 4, 0) != b"PK\x03\x04":
-            raise MaskError("not a torch.save archive (a zip)")
-        tail_len = min(size, _EOCD.size + 0xFFFF)
-        tail = _pread(fd, tail_len, size - tail_len)
+    def __init__(self, fd, size=None):
+        size = os.fstat(fd).st_size if size is None else size
+        self.fd, self.file_size = fd, size
+        if size < EOCD.size or pread(fd, 4, 0) != b"PK\x03\x04":
+            raise ArchiveError("not a zip archive (torch.save's format; the legacy format is not read)")
+        # the end record is the last 22 bytes unless the archive has a comment (torch.save
+        # writes none); else it is within the last 64 KiB
+        tail_len = EOCD.size
+        tail = pread(fd, tail_len, size - tail_len)
+        if tail[:4] != b"PK\x05\x06" or EOCD.unpack(tail)[7]:
+            tail_len = min(size, EOCD.size + 0xFFFF)
+            tail = pread(fd, tail_len, size - tail_len)
         at = tail.rfind(b"PK\x05\x06")
-        while at >= 0 and not (at + _EOCD.size <= tail_len and at + _EOCD.size + _EOCD.unpack_from(tail, at)[7] == tail_len):
+        while at >= 0 and not (at + EOCD.size <= tail_len and at + EOCD.size + EOCD.unpack_from(tail, at)[7] == tail_len):
             at = tail.rfind(b"PK\x05\x06", 0, at)
         if at < 0:
-            raise MaskError("no zip end record: not a whole torch.save archive (truncated?)")
+            raise ArchiveError("no end of central directory: not a whole zip archive (truncated?)")
         end = size - tail_len + at
-        _sig, disk, cd_disk, n_disk, count, cd_size, cd_at, _comment = _EOCD.unpack_from(tail, at)
+        _sig, disk, cd_disk, n_disk, count, cd_size, cd_at, _comment = EOCD.unpack_from(tail, at)
         if 0xFFFF in (count, n_disk) or 0xFFFFFFFF in (cd_size, cd_at):  # ZIP64
-            if end < _ZIP64_LOCATOR.size:
-                raise MaskError("a ZIP64 archive without its locator")
-            sig, _d, z64_at, _n = _ZIP64_LOCATOR.unpack(_pread(fd, _ZIP64_LOCATOR.size, end - _ZIP64_LOCATOR.size))
-            if sig != b"PK\x06\x07" or z64_at + _ZIP64_EOCD.size > end - _ZIP64_LOCATOR.size:
-                raise MaskError("a ZIP64 archive whose locator is damaged")
-            fields = _ZIP64_EOCD.unpack(_pread(fd, _ZIP64_EOCD.size, z64_at))
+            if end < ZIP64_LOCATOR.size:
+                raise ArchiveError("a ZIP64 archive without its locator")
+            sig, _disk, z64_at, _disks = ZIP64_LOCATOR.unpack(pread(fd, ZIP64_LOCATOR.size, end - ZIP64_LOCATOR.size))
+            if sig != b"PK\x06\x07" or z64_at + ZIP64_EOCD.size > end - ZIP64_LOCATOR.size:
+                raise ArchiveError("a ZIP64 archive whose locator is damaged")
+            fields = ZIP64_EOCD.unpack(pread(fd, ZIP64_EOCD.size, z64_at))
             if fields[0] != b"PK\x06\x06":
-                raise MaskError("a ZIP64 archive whose end record is damaged")
+                raise ArchiveError("a ZIP64 archive whose end record is damaged")
             disk, cd_disk, n_disk, count, cd_size, cd_at = fields[4:10]
             end = z64_at
         if disk or cd_disk or n_disk != count:
-            raise MaskError("a zip archive spanning several disks")
-        if count > MAX_ENTRIES or cd_size > MAX_CENTRAL:
-            raise MaskError("%d zip entries in %d bytes, more than a sample has" % (count, cd_size))
+            raise ArchiveError("a zip archive spanning several disks")
+        if count > MAX_ENTRIES:
+            raise ArchiveError("%d zip entries, more than the %d a sample may have" % (count, MAX_ENTRIES))
+        if cd_size > MAX_CENTRAL:
+            raise ArchiveError("a zip central directory of %d bytes, more than %d" % (cd_size, MAX_CENTRAL))
         if cd_at + cd_size > end:
-            raise MaskError("the zip central directory lies outside the file")
+            raise ArchiveError("the zip central directory lies outside the file")
         self.data_end = cd_at
         self.entries = dict()
-        cd = _pread(fd, cd_size, cd_at)
+        cd = pread(fd, cd_size, cd_at)
         p = 0
         for _ in range(count):
-            if p + _CENTRAL.size > len(cd):
-                raise MaskError("the zip central directory ends inside an entry")
-            fields = _CENTRAL.unpack_from(cd, p)
-            sig, flags, method, crc, csize, usize, n_name, n_extra, n_comment, header = (
-                fields[0], fields[3], fields[4], fields[7], fields[8], fields[9], fields[10], fields[11], fields[12], fields[16])
+            if p + CENTRAL.size > len(cd):
+                raise ArchiveError("the zip central directory ends inside an entry")
+            (sig, _made, _need, flags, method, _time, _date, crc, csize, usize, n_name, n_extra, n_comment,
+             _disk, _int, _ext, header) = CENTRAL.unpack_from(cd, p)
             if sig != b"PK\x01\x02":
-                raise MaskError("a damaged zip central directory")
-            raw = cd[p + _CENTRAL.size:p + _CENTRAL.size + n_name]
-            extra = cd[p + _CENTRAL.size + n_name:p + _CENTRAL.size + n_name + n_extra]
+                raise ArchiveError("a damaged zip central directory")
+            raw = cd[p + CENTRAL.size:p + CENTRAL.size + n_name]
+            extra = cd[p + CENTRAL.size + n_name:p + CENTRAL.size + n_name + n_extra]
             central = cd_at + p
-            p += _CENTRAL.size + n_name + n_extra + n_comment
+            p += CENTRAL.size + n_name + n_extra + n_comment
             if p > len(cd):
-                raise MaskError("the zip central directory ends inside an entry")
-            usize, csize, header = _zip64_values(extra, usize, csize, header)
+                raise ArchiveError("the zip central directory ends inside an entry")
+            usize, csize, header = zip64_values(extra, usize, csize, header)
             try:
                 name = raw.decode("utf-8")
             except UnicodeDecodeError:
-                raise MaskError("a zip entry whose name is not UTF-8") from None
+                raise ArchiveError("a zip entry whose name is not UTF-8") from None
             if name in self.entries:
-                raise MaskError("two zip entries of one name")
-            if flags & 1 or method != 0 or csize != usize:
-                raise MaskError("a compressed or encrypted zip entry (torch.save stores every entry as it is)")
-            if header + _LOCAL.size + usize > cd_at:
-                raise MaskError("a zip entry lies outside the file's data")
-            self.entries[name] = _Entry(name, header, usize, crc, central)
+                raise ArchiveError("two zip entries named %s" % quoted(name))
+            if flags & 1:
+                raise ArchiveError("zip entry %s is encrypted" % quoted(name))
+            if method != 0 or csize != usize:
+                raise ArchiveError("zip entry %s is compressed (torch.save stores every entry as it is)" % quoted(name))
+            if header + LOCAL.size + usize > cd_at:
+                raise ArchiveError("zip entry %s lies outside the file's data" % quoted(name))
+            self.entries[name] = Entry(name, header, usize, crc, central)
+        if p != len(cd):
+            raise ArchiveError("the zip central directory holds more than its entries")
         first = next(iter(self.entries), "")
         self.prefix = first.split("/", 1)[0] + "/"
         if not all(n.startswith(self.prefix) for n in self.entries):
-            raise MaskError("zip entries in more than one folder: not a torch.save archive")
+            raise ArchiveError("zip entries in more than one folder: not a torch.save archive")
 
     def entry(self, name):
         e = self.entries.get(self.prefix + name)
         if e is None:
-            raise MaskError("no %s in the archive: not a torch.save archive" % name)
+            raise ArchiveError("no %s in the archive: not a torch.save archive" % name)
         return e
 
     def data_at(self, e):
         """Where the entry's bytes start, from its local header (whose name must be the same)."""
-        fields = _LOCAL.unpack(_pread(self.fd, _LOCAL.size, e.header_offset))
+        fields = LOCAL.unpack(pread(self.fd, LOCAL.size, e.header))
         n_name, n_extra = fields[9], fields[10]
-        if fields[0] != b"PK\x03\x04" or _pread(self.fd, n_name, e.header_offset + _LOCAL.size) != e.filename.encode("utf-8"):
-            raise MaskError("a zip entry with a damaged local header")
-        start = e.header_offset + _LOCAL.size + n_name + n_extra
-        if start + e.file_size > self.data_end:
-            raise MaskError("a zip entry lies outside the file's data")
+        if fields[0] != b"PK\x03\x04" or pread(self.fd, n_name, e.header + LOCAL.size) != e.name.encode("utf-8"):
+            raise ArchiveError("zip entry %s has a damaged local header" % quoted(e.name))
+        start = e.header + LOCAL.size + n_name + n_extra
+        if start + e.size > self.data_end:
+            raise ArchiveError("zip entry %s lies outside the file's data" % quoted(e.name))
         return start
 
     def read(self, name, limit):
         e = self.entry(name)
-        if e.file_size > limit:
-            raise MaskError("%s is %d bytes, more than the %d a sample's may be" % (name, e.file_size, limit))
-        data = _pread(self.fd, e.file_size, self.data_at(e))
+        if e.size > limit:
+            raise ArchiveError("%s is %d bytes, more than the %d a sample's may be" % (name, e.size, limit))
+        data = pread(self.fd, e.size, self.data_at(e))
         if zlib.crc32(data) & 0xFFFFFFFF != e.crc:
-            raise MaskError("%s does not match its CRC (damaged)" % name)
+            raise ArchiveError("%s does not match its CRC (damaged)" % name)
         return data
 
 
-def _zip64_values(extra, usize, csize, header):
+def zip64_values(extra, usize, csize, header):
     """The sizes and offset a ZIP64 extra field holds in place of 0xFFFFFFFF."""
     wanted = [v == 0xFFFFFFFF for v in (usize, csize, header)]
     if not any(wanted):
@@ -427,69 +497,123 @@ def _zip64_values(extra, usize, csize, header):
     while at + 4 <= len(extra):
         kind, n = struct.unpack_from("<HH", extra, at)
         if kind == 1:
-            field, values, i = extra[at + 4:at + 4 + n], [usize, csize, header], 0
+            field = extra[at + 4:at + 4 + n]
+            values, i = [usize, csize, header], 0
             for k in range(3):
                 if wanted[k]:
                     if i + 8 > len(field):
-                        raise MaskError("a damaged ZIP64 extra field")
+                        raise ArchiveError("a damaged ZIP64 extra field")
                     (values[k],) = struct.unpack_from("<Q", field, i)
                     i += 8
             return tuple(values)
         at += 4 + n
-    raise MaskError("a zip entry without the ZIP64 field its sizes need")
+    raise ArchiveError("a zip entry without the ZIP64 field its sizes need")
 
 
-class _Global:
+# ---------------------------------------------------------------------------------------
+# data.pkl, read by a small pickle machine that knows only what torch.save writes for plain
+# values and tensors: nothing is imported or called.
+
+
+class Global:
     """A name data.pkl refers to: a storage class, the tensor rebuilder or OrderedDict."""
+
+    __slots__ = ("module", "name")
 
     def __init__(self, module, name):
         self.module, self.name = module, name
 
 
-def _is_int(v):
+class Storage:
+    """A tensor storage: the zip entry data/<key>, its element type and element count."""
+
+    __slots__ = ("key", "dtype", "itemsize", "numel")
+
+    def __init__(self, key, kind, numel):
+        self.key, self.numel = key, numel
+        self.dtype, self.itemsize = STORAGES[kind]
+
+
+class Tensor:
+    """A tensor of the sample, as torch.load would build it: storage, offset, shape, strides."""
+
+    __slots__ = ("storage", "offset", "shape", "stride")
+
+    def __init__(self, storage, offset, shape, stride):
+        self.storage, self.offset, self.shape, self.stride = storage, offset, shape, stride
+
+    @property
+    def dtype(self):
+        """The element type as torch prints it ("int64", "bfloat16", ...)."""
+        return self.storage.dtype
+
+    @property
+    def size(self):
+        """The shape (torch's name for it, Tensor.size())."""
+        return self.shape
+
+    @property
+    def key(self):
+        """The storage's zip entry, data/<key>."""
+        return self.storage.key
+
+
+def is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _rebuild(args):
-    """torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata])."""
+def rebuild_tensor(args):
+    """torch._utils._rebuild_tensor_v2(storage, offset, shape, stride, requires_grad, hooks[, metadata]),
+    checked: the tensor lies inside its storage."""
     if not isinstance(args, tuple) or len(args) not in (6, 7):
-        raise MaskError("a tensor record of an unknown shape")
-    storage, offset, size, stride = args[:4]
-    ok = isinstance(storage, tuple) and _is_int(offset) and offset >= 0
-    for dims in (size, stride):
-        ok = ok and isinstance(dims, tuple) and len(dims) <= 16 and all(_is_int(d) and d >= 0 for d in dims)
-    if not ok or len(size) != len(stride):
-        raise MaskError("a tensor record that torch.save does not write")
-    return TensorRef(storage, offset, size, stride)
+        raise TensorError("a tensor record of an unknown shape")
+    storage, offset, shape, stride, grad, hooks = args[:6]
+    if not isinstance(storage, Storage) or not is_int(offset) or offset < 0:
+        raise TensorError("a tensor record without its storage")
+    for dims in (shape, stride):
+        if not isinstance(dims, tuple) or len(dims) > MAX_DIMS or not all(is_int(d) and d >= 0 for d in dims):
+            raise TensorError("a tensor whose shape or strides are not up to %d sizes" % MAX_DIMS)
+    if len(shape) != len(stride) or not isinstance(grad, bool) or not isinstance(hooks, dict) or hooks:
+        raise TensorError("a tensor record that torch.save does not write")
+    if len(args) == 7 and not isinstance(args[6], dict):
+        raise TensorError("a tensor record that torch.save does not write")
+    count = 1
+    for d in shape:
+        count *= d
+    if count:
+        extent = offset + 1 + sum((d - 1) * s for d, s in zip(shape, stride))
+        if extent > storage.numel or count > storage.numel:
+            raise TensorError("a tensor of shape %s reaching past its storage of %d elements" % (list(shape), storage.numel))
+    return Tensor(storage, offset, shape, stride)
 
 
 def unpickle(data):
-    """The value data.pkl holds, built from the instructions torch.save's pickler writes for
-    plain values and tensors (protocol 2, and the plain-value instructions of 3 and 4), within
-    the bounds above; MaskError for anything else. Nothing is imported or called."""
-    stack, marks, memo = [], [], dict()
+    """The value data.pkl holds, built from the opcodes torch.save's pickler writes (protocol 2,
+    and the plain-value opcodes of 3 and 4); anything else is refused. Returns (value,
+    storages by key)."""
+    stack, marks, memo, storages = [], [], dict(), dict()
     pos, end, ops = 0, len(data), 0
 
     def take(n):
         nonlocal pos
         if n < 0 or pos + n > end:
-            raise MaskError("data.pkl ends inside an instruction")
+            raise PickleError("data.pkl ends inside an instruction")
         pos += n
         return data[pos - n:pos]
 
     def pop():
         if not stack or (marks and len(stack) <= marks[-1]):
-            raise MaskError("data.pkl uses a value it has not pushed")
+            raise PickleError("data.pkl pops a value it has not pushed")
         return stack.pop()
 
     def top():
         if not stack:
-            raise MaskError("data.pkl uses a value it has not pushed")
+            raise PickleError("data.pkl uses a value it has not pushed")
         return stack[-1]
 
     def since_mark():
         if not marks:
-            raise MaskError("data.pkl closes a mark it has not opened")
+            raise PickleError("data.pkl closes a mark it has not opened")
         at = marks.pop()
         items = stack[at:]
         del stack[at:]
@@ -499,25 +623,27 @@ def unpickle(data):
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise MaskError("data.pkl holds a string that is not UTF-8") from None
+            raise PickleError("data.pkl holds a string that is not UTF-8") from None
 
     def put(key, value):
         d = top()
-        if not isinstance(d, dict) or not (isinstance(key, str) or _is_int(key)):
-            raise MaskError("data.pkl sets an item torch.save does not write")
+        if not isinstance(d, dict):
+            raise PickleError("data.pkl sets an item of something that is not a dict")
+        if not (isinstance(key, str) or is_int(key)):
+            raise PickleError("a dict key that is not a string or an integer")
         d[key] = value
 
     while True:
         ops += 1
         if ops > MAX_OPS:
-            raise MaskError("data.pkl has more than %d instructions" % MAX_OPS)
+            raise PickleError("data.pkl has more than %d instructions" % MAX_OPS)
         op = take(1)
         if op == b"\x80":  # PROTO
             if take(1)[0] > 5 or ops != 1:
-                raise MaskError("data.pkl is not a pickle torch.save writes")
+                raise PickleError("data.pkl is not a pickle torch.save writes")
         elif op == b"\x95":  # FRAME
             take(8)
-        elif op == b"(":
+        elif op == b"(":  # MARK
             marks.append(len(stack))
         elif op == b"}":
             stack.append(dict())
@@ -527,21 +653,26 @@ def unpickle(data):
             stack.append(())
         elif op == b"t":
             stack.append(tuple(since_mark()))
-        elif op in (b"\x85", b"\x86", b"\x87"):  # TUPLE1..3
+        elif op in (b"\x85", b"\x86", b"\x87"):  # TUPLE1, TUPLE2, TUPLE3
             items = [pop() for _ in range(op[0] - 0x84)]
             stack.append(tuple(reversed(items)))
-        elif op in (b"a", b"e"):  # APPEND, APPENDS
-            items = [pop()] if op == b"a" else since_mark()
+        elif op == b"a":  # APPEND
+            value = pop()
             if not isinstance(top(), list):
-                raise MaskError("data.pkl appends to something that is not a list")
+                raise PickleError("data.pkl appends to something that is not a list")
+            top().append(value)
+        elif op == b"e":  # APPENDS
+            items = since_mark()
+            if not isinstance(top(), list):
+                raise PickleError("data.pkl appends to something that is not a list")
             top().extend(items)
-        elif op == b"s":
+        elif op == b"s":  # SETITEM
             value = pop()
             put(pop(), value)
-        elif op == b"u":
+        elif op == b"u":  # SETITEMS
             items = since_mark()
             if len(items) % 2:
-                raise MaskError("data.pkl sets a key without a value")
+                raise PickleError("data.pkl sets a key without a value")
             for i in range(0, len(items), 2):
                 put(items[i], items[i + 1])
         elif op in (b"q", b"r", b"\x94"):  # BINPUT, LONG_BINPUT, MEMOIZE
@@ -550,7 +681,7 @@ def unpickle(data):
         elif op in (b"h", b"j"):  # BINGET, LONG_BINGET
             key = take(1)[0] if op == b"h" else struct.unpack("<I", take(4))[0]
             if key not in memo:
-                raise MaskError("data.pkl refers to a value it has not stored")
+                raise PickleError("data.pkl refers to a value it has not stored")
             stack.append(memo[key])
         elif op == b"J":
             stack.append(struct.unpack("<i", take(4))[0])
@@ -561,63 +692,79 @@ def unpickle(data):
         elif op in (b"\x8a", b"\x8b"):  # LONG1, LONG4
             n = take(1)[0] if op == b"\x8a" else struct.unpack("<i", take(4))[0]
             if not 0 <= n <= 8:
-                raise MaskError("data.pkl holds an integer of more than 64 bits")
+                raise PickleError("data.pkl holds an integer of more than 64 bits")
             stack.append(int.from_bytes(take(n), "little", signed=True))
         elif op == b"G":
             stack.append(struct.unpack(">d", take(8))[0])
         elif op == b"X":
             stack.append(text(take(struct.unpack("<I", take(4))[0])))
-        elif op == b"\x8c":
+        elif op == b"\x8c":  # SHORT_BINUNICODE
             stack.append(text(take(take(1)[0])))
+        elif op == b"\x8d":  # BINUNICODE8
+            stack.append(text(take(struct.unpack("<Q", take(8))[0])))
         elif op == b"N":
             stack.append(None)
-        elif op in (b"\x88", b"\x89"):
-            stack.append(op == b"\x88")
+        elif op == b"\x88":
+            stack.append(True)
+        elif op == b"\x89":
+            stack.append(False)
         elif op in (b"c", b"\x93"):  # GLOBAL, STACK_GLOBAL
             if op == b"c":
-                names = []
-                for _ in range(2):
-                    nl = data.find(b"\n", pos, pos + 201)
-                    if nl < 0:
-                        raise MaskError("data.pkl names an object without ending the name")
-                    names.append(text(data[pos:nl]))
-                    pos = nl + 1
-                module, name = names
+                raw = line_pair(data, pos)
+                pos += len(raw[0]) + len(raw[1]) + 2
+                module, name = text(raw[0]), text(raw[1])
             else:
                 name, module = pop(), pop()
                 if not (isinstance(module, str) and isinstance(name, str)):
-                    raise MaskError("data.pkl names an object with something that is not a string")
-            if (module, name) not in (_REBUILD, _ORDERED_DICT) and not (module == "torch" and name in _DTYPES):
-                raise MaskError("unexpected object %s.%s in the sample" % (module[:60], name[:60]))
-            stack.append(_Global(module, name))
+                    raise PickleError("data.pkl names an object with something that is not a string")
+            if (module, name) not in (REBUILD, ORDERED_DICT) and not (module == "torch" and name in STORAGES):
+                raise PickleError("data.pkl refers to %s, which a sample does not hold" % quoted("%s.%s" % (module, name)))
+            stack.append(Global(module, name))
         elif op == b"Q":  # BINPERSID
             pid = pop()
-            if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], _Global)
+            if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], Global)
                     and pid[1].module == "torch" and isinstance(pid[2], str) and len(pid[2]) <= 64
-                    and isinstance(pid[3], str) and _is_int(pid[4]) and pid[4] >= 0):
-                raise MaskError("data.pkl refers to a storage in a form torch.save does not write")
-            stack.append((pid[2], pid[1].name, pid[4]))
+                    and isinstance(pid[3], str) and is_int(pid[4]) and pid[4] >= 0):
+                raise PickleError("data.pkl refers to a storage in a form torch.save does not write")
+            known = storages.get(pid[2])
+            if known is None:
+                known = storages[pid[2]] = Storage(pid[2], pid[1].name, pid[4])
+            elif (known.dtype, known.numel) != (STORAGES[pid[1].name][0], pid[4]):
+                raise PickleError("storage %s is declared twice, differently" % quoted(pid[2]))
+            stack.append(known)
         elif op == b"R":  # REDUCE
             args = pop()
             fn = pop()
-            if isinstance(fn, _Global) and (fn.module, fn.name) == _REBUILD:
-                stack.append(_rebuild(args))
-            elif isinstance(fn, _Global) and (fn.module, fn.name) == _ORDERED_DICT and args == ():
-                stack.append(OrderedDict())
+            if isinstance(fn, Global) and (fn.module, fn.name) == REBUILD:
+                stack.append(rebuild_tensor(args))
+            elif isinstance(fn, Global) and (fn.module, fn.name) == ORDERED_DICT and args == ():
+                stack.append(dict())
             else:
-                raise MaskError("data.pkl calls something other than torch.save's tensor rebuilder")
+                raise PickleError("data.pkl calls something other than torch.save's tensor rebuilder")
         elif op == b".":  # STOP
             value = pop()
-            _check_tree(value)
-            return value
+            check_tree(value)
+            return value, storages
         else:
-            raise MaskError("data.pkl uses pickle instruction 0x%02x, which torch.save does not write" % op[0])
+            raise PickleError("data.pkl uses pickle instruction 0x%02x, which torch.save does not write" % op[0])
 
 
-def _check_tree(root):
-    """Refuse a value that contains itself, nests more than MAX_DEPTH deep, or would be more
-    than MAX_NODES values once written out (a shared reference counts each time it is reached:
-    `a = [a, a]` sixty times over is small in data.pkl and 2**60 values in str())."""
+def line_pair(data, pos):
+    """The two newline-ended names of a GLOBAL at `pos`, each at most 200 bytes."""
+    names = []
+    for _ in range(2):
+        nl = data.find(b"\n", pos, pos + 201)
+        if nl < 0:
+            raise PickleError("data.pkl names an object without ending the name")
+        names.append(data[pos:nl])
+        pos = nl + 1
+    return names
+
+
+def check_tree(root):
+    """Refuse a value that refers to itself, is nested more than MAX_DEPTH deep, or would be
+    more than MAX_NODES values once written out (shared references count each time they are
+    reached: `a = [a, a]` sixty times over is small in data.pkl and 2**60 values in print)."""
     done = dict()  # id -> (values, depth)
     path = set()
     todo = [(root, False)]
@@ -632,22 +779,46 @@ def _check_tree(root):
             nodes, depth = 1, 0
             for item in items:
                 n, d = done.get(id(item), (1, 0)) if isinstance(item, (list, tuple, dict)) else (1, 0)
-                nodes, depth = nodes + n, max(depth, d)
+                nodes += n
+                depth = max(depth, d)
             if nodes > MAX_NODES:
-                raise MaskError("data.pkl holds a value that expands to more than %d values (shared references)" % MAX_NODES)
+                raise PickleError("data.pkl holds a value that expands to more than %d values (shared references)" % MAX_NODES)
             if depth + 1 > MAX_DEPTH:
-                raise MaskError("data.pkl nests values more than %d levels deep" % MAX_DEPTH)
+                raise PickleError("data.pkl nests values more than %d levels deep" % MAX_DEPTH)
             done[me] = (nodes, depth + 1)
             continue
         if me in done:
             continue
         if me in path:
-            raise MaskError("data.pkl holds a value that contains itself")
+            raise PickleError("data.pkl holds a value that contains itself")
         path.add(me)
         todo.append((obj, True))
         for item in items:
             if isinstance(item, (list, tuple, dict)) and id(item) not in done:
                 todo.append((item, False))
+
+
+
+
+def read_archive(fd, size=None):
+    """The archive in the open file `fd`, the value its data.pkl holds and its storages by key,
+    read within the bounds above; the storages' entries are not looked at yet (check_storages)."""
+    archive = Archive(fd, size)
+    if archive.prefix + "byteorder" in archive.entries and archive.read("byteorder", 16) != b"little":
+        raise ArchiveError("a big-endian archive")
+    value, storages = unpickle(archive.read("data.pkl", MAX_PICKLE))
+    return archive, value, storages
+
+
+def check_storages(archive, storages):
+    """Refuse a storage whose entry does not hold exactly its declared elements, or lies outside
+    the file's data (none of their data is read)."""
+    for key, s in storages.items():
+        e = archive.entry("data/" + key)
+        if e.size != s.numel * s.itemsize:
+            raise TensorError("storage %s holds %d bytes, not the %d its %d %s elements take"
+                              % (quoted(key), e.size, s.numel * s.itemsize, s.numel, s.dtype))
+        archive.data_at(e)
 
 
 class Sample:
@@ -657,51 +828,40 @@ class Sample:
         self.path = path
         fd = open_regular(path)
         try:
-            archive = _Archive(fd)
-            order = archive.entries.get(archive.prefix + "byteorder")
-            if order is not None and archive.read("byteorder", 16).strip() != b"little":
-                raise MaskError("big-endian archive")
-            self.data = unpickle(archive.read("data.pkl", MAX_PICKLE))
+            archive, self.data, storages = read_archive(fd)
             self.prefix = archive.prefix
-            self.infos = archive.entries
             if not isinstance(self.data, dict):
                 raise MaskError("the sample is not a dict")
             for key in ("input_ids", "loss_mask"):
                 ref = self.data.get(key)
-                if not isinstance(ref, TensorRef) or ref.dtype != "LongStorage" or len(ref.size) != 1 or (ref.stride != (1,) and ref.size[0] > 1):
+                if not isinstance(ref, Tensor) or ref.dtype != "int64" or len(ref.shape) != 1 or (ref.stride != (1,) and ref.shape[0] > 1):
                     raise MaskError("%s is not a 1-d int64 tensor" % key)
-                if ref.size[0] > MAX_TOKENS or ref.offset + ref.size[0] > ref.numel:
-                    raise MaskError("%s declares %d ids, more than its storage or the %d a sample may have" % (key, ref.size[0], MAX_TOKENS))
-                if archive.entry("data/" + ref.key).file_size != ref.numel * 8:
-                    raise MaskError("%s: its storage entry does not hold the %d elements it declares" % (key, ref.numel))
-            if self.data["input_ids"].size != self.data["loss_mask"].size:
+                if ref.shape[0] > MAX_TOKENS:
+                    raise MaskError("%s declares %d ids, more than the %d a sample may have" % (key, ref.shape[0], MAX_TOKENS))
+            if self.data["input_ids"].shape != self.data["loss_mask"].shape:
                 raise MaskError("input_ids and loss_mask differ in length")
             rid = self.data.get("rid")
             if rid is not None and not (isinstance(rid, str) and 0 < len(rid.encode("utf-8", "surrogatepass")) <= MAX_RID):
                 raise MaskError("its rid is not a string of 1 to %d bytes" % MAX_RID)
             prefix = self.data.get("prefix_len")
-            if prefix is not None and not (_is_int(prefix) and 0 <= prefix <= MAX_TOKENS):
+            if prefix is not None and not (is_int(prefix) and 0 <= prefix <= MAX_TOKENS):
                 raise MaskError("its prefix_len is not a count of tokens")
+            check_storages(archive, storages)
         finally:
             os.close(fd)
-
-    def _entry(self, ref):
-        info = self.infos.get(self.prefix + "data/" + ref.key)
-        if info is None:
-            raise MaskError("storage %s missing" % ref.key)
-        return info
 
     def _read(self, ref):
         fd = open_regular(self.path)
         try:
-            archive = _Archive(fd)
-            info = archive.entry("data/" + ref.key)
-            if info.file_size != ref.numel * 8:
+            archive = Archive(fd)
+            info = archive.entry("data/" + ref.storage.key)
+            if info.size != ref.storage.numel * 8:
                 raise MaskError("the file changed while it was read")
-            raw = _pread(fd, ref.size[0] * 8, archive.data_at(info) + ref.offset * 8) if ref.size[0] else b""
+            n = ref.shape[0]
+            raw = pread(fd, n * 8, archive.data_at(info) + ref.offset * 8) if n else b""
         finally:
             os.close(fd)
-        return list(struct.unpack("<%dq" % ref.size[0], raw))
+        return list(struct.unpack("<%dq" % n, raw))
 
     def input_ids(self):
         return self._read(self.data["input_ids"])
@@ -712,8 +872,8 @@ class Sample:
     def write_mask(self, mask):
         """Replace loss_mask's values, atomically: patch a synced copy, then rename it."""
         ref = self.data["loss_mask"]
-        if len(mask) != ref.size[0]:
-            raise MaskError("mask of %d for %d tokens" % (len(mask), ref.size[0]))
+        if len(mask) != ref.shape[0]:
+            raise MaskError("mask of %d for %d tokens" % (len(mask), ref.shape[0]))
         folder, base = os.path.split(os.path.abspath(self.path))
         _remove_stale_mask_temporaries(folder, base)
         # A name of this process's own: a writer killed mid-copy leaves its temporary behind.
@@ -738,23 +898,23 @@ class Sample:
                     n = os.pwrite(fd, view, at)
                     at, view = at + n, view[n:]
             # the copy's own layout: what is patched is what was copied
-            archive = _Archive(fd)
-            info = archive.entry("data/" + ref.key)
-            if info.file_size != ref.numel * 8:
+            archive = Archive(fd)
+            info = archive.entry("data/" + ref.storage.key)
+            if info.size != ref.storage.numel * 8:
                 raise MaskError("the file changed while it was read")
             start = archive.data_at(info)
-            entry = bytearray(_pread(fd, info.file_size, start))
+            entry = bytearray(pread(fd, info.size, start))
             off = ref.offset * 8
             entry[off:off + 8 * len(mask)] = struct.pack("<%dq" % len(mask), *mask)
             os.pwrite(fd, bytes(entry), start)
             crc_value = zlib.crc32(entry) & 0xFFFFFFFF
             crc = struct.pack("<I", crc_value)
-            os.pwrite(fd, crc, info.header_offset + 14)
+            os.pwrite(fd, crc, info.header + 14)
             os.pwrite(fd, crc, info.central + 16)
             os.fsync(fd)
             # read back: the entry and its CRC agree in the copy
-            check = _Archive(fd).entry("data/" + ref.key)
-            if zlib.crc32(_pread(fd, check.file_size, start)) & 0xFFFFFFFF != crc_value or check.crc != crc_value:
+            check = Archive(fd).entry("data/" + ref.storage.key)
+            if zlib.crc32(pread(fd, check.size, start)) & 0xFFFFFFFF != crc_value or check.crc != crc_value:
                 raise MaskError("the patched copy does not read back")
             os.replace(tmp, self.path)
             tmp = None

@@ -401,7 +401,10 @@ class HostileSamples(unittest.TestCase):
         for i in range(3):
             self.put("d%d.ckpt" % i, S.sample_bytes(S.sample()))
         program = os.path.join(S.REPO, "cli", "src", "sglang_hs_inspect", "hs_inspect.py")
-        hide = "import sys; sys.modules['torch'] = None; sys.argv[:1] = [%r]; exec(compile(open(%r).read(), 'hs_inspect.py', 'exec'), {'__name__': '__main__'})" % (program, program)
+        # the reader it imports from scripts/, as the command embeds it
+        scripts = os.path.join(S.REPO, "scripts")
+        hide = ("import sys; sys.path.insert(0, %r); sys.modules['torch'] = None; sys.argv[:1] = [%r]; "
+                "exec(compile(open(%r).read(), 'hs_inspect.py', 'exec'), {'__name__': '__main__'})" % (scripts, program, program))
         p = subprocess.run([sys.executable, "-I", "-c", hide, self.dir], capture_output=True, timeout=60)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertEqual(p.stdout, b"")

@@ -17,6 +17,7 @@ import importlib.util
 import os
 import pickle
 import struct
+import sys
 import zlib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,7 +25,11 @@ ITEMSIZE = dict(LongStorage=8, IntStorage=4, FloatStorage=4, BFloat16Storage=2, 
 
 
 def checker():
-    """hs_inspect.py of this checkout, imported as a module (it imports no PyTorch)."""
+    """hs_inspect.py of this checkout, imported as a module (it imports no PyTorch), with the
+    sample reader it imports (scripts/specforge_loss_mask.py, which the command embeds)."""
+    scripts = os.path.join(REPO, "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
     path = os.path.join(REPO, "cli", "src", "sglang_hs_inspect", "hs_inspect.py")
     spec = importlib.util.spec_from_file_location("hs_inspect", path)
     module = importlib.util.module_from_spec(spec)

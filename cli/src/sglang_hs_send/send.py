@@ -435,7 +435,7 @@ class Folders:
             try:
                 mode = e.stat(follow_symlinks=False).st_mode
                 if not stat.S_ISREG(mode):
-                    self._bad(path, "%s, not a regular file; not read" % slm._kind(mode))
+                    self._bad(path, "%s, not a regular file; not read" % slm.what_it_is(mode))
                     continue
                 rid = slm.Sample(path).data.get("rid")
             except FileNotFoundError:
