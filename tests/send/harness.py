@@ -10,9 +10,10 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 
 def send_program(kinds=("debug", "release")):
-    """$SGLANG_HS_SEND, else target/KIND/sglang-hs-send of this checkout, the first that exists."""
+    """$SGLANG_HS_SEND, else target/KIND/sglang-hs-send of this checkout, the first that exists;
+    as an absolute path (tests run it from folders of their own)."""
     if os.environ.get("SGLANG_HS_SEND"):
-        return os.environ["SGLANG_HS_SEND"]
+        return os.path.abspath(os.environ["SGLANG_HS_SEND"])
     for kind in kinds:
         p = os.path.join(REPO, "target", kind, "sglang-hs-send")
         if os.path.exists(p):
