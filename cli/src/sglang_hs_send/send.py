@@ -97,34 +97,7 @@ class BadJSON(ValueError):
 # ---------------------------------------------------------------------------------------
 # Printing: rids, file names and server text never drive the terminal.
 
-BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def printable(text):
-    """`text` with control and bidirectional formatting characters written as escapes (`\\x1b`,
-    `\\u{202e}`, `\\n`) and the bytes of a name that is not UTF-8 as `\\xNN`, as the Rust
-    programs print names."""
-    text = str(text)
-    if text.isprintable() and not BIDI.intersection(text):
-        return text
-    out = []
-    for c in text:
-        o = ord(c)
-        if c == "\n":
-            out.append("\\n")
-        elif c == "\r":
-            out.append("\\r")
-        elif c == "\t":
-            out.append("\\t")
-        elif o < 0x20 or 0x7F <= o < 0xA0:
-            out.append("\\x%02x" % o)
-        elif 0xDC80 <= o <= 0xDCFF:  # a byte of a file name that is not UTF-8
-            out.append("\\x%02x" % (o - 0xDC00))
-        elif c in BIDI or 0xD800 <= o < 0xE000 or not c.isprintable():
-            out.append("\\u{%x}" % o)
-        else:
-            out.append(c)
-    return "".join(out)
+printable = slm.printable
 
 
 def say(text):
