@@ -29,6 +29,7 @@
 //! ```
 
 mod glob;
+mod package;
 mod scope;
 mod tree;
 mod walk;
@@ -422,7 +423,7 @@ fn chosen_by_selectors(
                 continue;
             }
         };
-        let selection = crate::project::select::select(&project, recipe);
+        let selection = crate::project::select::choose_roots(&project, recipe);
         match crate::project::select::expand(recipe, &selection, None, &folder.display().to_string()) {
             Ok(files) => chosen.extend(files.into_iter().map(|f| (folder.join(&f.file), f.recipe))),
             Err(err) => errors.push(err),

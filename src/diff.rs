@@ -255,5 +255,20 @@ impl std::fmt::Display for HunkRange {
     }
 }
 
+/// A unified diff of `old` and `new` with `name` in the headers (empty when equal).
+#[must_use]
+pub fn unified_diff(name: &str, old: &str, new: &str) -> String {
+    if old == new {
+        return String::new();
+    }
+    let name = crate::printable::printable(name);
+    let name = name.trim_start_matches('/');
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests;

@@ -22,21 +22,22 @@ use crate::edit::Edit;
 use crate::error::{Error, ErrorKind, MarkerReason};
 use crate::marker::{self, Frame, FrameKind};
 use crate::outcome::Blocks;
-pub use crate::outcome::{HookOutcome, Reason, SkipReason, Status};
+pub use crate::outcome::{HookOutcome, OutcomeReason, SkipReason, Status};
 use crate::outline::ParsedFile;
 use crate::parse::parse_snippet;
 use crate::source::SourceFile;
 use crate::spec::{Action, Recipe};
+pub(crate) use crate::suite::hook_definitions;
 use crate::syntax::Node;
 pub use apply::{apply, apply_reporting, compiler_errors, revert, Attempt, Patched};
 pub(crate) use apply::{check_orphans, preview};
-pub(crate) use plan::{hook_definitions, plan_hooks};
+pub(crate) use plan::plan_hooks;
 
 /// A hook's edits, or why it has none.
 #[derive(Debug)]
 pub(crate) enum HookPlan {
     Edits(Vec<Edit>),
-    Skipped(Reason),
+    Skipped(OutcomeReason),
     Failed(Error),
 }
 
@@ -144,12 +145,7 @@ impl<'a> Plan<'a> {
     pub fn outcomes(&self) -> Vec<HookOutcome> {
         let mut outcomes = self.preview().0;
         for outcome in &mut outcomes {
-            outcome.status = match std::mem::replace(&mut outcome.status, Status::NotPresent) {
-                Status::Applied => Status::WouldApply,
-                Status::Updated => Status::WouldUpdate,
-                Status::Reverted => Status::WouldRemove,
-                other => other,
-            };
+            outcome.status = std::mem::replace(&mut outcome.status, Status::NotPresent).planned();
         }
         outcomes
     }
@@ -211,7 +207,7 @@ pub(crate) fn planned_outcomes(hooks: &HookPlans) -> Vec<HookOutcome> {
                 HookPlan::Edits(_) => Status::Applied,
                 HookPlan::Skipped(reason) => Status::Skipped { reason: reason.clone() },
                 HookPlan::Failed(err) => Status::Failed {
-                    reason: Reason::failed(err.clone()),
+                    reason: OutcomeReason::failed(err.clone()),
                 },
             },
             lines: None,

@@ -14,6 +14,28 @@ pub use reason::{
     BuilderReason, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason, VerifyReason,
 };
 
+/// A rendering refused by [`crate::Template::render`]: the text would be longer than the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLong {
+    /// The length the text would have; `None` when it does not even fit a `usize`.
+    pub bytes: Option<usize>,
+    /// The limit it is over.
+    pub limit: usize,
+}
+
+impl fmt::Display for TooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.bytes {
+            Some(bytes) => write!(f, "{bytes} bytes, more than the limit of {} bytes", self.limit),
+            None => write!(
+                f,
+                "more bytes than a computer can count, over the limit of {} bytes",
+                self.limit
+            ),
+        }
+    }
+}
+
 /// A place in a file, for messages: `file:line:column`, 1-based, columns in UTF-8 bytes. Line
 /// 0 is a path as a whole ([`Location::whole`]: a folder), or, with no file either, no place at
 /// all ([`Location::nowhere`]: a recipe built in code).
@@ -63,16 +85,16 @@ impl Location {
 
 impl fmt::Display for Location {
     /// `file:line:column` (`file` alone at line 0), the file's name with control characters
-    /// escaped ([`crate::report::printable`]): a name from outside cannot fake a line or drive a
+    /// escaped ([`crate::printable::printable`]): a name from outside cannot fake a line or drive a
     /// terminal.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line == 0 {
-            return write!(f, "{}", crate::report::printable(&self.file));
+            return write!(f, "{}", crate::printable::printable(&self.file));
         }
         write!(
             f,
             "{}:{}:{}",
-            crate::report::printable(&self.file),
+            crate::printable::printable(&self.file),
             self.line,
             self.column
         )
@@ -84,7 +106,7 @@ impl fmt::Display for Location {
 ///
 /// Shown as `file:line:column: message`, followed by ` [hook id]` when a hook is named.
 /// `Clone`, so that a hook's outcome can carry the error that failed or skipped it while the
-/// same error is returned (see [`crate::outcome::Reason`]).
+/// same error is returned (see [`crate::outcome::OutcomeReason`]).
 #[derive(Clone, Debug)]
 pub struct Error(Box<Parts>);
 
@@ -257,7 +279,7 @@ pub enum ErrorKind {
     /// start when only the names differ); nothing was applied.
     #[error(
         "this is not the text the plan was made from (`{}` as planned); plan this text and apply that plan",
-        crate::report::printable(planned)
+        crate::printable::printable(planned)
     )]
     PlanMismatch {
         /// The name of the file the plan was made from.
@@ -311,7 +333,7 @@ pub enum ErrorKind {
     /// ([`crate::template::MAX_RENDERED_BYTES`]), the code of a whole recipe
     /// ([`crate::spec::MAX_RECIPE_CODE_BYTES`]), or what the hooks add to one file. Checked before
     /// the text is built; nothing was written.
-    #[error("{what} would be {}", crate::template::TooLong { bytes: *bytes, limit: *limit })]
+    #[error("{what} would be {}", TooLong { bytes: *bytes, limit: *limit })]
     Oversized {
         /// What would be too long (`the code of hook h`, ...).
         what: String,
@@ -363,6 +385,21 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// The rule of a recipe this error breaks, whichever form the recipe has: the reason of a
+    /// spec error, or of a builder error that breaks a rule of both forms
+    /// ([`BuilderReason::Rule`], [`BuilderReason::Refused`]).
+    #[must_use]
+    pub fn spec_reason(&self) -> Option<&SpecReason> {
+        match self {
+            ErrorKind::Spec { reason, .. }
+            | ErrorKind::Builder {
+                reason: BuilderReason::Rule(reason) | BuilderReason::Refused { reason, .. },
+                ..
+            } => Some(reason),
+            _ => None,
+        }
+    }
+
     /// This kind of error at `location`, naming no hook.
     #[must_use]
     pub fn at(self, location: Location) -> Error {
@@ -465,8 +502,8 @@ impl fmt::Display for Message<'_> {
         // A builder's error says first what was being built, as the builder's calls name it.
         if let ErrorKind::Builder { recipe, .. } = &self.0 .0.kind {
             return match &self.0 .0.hook {
-                Some(id) => write!(f, "hook \"{}\": {}", crate::suggest::shown(id), self.0 .0.kind),
-                None => write!(f, "recipe \"{}\": {}", crate::suggest::shown(recipe), self.0 .0.kind),
+                Some(id) => write!(f, "hook \"{}\": {}", crate::printable::shown(id), self.0 .0.kind),
+                None => write!(f, "recipe \"{}\": {}", crate::printable::shown(recipe), self.0 .0.kind),
             };
         }
         write!(f, "{}", self.0 .0.kind)?;

@@ -57,9 +57,9 @@
 //! |---|---|
 //! | parse | [`SourceFile`], [`Style`], [`Newline`], [`LineIndex`], [`LineColumn`], [`ParsedFile`], [`Node`] |
 //! | find | [`Target`], [`Definition`], [`DefKind`], [`Pattern`], [`Depth`] |
-//! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`Selector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`], [`SpecWarning`], [`SpecWarningKind`] |
+//! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`StatementSelector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`], [`SpecWarning`], [`SpecWarningKind`] |
 //! | plan, apply, revert | [`plan`], [`Plan`], [`Plan::apply`], [`apply`], [`revert`], [`Patched`], [`Patched::diff`], [`Edit`] |
-//! | outcomes | [`HookOutcome`], [`Status`], [`HookState`], [`Reason`], [`SkipReason`] |
+//! | outcomes | [`HookOutcome`], [`Status`], [`OutcomeReason`], [`SkipReason`] |
 //! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`BuilderReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
 //! | files | [`DiskFile`] |
 //! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
@@ -120,6 +120,7 @@ pub mod report;
 #[doc(hidden)]
 pub mod source;
 // Not public API: hook specs (their types are at the root).
+mod printable;
 #[doc(hidden)]
 pub mod spec;
 mod suggest;
@@ -134,20 +135,19 @@ mod verify;
 
 pub use document::{Document, DocumentHook, DocumentPlan, MarkerRef, TextEdit, Utf16Position, Utf16Range};
 pub use edit::Edit;
-pub use engine::{apply, plan, revert, HookOutcome, Patched, Plan, Reason, SkipReason, Status};
+pub use engine::{apply, plan, revert, HookOutcome, OutcomeReason, Patched, Plan, SkipReason, Status};
 pub use error::{
     BuilderReason, Error, ErrorKind, Location, MarkerReason, PlacementReason, SelectionReason, SelectorProblem,
     SpecReason, VerifyReason,
 };
 pub use files::DiskFile;
 pub use locate::Target;
-pub use outcome::HookState;
 pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
 pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
 pub use spec::{
-    Action, Anchor, ClassSelector, Conventions, Hook, HookBuilder, ImportLine, Nth, Recipe, RecipeBuilder, Selector,
-    SpecWarning, SpecWarningKind,
+    Action, Anchor, ClassSelector, Conventions, Hook, HookBuilder, ImportLine, Nth, Recipe, RecipeBuilder, SpecWarning,
+    SpecWarningKind, StatementSelector,
 };
 pub use syntax::Node;
 pub use template::Template;
@@ -155,4 +155,4 @@ pub use template::Template;
 /// Not public API: how the library shows a name from its input in a message (escaped, at most
 /// 80 characters), for the programs' messages to show names the same way.
 #[doc(hidden)]
-pub use suggest::shown;
+pub use printable::shown;

@@ -26,7 +26,9 @@ use crate::error::{Error, ErrorKind};
 use crate::marker::Frame;
 use crate::spec::Recipe;
 
-/// What happened (or would happen) to one hook in one file.
+/// What happened (or would happen) to one hook in one file: the one hook state of plan, apply,
+/// check and revert, each variant with one meaning. An apply (written or made in memory) says
+/// what it did; a plan, and `check`, say what applying would do ([`Status::planned`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "serde", serde(tag = "status", rename_all = "kebab-case"))]
@@ -41,12 +43,12 @@ pub enum Status {
     /// Not placed, on purpose (optional anchor absent, `when` not matched, nothing to do).
     Skipped {
         /// Why; for an optional hook that could not be placed, with the error.
-        reason: Reason,
+        reason: OutcomeReason,
     },
     /// Could not be placed (a required hook): the file is left untouched.
     Failed {
         /// Why, with file:line:column, and the error.
-        reason: Reason,
+        reason: OutcomeReason,
     },
     /// Removed by revert.
     Reverted,
@@ -81,14 +83,14 @@ pub struct HookOutcome {
 /// Serialized as the line. Two reasons are equal when their lines are and their causes are
 /// errors of the same kind at the same place (or both absent).
 #[derive(Clone, Debug)]
-pub struct Reason {
+pub struct OutcomeReason {
     text: String,
     cause: Option<Arc<Error>>,
     skip: Option<SkipReason>,
 }
 
 /// Why a hook had nothing to do here, with no error: the typed form of a
-/// [`Status::Skipped`] reason that no [`Error`] caused ([`Reason::skip`]). Its text is the
+/// [`Status::Skipped`] reason that no [`Error`] caused ([`OutcomeReason::skip`]). Its text is the
 /// reason's line.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -121,9 +123,9 @@ pub enum SkipReason {
     },
 }
 
-impl From<SkipReason> for Reason {
-    fn from(skip: SkipReason) -> Reason {
-        Reason {
+impl From<SkipReason> for OutcomeReason {
+    fn from(skip: SkipReason) -> OutcomeReason {
+        OutcomeReason {
             text: skip.to_string(),
             cause: None,
             skip: Some(skip),
@@ -131,11 +133,11 @@ impl From<SkipReason> for Reason {
     }
 }
 
-impl Reason {
+impl OutcomeReason {
     /// A reason without an error (`when` not matched, nothing to do).
     #[must_use]
-    pub fn new(text: impl Into<String>) -> Reason {
-        Reason {
+    pub fn new(text: impl Into<String>) -> OutcomeReason {
+        OutcomeReason {
             text: text.into(),
             cause: None,
             skip: None,
@@ -144,8 +146,8 @@ impl Reason {
 
     /// The reason a required hook failed: `err`, with its message as the line.
     #[must_use]
-    pub fn failed(err: Error) -> Reason {
-        Reason {
+    pub fn failed(err: Error) -> OutcomeReason {
+        OutcomeReason {
             text: err.to_string(),
             cause: Some(Arc::new(err)),
             skip: None,
@@ -155,8 +157,8 @@ impl Reason {
     /// The reason an optional hook that cannot be placed is skipped: `err`, with its message
     /// without the hook (the outcome names the hook already) as the line.
     #[must_use]
-    pub fn skipped(err: Error) -> Reason {
-        Reason {
+    pub fn skipped(err: Error) -> OutcomeReason {
+        OutcomeReason {
             text: err.clone().without_hook().to_string(),
             cause: Some(Arc::new(err)),
             skip: None,
@@ -182,8 +184,8 @@ impl Reason {
     }
 }
 
-impl PartialEq for Reason {
-    fn eq(&self, other: &Reason) -> bool {
+impl PartialEq for OutcomeReason {
+    fn eq(&self, other: &OutcomeReason) -> bool {
         let key = |cause: &Option<Arc<Error>>| {
             cause.as_deref().map(|err| {
                 (
@@ -197,15 +199,15 @@ impl PartialEq for Reason {
     }
 }
 
-impl Eq for Reason {}
+impl Eq for OutcomeReason {}
 
-impl fmt::Display for Reason {
+impl fmt::Display for OutcomeReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
     }
 }
 
-impl std::ops::Deref for Reason {
+impl std::ops::Deref for OutcomeReason {
     type Target = str;
 
     fn deref(&self) -> &str {
@@ -214,14 +216,14 @@ impl std::ops::Deref for Reason {
 }
 
 #[cfg(feature = "serde")]
-impl serde::Serialize for Reason {
+impl serde::Serialize for OutcomeReason {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.text)
     }
 }
 
 #[cfg(feature = "serde")]
-impl schemars::JsonSchema for Reason {
+impl schemars::JsonSchema for OutcomeReason {
     fn schema_name() -> String {
         String::schema_name()
     }
@@ -325,7 +327,7 @@ pub(crate) fn failed(mut planned: Vec<HookOutcome>, err: &Error) -> Vec<HookOutc
     for outcome in &mut planned {
         if outcome.status == Status::Applied && named(&outcome.hook) {
             outcome.status = Status::Failed {
-                reason: Reason::failed(err.clone()),
+                reason: OutcomeReason::failed(err.clone()),
             };
         }
     }
@@ -337,58 +339,6 @@ pub(crate) fn failed(mut planned: Vec<HookOutcome>, err: &Error) -> Vec<HookOutc
 #[must_use]
 pub fn is_up_to_date(outcomes: &[HookOutcome], changed: bool) -> bool {
     !changed && !outcomes.iter().any(|o| o.status.is_pending())
-}
-
-/// What became of a hook, named for the operation that ran: the one mapping from a [`Status`]
-/// to the word that reports, tools and the programs' JSON use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum HookState {
-    /// `check`: the hook would be placed.
-    Missing,
-    /// Placed by this apply.
-    Applied,
-    /// Already there, identical.
-    AlreadyApplied,
-    /// `check`: there from an older spec, would be replaced.
-    Outdated,
-    /// There from an older spec; replaced.
-    Updated,
-    /// `check`: a block of a hook the recipe no longer has, would be taken out.
-    ToRemove,
-    /// Removed.
-    Reverted,
-    /// Revert found nothing of this hook.
-    NotPresent,
-    /// Not placed, on purpose.
-    Skipped,
-    /// Could not be placed.
-    Failed,
-}
-
-impl HookState {
-    /// The state's word, in kebab case: `missing`, `already-applied`, `to-remove`, ...
-    ///
-    /// ```
-    /// use pysplice::Status;
-    /// assert_eq!(Status::Applied.state(true).word(), "missing");
-    /// assert_eq!(Status::AlreadyApplied.state(false).word(), "already-applied");
-    /// ```
-    #[must_use]
-    pub const fn word(self) -> &'static str {
-        match self {
-            HookState::Missing => "missing",
-            HookState::Applied => "applied",
-            HookState::AlreadyApplied => "already-applied",
-            HookState::Outdated => "outdated",
-            HookState::Updated => "updated",
-            HookState::ToRemove => "to-remove",
-            HookState::Reverted => "reverted",
-            HookState::NotPresent => "not-present",
-            HookState::Skipped => "skipped",
-            HookState::Failed => "failed",
-        }
-    }
 }
 
 impl Status {
@@ -414,27 +364,25 @@ impl Status {
         )
     }
 
-    /// This status as a state: `checking` when nothing was written (a dry run, `check`), so
-    /// that what would be placed reads [`HookState::Missing`] and a hook already there
-    /// [`HookState::Applied`]. A plan's pending statuses read the same either way
-    /// ([`Status::WouldApply`] is [`HookState::Missing`]).
+    /// This status as a plan says it, before anything is applied: what an apply places,
+    /// replaces or takes out ([`Status::Applied`], [`Status::Updated`], [`Status::Reverted`])
+    /// would be placed, replaced or taken out ([`Status::WouldApply`], [`Status::WouldUpdate`],
+    /// [`Status::WouldRemove`]); every other status stays. [`crate::Plan::outcomes`], `check`
+    /// and dry runs report an apply made in memory in these words, so that each status has one
+    /// meaning in plan, apply and check.
+    ///
+    /// ```
+    /// use pysplice::Status;
+    /// assert_eq!(Status::Applied.planned(), Status::WouldApply);
+    /// assert_eq!(Status::AlreadyApplied.planned(), Status::AlreadyApplied);
+    /// ```
     #[must_use]
-    pub fn state(&self, checking: bool) -> HookState {
-        match (self, checking) {
-            (Status::Applied, true) => HookState::Missing,
-            (Status::Applied, false) => HookState::Applied,
-            (Status::AlreadyApplied, true) => HookState::Applied,
-            (Status::AlreadyApplied, false) => HookState::AlreadyApplied,
-            (Status::Updated, true) => HookState::Outdated,
-            (Status::Updated, false) => HookState::Updated,
-            (Status::Reverted, true) => HookState::ToRemove,
-            (Status::Reverted, false) => HookState::Reverted,
-            (Status::NotPresent, _) => HookState::NotPresent,
-            (Status::WouldApply, _) => HookState::Missing,
-            (Status::WouldUpdate, _) => HookState::Outdated,
-            (Status::WouldRemove, _) => HookState::ToRemove,
-            (Status::Skipped { .. }, _) => HookState::Skipped,
-            (Status::Failed { .. }, _) => HookState::Failed,
+    pub fn planned(self) -> Status {
+        match self {
+            Status::Applied => Status::WouldApply,
+            Status::Updated => Status::WouldUpdate,
+            Status::Reverted => Status::WouldRemove,
+            other => other,
         }
     }
 }

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::error::{Error, ErrorKind, Location, SpecReason};
 use crate::parse::parse_snippet;
+pub use crate::syntax::Depth;
 use crate::syntax::{kind, Node, LIST};
 
 use list::match_list;
@@ -74,18 +75,6 @@ impl Capture {
         &self.text
     }
 }
-/// How deep in a block to look for matching statements.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
-#[serde(rename_all = "kebab-case")]
-pub enum Depth {
-    /// Only the statements directly in the block.
-    Top,
-    /// Anywhere in the block, inside `if`/`for`/`with`/`try`..., never inside nested defs or classes.
-    #[default]
-    Nested,
-}
-
 /// A compiled pattern.
 #[derive(Clone, Debug)]
 pub struct Pattern {

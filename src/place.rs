@@ -39,7 +39,8 @@ use crate::edit::Edit;
 use crate::error::PlacementReason;
 use crate::outline::ParsedFile;
 use crate::source::{SourceFile, Style};
-use crate::syntax::{kind, Node};
+pub(crate) use crate::syntax::is_docstring;
+use crate::syntax::Node;
 use crate::template::TooLong;
 
 pub(crate) use imports::binds_name;
@@ -217,10 +218,4 @@ pub(crate) enum SuitePart<'a> {
     End(String),
     /// The suite's return, wrapped by a template.
     Wrap(&'a Node, Box<WrapFn<'a>>),
-}
-
-/// Whether `stmt` is a string expression statement.
-pub(crate) fn is_docstring(stmt: &Node) -> bool {
-    stmt.as_expr_stmt()
-        .is_some_and(|value| value.is(kind::CONSTANT) && value.label().is_some_and(|l| l.starts_with("str:")))
 }

@@ -6,7 +6,7 @@
 //!
 //! | file | job |
 //! |---|---|
-//! | `scan.rs` | [`Project::scan`]: read a folder's `.py` files (nothing parsed), module names, the package name; [`Project::scan_tree`]: the same through the handles of a folder walk ([`crate::batch::Tree`]) |
+//! | `scan.rs` | [`Project::scan`]: read a folder's `.py` files (nothing parsed), module names, the package name; [`Project::scan_tree`] (in `batch/package.rs`, beside the walk): the same through the handles of a folder walk |
 //! | `scope.rs` | the text prefilter of a [`Scope`]: which files a query parses; `scope/words.rs` searches a file for all the pending names of a round in one pass |
 //! | `facts.rs` | the facts kept per module ([`ModuleFacts`], [`ClassFacts`], ...); `facts/module_walk.rs` reads a module's top level (imports, bindings, entry list), `facts/class_walk.rs` a class body (methods, attributes, compositions, uses) |
 //! | `resolve.rs` | what a dotted name in a module denotes, across imports and re-bindings |
@@ -50,7 +50,7 @@ mod facts;
 mod graph;
 mod query;
 mod resolve;
-mod scan;
+pub(crate) mod scan;
 mod scope;
 pub mod select;
 

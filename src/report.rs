@@ -1,63 +1,11 @@
 //! Reports for people and tools: patch-script style text, unified diffs, JSON.
 
-use std::borrow::Cow;
 use std::fmt::Write;
 
-use similar::TextDiff;
-
 use crate::engine::{HookOutcome, Patched, Status};
-use crate::outcome::HookState;
 
-/// `text` safe to print on a terminal: control characters (C0 with line breaks and tabs, DEL,
-/// C1) and the bidirectional formatting characters (which reorder what a terminal or editor
-/// shows) written as escapes (`\x1b`, `\n`, `\u{202e}`); anything else unchanged. For file
-/// names and other text from outside in human-readable output: a name such as
-/// `evil\x1b]0;PWNED\x07.py` can neither retitle the terminal nor fake a line.
-///
-/// ```
-/// use pysplice::report::printable;
-/// assert_eq!(printable("evil\u{1b}]0;PWNED\u{7}x.py"), "evil\\x1b]0;PWNED\\x07x.py");
-/// assert_eq!(printable("a\nb\u{202e}c"), "a\\nb\\u{202e}c");
-/// assert_eq!(printable("models/qwen2_moe.py"), "models/qwen2_moe.py");
-/// ```
-#[must_use]
-pub fn printable(text: &str) -> Cow<'_, str> {
-    escape(text, false)
-}
-
-/// [`printable`], keeping line breaks (`\n`) as they are: for messages of several lines.
-#[must_use]
-pub fn printable_lines(text: &str) -> Cow<'_, str> {
-    escape(text, true)
-}
-
-fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
-    let unsafe_char = |c: char| (c.is_control() && !(keep_newlines && c == '\n')) || is_bidi_control(c);
-    if !text.chars().any(unsafe_char) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if !unsafe_char(c) {
-            out.push(c);
-            continue;
-        }
-        let _ = match c {
-            '\n' => write!(out, "\\n"),
-            '\r' => write!(out, "\\r"),
-            '\t' => write!(out, "\\t"),
-            c if (c as u32) < 0x100 => write!(out, "\\x{:02x}", c as u32),
-            c => write!(out, "\\u{{{:x}}}", c as u32),
-        };
-    }
-    Cow::Owned(out)
-}
-
-/// The characters that change the display order of the text around them (Unicode's bidi
-/// embeddings, overrides, isolates and marks).
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
+pub use crate::diff::unified_diff;
+pub use crate::printable::{printable, printable_lines};
 
 /// The patch-script style report of an apply: `Successfully patched FILE` and one `  - summary`
 /// line per hook placed; skipped hooks with their reason.
@@ -96,29 +44,18 @@ pub fn outcome_line(outcome: &HookOutcome) -> String {
     }
 }
 
-/// What `check` says of a hook: `missing`, `outdated`, `applied`, `skipped: why`, ...
+/// What `check` says of a hook: `missing`, `outdated`, `applied`, `skipped: why`, ... `check`
+/// applies in memory and reports what it found as a plan does ([`Status::planned`]): a hook the
+/// apply would place is `missing`, one in place and the same `applied`.
 #[must_use]
 pub fn check_status(outcome: &HookOutcome) -> String {
-    match (&outcome.status, outcome.status.state(true)) {
-        (Status::Skipped { reason }, _) => format!("skipped: {reason}"),
-        (Status::Failed { reason }, _) => format!("cannot be placed: {reason}"),
-        (_, HookState::ToRemove) => "to be removed (no longer in the recipe)".to_string(),
-        (_, HookState::NotPresent) => "not present".to_string(),
-        (_, state) => state.word().to_string(),
+    match outcome.status.clone().planned() {
+        Status::Skipped { reason } => format!("skipped: {reason}"),
+        Status::Failed { reason } => format!("cannot be placed: {reason}"),
+        Status::WouldApply | Status::Applied => "missing".to_string(),
+        Status::AlreadyApplied => "applied".to_string(),
+        Status::WouldUpdate | Status::Updated => "outdated".to_string(),
+        Status::WouldRemove | Status::Reverted => "to be removed (no longer in the recipe)".to_string(),
+        Status::NotPresent => "not present".to_string(),
     }
-}
-
-/// A unified diff of `old` and `new` with `name` in the headers (empty when equal).
-#[must_use]
-pub fn unified_diff(name: &str, old: &str, new: &str) -> String {
-    if old == new {
-        return String::new();
-    }
-    let name = printable(name);
-    let name = name.trim_start_matches('/');
-    TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{name}"), &format!("b/{name}"))
-        .to_string()
 }

@@ -76,7 +76,7 @@ pub enum Nth {
 
 /// Statements chosen by a pattern.
 #[derive(Clone, Debug)]
-pub struct Selector {
+pub struct StatementSelector {
     /// The pattern statements must match.
     pub pattern: Pattern,
     /// Which matches to use.
@@ -85,12 +85,12 @@ pub struct Selector {
     pub depth: Depth,
 }
 
-impl Selector {
+impl StatementSelector {
     /// The statements matching `pattern`: the first match ([`Nth::First`]), looked for at any
     /// depth of the body ([`Depth::Nested`]), as in a TOML recipe.
     #[must_use]
-    pub fn new(pattern: Pattern) -> Selector {
-        Selector {
+    pub fn new(pattern: Pattern) -> StatementSelector {
+        StatementSelector {
             pattern,
             nth: Nth::default(),
             depth: Depth::default(),
@@ -109,22 +109,22 @@ pub enum Anchor {
     /// After the module's docstring, `from __future__` imports and leading import block.
     AfterImports,
     /// Before the selected statements.
-    Before(Selector),
+    Before(StatementSelector),
     /// After the selected statements.
-    After(Selector),
+    After(StatementSelector),
 }
 
 impl Anchor {
-    /// Before the statements matching `pattern` ([`Selector::new`]).
+    /// Before the statements matching `pattern` ([`StatementSelector::new`]).
     #[must_use]
     pub fn before(pattern: Pattern) -> Anchor {
-        Anchor::Before(Selector::new(pattern))
+        Anchor::Before(StatementSelector::new(pattern))
     }
 
-    /// After the statements matching `pattern` ([`Selector::new`]).
+    /// After the statements matching `pattern` ([`StatementSelector::new`]).
     #[must_use]
     pub fn after(pattern: Pattern) -> Anchor {
-        Anchor::After(Selector::new(pattern))
+        Anchor::After(StatementSelector::new(pattern))
     }
 }
 
@@ -176,7 +176,7 @@ pub enum Action {
     /// Replace the selected statements by code.
     Replace {
         /// The statements to replace.
-        selector: Selector,
+        selector: StatementSelector,
         /// The code (dedented).
         code: Template,
     },
@@ -600,7 +600,7 @@ mod tests {
     /// The problem of the `[select.NAME]` table of the spec error `text` gives, with the name.
     fn selector_problem(text: &str) -> (String, SelectorProblem) {
         match reason(text) {
-            SpecReason::Selector { name, problem } => (name, problem),
+            SpecReason::ClassSelector { name, problem } => (name, problem),
             other => panic!("not a selector problem: {other:?}"),
         }
     }

@@ -15,23 +15,6 @@
 /// that takes minutes.
 pub(crate) const MAX_SUGGESTED_NAME: usize = 256;
 
-/// At most this many chars of a name a message shows, escaped.
-const SHOWN_CHARS: usize = 80;
-
-/// `name` for a message: control characters and quotes escaped (`\u{1b}`), cut after 80 chars
-/// with `...` and the full length in bytes, so an untrusted name can neither fill the screen nor
-/// rewrite the terminal.
-#[must_use]
-pub fn shown(name: &str) -> String {
-    let mut chars = name.chars();
-    let head: String = chars.by_ref().take(SHOWN_CHARS).collect();
-    let mut out: String = head.escape_debug().collect();
-    if chars.next().is_some() {
-        out.push_str(&format!("... ({} bytes)", name.len()));
-    }
-    out
-}
-
 /// Levenshtein distance over chars. O(len(a) * len(b)) time, O(len(b)) memory.
 #[must_use]
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
@@ -141,13 +124,10 @@ mod tests {
     }
 
     #[test]
-    fn long_names_get_no_suggestions_and_are_shown_cut_and_escaped() {
+    fn long_names_get_no_suggestions() {
         let long = "Qwen3MoeForCausalLM".repeat(100);
         assert!(closest(&long, ["Qwen3MoeForCausalLM"], 3).is_empty());
         assert!(closest("Qwen3MoeForCausalLM", [long.as_str()], 3).is_empty());
-        assert_eq!(shown("A\u{1b}]0;x\u{7}"), "A\\u{1b}]0;x\\u{7}");
-        let cut = shown(&"a".repeat(1000));
-        assert_eq!(cut, format!("{}... (1000 bytes)", "a".repeat(80)));
     }
 
     #[test]

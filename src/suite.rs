@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::edit::Edit;
+use crate::locate::Target;
 use crate::outline::{Definition, ParsedFile};
 use crate::pattern::{visit_statements, Depth};
 use crate::place::{Placer, Refusal, SuitePart};
@@ -25,13 +26,25 @@ pub(crate) fn shared_suites<'f>(
         if !placed[i] || !changes_the_suite(hook) {
             continue;
         }
-        for def in crate::engine::hook_definitions(recipe, file, hook) {
+        for def in hook_definitions(recipe, file, hook) {
             if def.is_one_line_suite() {
                 by_def.entry(def.range().start).or_insert((def, Vec::new())).1.push(i);
             }
         }
     }
     by_def.into_values().filter(|(_, hooks)| hooks.len() > 1).collect()
+}
+
+/// The definitions a hook targets in `file`, those that exist (none for the module).
+pub(crate) fn hook_definitions<'f>(recipe: &Recipe, file: &'f ParsedFile, hook: &Hook) -> Vec<&'f Definition> {
+    let paths = match &hook.target {
+        Target::Module => Vec::new(),
+        Target::Definition { path, ordinal: Some(n) } => vec![format!("{path}#{n}")],
+        Target::Definition { path, ordinal: None } => vec![path.clone()],
+        Target::Paths(paths) => paths.clone(),
+        Target::Select { .. } => crate::project::select::in_file(recipe, file, &hook.id).unwrap_or_default(),
+    };
+    paths.iter().filter_map(|path| file.locate(path).ok()).collect()
 }
 
 fn changes_the_suite(hook: &Hook) -> bool {

@@ -186,3 +186,21 @@ mod tests {
         }
     }
 }
+
+/// How deep in a block to look for matching statements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum Depth {
+    /// Only the statements directly in the block.
+    Top,
+    /// Anywhere in the block, inside `if`/`for`/`with`/`try`..., never inside nested defs or classes.
+    #[default]
+    Nested,
+}
+
+/// Whether `stmt` is a string expression statement.
+pub(crate) fn is_docstring(stmt: &Node) -> bool {
+    stmt.as_expr_stmt()
+        .is_some_and(|value| value.is(kind::CONSTANT) && value.label().is_some_and(|l| l.starts_with("str:")))
+}

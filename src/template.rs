@@ -19,7 +19,7 @@
 //! allocates any, so a large variable used many times is an error, never an exhausted memory.
 
 use std::collections::BTreeMap;
-use std::fmt::{self, Write as _};
+use std::fmt::Write as _;
 use std::ops::Range;
 
 pub use crate::pattern::{Capture, Captures};
@@ -31,27 +31,7 @@ use crate::syntax::Node;
 /// writes ([`crate::files::MAX_FILE_BYTES`]); longer code could never be written into one.
 pub const MAX_RENDERED_BYTES: usize = 16 * 1024 * 1024;
 
-/// A rendering refused by [`Template::render`]: the text would be longer than the limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TooLong {
-    /// The length the text would have; `None` when it does not even fit a `usize`.
-    pub bytes: Option<usize>,
-    /// The limit it is over.
-    pub limit: usize,
-}
-
-impl fmt::Display for TooLong {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.bytes {
-            Some(bytes) => write!(f, "{bytes} bytes, more than the limit of {} bytes", self.limit),
-            None => write!(
-                f,
-                "more bytes than a computer can count, over the limit of {} bytes",
-                self.limit
-            ),
-        }
-    }
-}
+pub use crate::error::TooLong;
 
 /// A template with `{name}` placeholders.
 #[derive(Clone, Debug, PartialEq, Eq)]

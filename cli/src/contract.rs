@@ -217,16 +217,22 @@ impl HookResult {
     /// The result of `outcome` in the words of `words`.
     #[must_use]
     pub fn new(outcome: &HookOutcome, words: Words) -> HookResult {
-        let (status, reason) = match (&outcome.status, words) {
-            (Status::Applied, Words::Check) => (HookStatus::Missing, None),
+        // `check` reports an apply made in memory as a plan says it.
+        let status = match words {
+            Words::Check => outcome.status.clone().planned(),
+            Words::Apply | Words::Revert => outcome.status.clone(),
+        };
+        let (status, reason) = match (status, words) {
             (Status::Applied, _) => (HookStatus::Applied, None),
+            // `check`'s word for a hook in place and up to date.
             (Status::AlreadyApplied, Words::Check) => (HookStatus::Applied, None),
             (Status::AlreadyApplied, _) => (HookStatus::AlreadyApplied, None),
-            (Status::Updated, Words::Check) => (HookStatus::Outdated, None),
             (Status::Updated, _) => (HookStatus::Updated, None),
-            (Status::Reverted, Words::Check) => (HookStatus::ToRemove, None),
             (Status::Reverted, _) => (HookStatus::Reverted, None),
             (Status::NotPresent, _) => (HookStatus::NotPresent, None),
+            (Status::WouldApply, _) => (HookStatus::Missing, None),
+            (Status::WouldUpdate, _) => (HookStatus::Outdated, None),
+            (Status::WouldRemove, _) => (HookStatus::ToRemove, None),
             (Status::Skipped { reason }, _) => (HookStatus::Skipped, Some(reason.to_string())),
             (Status::Failed { reason }, _) => (HookStatus::Failed, Some(reason.to_string())),
             // `Status` is non-exhaustive: a status this contract has no word for yet is reported

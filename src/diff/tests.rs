@@ -3,7 +3,7 @@ use std::ops::Range;
 use proptest::prelude::*;
 
 use super::unified;
-use crate::report::unified_diff;
+use super::unified_diff;
 
 /// Edits as (range in the old text, range in the new).
 type Changes = Vec<(Range<usize>, Range<usize>)>;

@@ -1,6 +1,6 @@
 //! Plans in LSP terms: per hook, its status, the line it concerns and its blocks.
 
-use crate::engine::{self, HookPlans, Plan, Prepared, Reason, Status};
+use crate::engine::{self, HookPlans, OutcomeReason, Plan, Prepared, Status};
 use crate::error::{Error, Location};
 use crate::locate::Target;
 use crate::marker::{self, Frame};
@@ -250,7 +250,7 @@ fn offset_of(file: &SourceFile, location: &Location) -> Option<usize> {
 /// The people's line for a hook's status.
 fn message(status: &Status, summary: &str, file: &str) -> String {
     // The diagnostic sits at the place the error names: its message goes without the place.
-    let shown = |reason: &Reason, with_hook: bool| match reason.cause() {
+    let shown = |reason: &OutcomeReason, with_hook: bool| match reason.cause() {
         Some(err) if err.location().file == file && with_hook => err.message().to_string(),
         Some(err) if err.location().file == file => err.detail(),
         _ => reason.to_string(),

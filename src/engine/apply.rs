@@ -73,12 +73,12 @@ impl Patched {
     /// copy of a neighbouring line), it may be shown in another of them.
     #[must_use]
     pub fn diff(&self) -> String {
-        let name = crate::report::printable(&self.name);
+        let name = crate::printable::printable(&self.name);
         let name = name.as_ref();
         let (old, new) = (self.input.as_str(), self.output.as_str());
         self.changes()
             .and_then(|changes| crate::diff::unified(name.trim_start_matches('/'), old, new, changes))
-            .unwrap_or_else(|| crate::report::unified_diff(name, old, new))
+            .unwrap_or_else(|| crate::diff::unified_diff(name, old, new))
     }
 
     /// The same result under another name (a path relative to a folder, for the headers of

@@ -6,7 +6,7 @@ use crate::edit::Edit;
 use crate::error::PlacementReason;
 use crate::error::{Error, ErrorKind};
 use crate::locate::Target;
-use crate::outcome::{Reason, SkipReason};
+use crate::outcome::{OutcomeReason, SkipReason};
 use crate::outline::{DefKind, Definition, ParsedFile};
 use crate::pattern::{Depth, Pattern};
 use crate::place::{oversized, Placer, Refusal, Refused, MAX_ADDED_BYTES};
@@ -47,7 +47,7 @@ pub(crate) fn plan_hooks(recipe: &Recipe, file: &ParsedFile) -> HookPlans {
             }) {
                 Ok(Ok(edits)) => HookPlan::Edits(edits),
                 Ok(Err(reason)) => HookPlan::Skipped(reason.into()),
-                Err(err) if hook.optional => HookPlan::Skipped(Reason::skipped(err)),
+                Err(err) if hook.optional => HookPlan::Skipped(OutcomeReason::skipped(err)),
                 Err(err) => HookPlan::Failed(err),
             };
             (hook.id.clone(), hook.summary.clone(), planned)
@@ -68,7 +68,7 @@ pub(crate) fn plan_hooks(recipe: &Recipe, file: &ParsedFile) -> HookPlans {
                     let hook = &recipe.hooks[i];
                     let err = refusal_error(file, hook, refusal.clone());
                     hooks[i].2 = if hook.optional {
-                        HookPlan::Skipped(Reason::skipped(err))
+                        HookPlan::Skipped(OutcomeReason::skipped(err))
                     } else {
                         HookPlan::Failed(err)
                     };
@@ -339,17 +339,6 @@ impl OnTarget<'_> {
         }
         Ok(edits)
     }
-}
-
-/// The definitions a hook targets in `file`, those that exist (none for the module).
-pub(crate) fn hook_definitions<'f>(recipe: &Recipe, file: &'f ParsedFile, hook: &Hook) -> Vec<&'f Definition> {
-    let paths = match &hook.target {
-        Target::Module => Vec::new(),
-        Target::Definition { .. } => vec![target_text(&hook.target)],
-        Target::Paths(paths) => paths.clone(),
-        Target::Select { .. } => crate::project::select::in_file(recipe, file, &hook.id).unwrap_or_default(),
-    };
-    paths.iter().filter_map(|path| file.locate(path).ok()).collect()
 }
 
 fn target_text(target: &Target) -> String {

@@ -5,7 +5,7 @@
 //! a caller tells reasons apart by variant, never by message text. Each reason's `Display` is
 //! the message the library has always shown.
 
-use crate::pattern::Depth;
+use crate::syntax::Depth;
 
 /// Why a required hook cannot be placed ([`ErrorKind::Placement`](crate::ErrorKind::Placement)).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -299,12 +299,6 @@ pub enum BuilderReason {
         /// The second.
         second: &'static str,
     },
-    /// `.at(...)` or `.replace(...)` without `.code(...)`.
-    #[error("the placement needs code: call .code(...)")]
-    CodeMissing,
-    /// `.code(...)` with a placement that takes none.
-    #[error(".code(...) is only used with .at(...) or .replace(...)")]
-    CodeUnused,
     /// A call that goes only with another.
     #[error("{call} is only used with {with}")]
     Alone {
@@ -327,18 +321,11 @@ pub enum BuilderReason {
         /// The placement (`.ensure_imports(...)`).
         placement: &'static str,
     },
-    /// A placeholder that names no variable of the recipe.
-    #[error("`{{{name}}}` names no variable: call .var(\"{name}\", ...) on the recipe, or write `{{{{{name}}}}}` for literal braces")]
-    UnknownVariable {
-        /// The placeholder's name.
-        name: String,
-    },
-    /// `{value}` in code other than `.wrap_returns(...)`.
-    #[error("`{{value}}` (the returned value) exists only in .wrap_returns(...)")]
-    ValueOutsideWrap,
-    /// Two hooks with one id.
-    #[error("another hook of the recipe has this id")]
-    DuplicateHook,
+    /// A rule a TOML recipe follows too, broken the same way: the one reason of both forms
+    /// (`.at(...)` without `.code(...)` is [`SpecReason::CodeMissing`], as `at` without `code`
+    /// is), said in the builder's terms. [`SpecReason::DuplicateHook`] has line 0 here.
+    #[error("{}", builder_words(.0))]
+    Rule(SpecReason),
     /// The value given to a call is refused by the rule a TOML recipe follows too.
     #[error("{call}{}", refused_words(reason))]
     Refused {
@@ -347,6 +334,20 @@ pub enum BuilderReason {
         /// The rule's reason, as a TOML recipe would be told.
         reason: SpecReason,
     },
+}
+
+/// A rule both forms of a recipe follow ([`BuilderReason::Rule`]), in the builder's terms.
+fn builder_words(reason: &SpecReason) -> String {
+    match reason {
+        SpecReason::CodeMissing => "the placement needs code: call .code(...)".to_string(),
+        SpecReason::CodeUnused => ".code(...) is only used with .at(...) or .replace(...)".to_string(),
+        SpecReason::UnknownVariable { name } => format!(
+            "`{{{name}}}` names no variable: call .var(\"{name}\", ...) on the recipe, or write `{{{{{name}}}}}` for literal braces"
+        ),
+        SpecReason::ValueOutsideWrap => "`{value}` (the returned value) exists only in .wrap_returns(...)".to_string(),
+        SpecReason::DuplicateHook { .. } => "another hook of the recipe has this id".to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// The reason of [`BuilderReason::Refused`] after its call (none when the cause says it all).
@@ -407,7 +408,7 @@ pub enum SpecReason {
     },
     /// A `[select.NAME]` table is wrong.
     #[error("[select.{name}]: {problem}")]
-    Selector {
+    ClassSelector {
         /// The selector's name.
         name: String,
         /// What is wrong with it.
@@ -571,7 +572,7 @@ fn known_builtins(known: &[String]) -> String {
     }
 }
 
-/// What is wrong with a `[select.NAME]` table ([`SpecReason::Selector`]).
+/// What is wrong with a `[select.NAME]` table ([`SpecReason::ClassSelector`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SelectorProblem {
@@ -639,7 +640,7 @@ pub enum SelectionReason {
     /// The class is none of those the recipe's root selectors choose.
     #[error(
         "`{}` is none of the classes this recipe selects{}",
-        crate::suggest::shown(name),
+        crate::printable::shown(name),
         crate::suggest::did_you_mean(closest)
     )]
     NotSelected {

@@ -1,14 +1,14 @@
 //! Statements chosen by a selector: code before or after them, or in their place.
 
 use crate::error::PlacementReason;
-use crate::spec::{Nth, Selector};
+use crate::spec::{Nth, StatementSelector};
 use crate::syntax::Node;
 
 use super::{count_added, refuse, CodeAt, Displacement, Insertion, Placed, Placer, Refusal};
 
 impl Placer<'_> {
     /// The statements of `block` chosen by `selector`, or why none are.
-    fn select<'n>(&self, block: &'n Node, selector: &Selector) -> Result<Vec<&'n Node>, Refusal> {
+    fn select<'n>(&self, block: &'n Node, selector: &StatementSelector) -> Result<Vec<&'n Node>, Refusal> {
         let found = selector.pattern.find_in(block, selector.depth);
         if found.is_empty() {
             return Err(refuse(
@@ -37,7 +37,7 @@ impl Placer<'_> {
     pub(crate) fn insert_at_statements(
         &self,
         block: &Node,
-        selector: &Selector,
+        selector: &StatementSelector,
         after: bool,
         code: &CodeAt<'_>,
     ) -> Placed {
@@ -66,7 +66,7 @@ impl Placer<'_> {
 
     /// Replaces the selected statements of `block` by `code`, each time rendered for the
     /// statement it replaces.
-    pub(crate) fn replace_statements(&self, block: &Node, selector: &Selector, code: &CodeAt<'_>) -> Placed {
+    pub(crate) fn replace_statements(&self, block: &Node, selector: &StatementSelector, code: &CodeAt<'_>) -> Placed {
         let mut edits = Vec::new();
         let mut added = 0;
         for stmt in self.select(block, selector)? {

@@ -4,8 +4,10 @@
 
 mod class_walk;
 mod module_walk;
+mod names;
 
-pub(crate) use module_walk::{dotted, extract, ModuleContext};
+pub(crate) use module_walk::extract;
+pub(crate) use names::{dotted, ModuleContext};
 
 /// One import statement's binding, as written and resolved to an absolute module.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,9 +8,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 use super::{Conventions, FileProblem, Project, ProjectFile, ScanOptions};
-use crate::batch::{Tree, WalkedFile};
 use crate::error::{Error, ErrorKind, Location};
-use crate::files::path_name;
 use crate::source::SourceFile;
 use crate::syntax::is_identifier;
 
@@ -64,82 +62,8 @@ impl Project {
         Ok(Project::build(dir, options, paths, read, unlisted))
     }
 
-    /// The project of the `.py` files a folder walk met ([`Tree::walk`]), each read through the
-    /// walk's handles ([`crate::batch::WalkedFile::read`]), never by a path resolved again: a
-    /// file or a folder swapped for a link since the walk is a problem naming the file
-    /// ([`ErrorKind::FileReplaced`], [`ErrorKind::FolderReplaced`]), never read. Module and
-    /// package names as [`Project::scan`]. A `.py` entry that is a symbolic link (never
-    /// followed) or a folder is a problem too ([`ErrorKind::NotRegular`]), listed by
-    /// [`Project::unreadable`] with the files that cannot be read.
-    ///
-    /// ```
-    /// use pysplice::batch::{RunOptions, Tree};
-    /// use pysplice::project::{Project, ScanOptions};
-    ///
-    /// let dir = tempfile::tempdir().unwrap();
-    /// std::fs::write(dir.path().join("a.py"), "class A:\n    pass\n").unwrap();
-    /// let tree = Tree::walk(dir.path(), &RunOptions::default())?;
-    /// let project = Project::scan_tree(&tree, &ScanOptions::with_package("pkg"));
-    /// assert!(project.unreadable().is_empty());
-    /// assert_eq!(project.files()[0].module(), "pkg.a");
-    /// // What is patched is read where the walk met it, checked to be the file the scan read.
-    /// let file = tree.read(project.files()[0].relative_path())?;
-    /// assert_eq!(Some(file.source().text()), project.files()[0].text_read());
-    /// # Ok::<(), pysplice::Error>(())
-    /// ```
-    #[must_use]
-    pub fn scan_tree(tree: &Tree, options: &ScanOptions) -> Project {
-        let dir = tree.root();
-        let rel_of = |path: &Path| relative(dir, path);
-        let is_py_link = |path: &&PathBuf| path.file_name().is_some_and(|n| n.to_string_lossy().ends_with(".py"));
-        let mut met: Vec<(PathBuf, String, Met<'_>)> = tree
-            .files()
-            .iter()
-            .map(|f| (f.path().to_path_buf(), f.relative().to_string(), Met::File(f)))
-            .chain(
-                tree.py_folders()
-                    .iter()
-                    .map(|p| (p.clone(), rel_of(p), Met::Other("a directory"))),
-            )
-            .chain(
-                tree.not_followed()
-                    .iter()
-                    .map(|(link, _)| link)
-                    .filter(is_py_link)
-                    .map(|p| {
-                        (
-                            p.clone(),
-                            rel_of(p),
-                            Met::Other("a symbolic link (not followed in a folder)"),
-                        )
-                    }),
-            )
-            .collect();
-        met.sort_by(|a, b| a.0.cmp(&b.0));
-        let read: Vec<Result<String, (FileProblem, Error)>> = met
-            .par_iter()
-            .map(|(path, rel, met)| {
-                let fail = |err: Error| (FileProblem::new(rel, &err), err);
-                if let Some(err) = name_problem(dir, path) {
-                    return Err(fail(err));
-                }
-                match met {
-                    Met::File(file) => file.read().map(|f| f.source().text().to_string()).map_err(fail),
-                    Met::Other(what) => Err(fail(
-                        ErrorKind::NotRegular {
-                            what: (*what).to_string(),
-                        }
-                        .at(Location::new(path_name(path), 1, 1)),
-                    )),
-                }
-            })
-            .collect();
-        let paths = met.into_iter().map(|(path, rel, _)| (path, rel)).collect();
-        Project::build(dir, options, paths, read, Vec::new())
-    }
-
     /// The project of the files at `paths` (with their relative names), as `read`.
-    fn build(
+    pub(crate) fn build(
         dir: &Path,
         options: &ScanOptions,
         paths: Vec<(PathBuf, String)>,
@@ -286,16 +210,8 @@ fn walk(
     Ok(())
 }
 
-/// What a walk met at a `.py` name.
-enum Met<'t> {
-    /// A file (or a FIFO, a device: reading refuses those).
-    File(&'t WalkedFile),
-    /// What is never read: a folder, a link.
-    Other(&'static str),
-}
-
 /// `path` below `root`, `/`-separated.
-fn relative(root: &Path, path: &Path) -> String {
+pub(crate) fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).map_or_else(
         |_| path.to_string_lossy().into_owned(),
         |p| {
@@ -309,7 +225,7 @@ fn relative(root: &Path, path: &Path) -> String {
 
 /// The error of a file whose name below `root` is not UTF-8: its module name would not be its
 /// name; not a module anyone imports, but not a file to pass over either (it may be patched).
-fn name_problem(root: &Path, path: &Path) -> Option<Error> {
+pub(crate) fn name_problem(root: &Path, path: &Path) -> Option<Error> {
     if path.strip_prefix(root).ok().and_then(Path::to_str).is_some() {
         return None;
     }

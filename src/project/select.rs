@@ -15,7 +15,7 @@
 //! architecture) thus gets a list of (file, definition) targets; a root for which some required
 //! hook finds nothing is skipped, with the reason.
 //!
-//! [`select`] works on a [`Project`]; [`in_file`] on one parsed file (selection inside it);
+//! [`choose_roots`] works on a [`Project`]; [`in_file`] on one parsed file (selection inside it);
 //! [`expand`] turns a selection into one concrete recipe per file (hooks with
 //! [`Target::Paths`]), where a file gets the targets of every root that lands in it, so a
 //! patched file is the same whichever root asked for it.
@@ -87,15 +87,15 @@ impl RootChoice {
     }
 }
 
-/// What a recipe's selectors choose in a project.
+/// What a recipe's class selectors choose in a project: every root class ([`RootChoice`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct Selection {
+pub struct RootChoices {
     /// Every root class, sorted by name, skipped ones included.
     pub roots: Vec<RootChoice>,
 }
 
-impl Selection {
+impl RootChoices {
     /// The roots named `name` (a simple class name; several modules may define one name).
     #[must_use]
     pub fn named(&self, name: &str) -> Vec<&RootChoice> {
@@ -128,7 +128,7 @@ pub struct FileRecipe {
 
 /// Selects the targets of every root class of `recipe` in `project`.
 #[must_use]
-pub fn select(project: &Project, recipe: &Recipe) -> Selection {
+pub fn choose_roots(project: &Project, recipe: &Recipe) -> RootChoices {
     let graph = project.graph(&Scope::Classes);
     let mut run = Resolver {
         project,
@@ -142,7 +142,7 @@ pub fn select(project: &Project, recipe: &Recipe) -> Selection {
         }
     }
     roots.sort_by(|a, b| (&a.class, &a.module).cmp(&(&b.class, &b.module)));
-    Selection { roots }
+    RootChoices { roots }
 }
 
 /// The concrete per-file recipes for the roots `wanted` (class names; `None` for every root):
@@ -153,7 +153,7 @@ pub fn select(project: &Project, recipe: &Recipe) -> Selection {
 /// that is skipped (with the reason).
 pub fn expand(
     recipe: &Recipe,
-    selection: &Selection,
+    selection: &RootChoices,
     wanted: Option<&[String]>,
     root: &str,
 ) -> Result<Vec<FileRecipe>, Error> {
@@ -209,7 +209,7 @@ pub fn expand(
 }
 
 /// `recipe` for one file: selector hooks become the paths every (not skipped) root selects in it.
-fn concrete(recipe: &Recipe, selection: &Selection, file: &str) -> Recipe {
+fn concrete(recipe: &Recipe, selection: &RootChoices, file: &str) -> Recipe {
     let mut out = recipe.clone();
     out.hooks = recipe
         .hooks
@@ -250,7 +250,7 @@ pub fn in_file(recipe: &Recipe, file: &ParsedFile, hook: &str) -> Result<Vec<Str
         .map_or_else(|| "module.py".to_string(), |n| n.to_string_lossy().into_owned());
     let rel = if rel.ends_with(".py") { rel } else { format!("{rel}.py") };
     let project = Project::from_sources_with("", vec![(rel.clone(), file.source().text().to_string())], conventions);
-    let selection = select(&project, recipe);
+    let selection = choose_roots(&project, recipe);
     let mut paths: Vec<String> = Vec::new();
     for root in selection.roots.iter().filter(|r| r.skipped.is_none()) {
         for t in root.targets.iter().filter(|t| t.hook == hook && t.file == rel) {
@@ -520,7 +520,7 @@ code = "pass"
                 .collect(),
             recipe.conventions.clone(),
         );
-        let selection = select(&project, &recipe);
+        let selection = choose_roots(&project, &recipe);
         selection
             .roots
             .iter()

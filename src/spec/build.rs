@@ -292,11 +292,12 @@ fn translate(err: &Error, hook: Option<&HookBuilder>) -> (BuilderReason, Option<
         }
     });
     let call = match reason {
-        SpecReason::UnknownVariable { name } => {
-            return (BuilderReason::UnknownVariable { name: name.clone() }, None);
+        SpecReason::UnknownVariable { .. } | SpecReason::ValueOutsideWrap => {
+            return (BuilderReason::Rule(reason.clone()), None);
         }
-        SpecReason::ValueOutsideWrap => return (BuilderReason::ValueOutsideWrap, None),
-        SpecReason::DuplicateHook { .. } => return (BuilderReason::DuplicateHook, None),
+        SpecReason::DuplicateHook { .. } => {
+            return (BuilderReason::Rule(SpecReason::DuplicateHook { first_line: 0 }), None);
+        }
         SpecReason::BadId { .. } if hook.is_some() => "Hook::builder(id, ..)",
         SpecReason::BadId { .. } => "Recipe::builder(id, ..)",
         SpecReason::NotOneLine { what: "note", .. } => ".note(...)",
@@ -305,7 +306,7 @@ fn translate(err: &Error, hook: Option<&HookBuilder>) -> (BuilderReason, Option<
         SpecReason::NotOneLine { .. } => "Recipe::builder(.., summary)",
         SpecReason::MarkerLikeVariable { .. } => ".var(...)",
         SpecReason::EntryListNotAName { .. } => ".conventions(...)",
-        SpecReason::Selector { .. } => SELECTOR,
+        SpecReason::ClassSelector { .. } => SELECTOR,
         SpecReason::UnknownSelector { .. } | SpecReason::MethodNotAName { .. } => ".select(...)",
         SpecReason::WrapNeedsValue => WRAP,
         SpecReason::NotOneImport { .. } | SpecReason::ImportSpansLines { .. } => IMPORTS,
@@ -470,8 +471,8 @@ impl HookBuilder {
         };
         let takes_code = matches!(placement, Placement::At(_) | Placement::Replace(_));
         match (takes_code, self.code.is_some()) {
-            (true, false) => return Err(BuilderReason::CodeMissing),
-            (false, true) => return Err(BuilderReason::CodeUnused),
+            (true, false) => return Err(BuilderReason::Rule(SpecReason::CodeMissing)),
+            (false, true) => return Err(BuilderReason::Rule(SpecReason::CodeUnused)),
             _ => {}
         }
         if self.unless_inside.is_some() && *call != WRAP {

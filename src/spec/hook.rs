@@ -17,7 +17,7 @@ use crate::template::{Bindings, Capture, Captures, Parameters, Template, MAX_REN
 use super::lexical::{region_at, regions, Region};
 use super::raw::{RawAt, RawHook, RawIn};
 use super::{check_id, check_line, key_offset, spec_error, MAX_RECIPE_CODE_BYTES};
-use super::{Action, Anchor, ClassSelector, Hook, ImportLine, Selector, SpecWarning, SpecWarningKind};
+use super::{Action, Anchor, ClassSelector, Hook, ImportLine, SpecWarning, SpecWarningKind, StatementSelector};
 
 /// What compiling a recipe keeps across its hooks: the bytes of rendered code the recipe may
 /// still have, and the warnings so far.
@@ -377,7 +377,7 @@ impl HookTable<'_> {
                 unless_inside,
             })
         } else if let Some(text) = &raw.replace {
-            let selector = Selector {
+            let selector = StatementSelector {
                 pattern: self.pattern("replace", text)?,
                 nth: raw.nth.unwrap_or_default(),
                 depth: raw.depth.unwrap_or_default(),
@@ -414,12 +414,12 @@ impl HookTable<'_> {
                 }
             },
             RawAt::Anchor(anchor) => match (&anchor.before, &anchor.after) {
-                (Some(text), None) => Anchor::Before(Selector {
+                (Some(text), None) => Anchor::Before(StatementSelector {
                     pattern: self.pattern("at", text)?,
                     nth: anchor.nth,
                     depth: anchor.depth,
                 }),
-                (None, Some(text)) => Anchor::After(Selector {
+                (None, Some(text)) => Anchor::After(StatementSelector {
                     pattern: self.pattern("at", text)?,
                     nth: anchor.nth,
                     depth: anchor.depth,

@@ -25,7 +25,7 @@ pub(super) fn compile_selectors(
         let table = file.text().find(&format!("[select.{name}]")).unwrap_or(span.start);
         let fail = |problem: SelectorProblem| {
             ErrorKind::Spec {
-                reason: SpecReason::Selector {
+                reason: SpecReason::ClassSelector {
                     name: name.clone(),
                     problem,
                 },
@@ -83,7 +83,7 @@ pub(super) fn compile_selectors(
         while let Some(by) = &at.held_by {
             if seen.contains(&by.as_str()) {
                 return Err(ErrorKind::Spec {
-                    reason: SpecReason::Selector {
+                    reason: SpecReason::ClassSelector {
                         name: selector.name.clone(),
                         problem: SelectorProblem::Circle {
                             chain: seen.iter().map(ToString::to_string).collect(),

@@ -143,7 +143,7 @@ impl<'t> Walker<'t> {
         let mut leading = true;
         for (i, stmt) in body.children().iter().enumerate() {
             let is_future = stmt.is(kind::IMPORT_FROM) && stmt.label() == Some("__future__");
-            let is_docstring = i == 0 && crate::place::is_docstring(stmt);
+            let is_docstring = i == 0 && crate::syntax::is_docstring(stmt);
             if is_future && !leading {
                 self.problem(
                     stmt.range().start,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use pysplice::{
     apply, plan, Anchor, BuilderReason, Depth, Error, ErrorKind, Hook, HookOutcome, Nth, ParsedFile, Pattern, Recipe,
-    SourceFile, Status,
+    SourceFile, SpecReason, Status,
 };
 
 const MODEL: &str = "import os\n\nclass Model:\n    def forward(self, x):\n        y = x + 1\n        return y\n";
@@ -272,10 +272,16 @@ fn builder_errors_name_the_hook_and_the_call_with_no_place_in_a_file() {
     assert!(matches!(
         err.kind(),
         ErrorKind::Builder {
-            reason: BuilderReason::CodeMissing,
+            reason: BuilderReason::Rule(SpecReason::CodeMissing),
             ..
         }
     ));
+    // The same rule broken by a TOML recipe is the same reason.
+    assert_eq!(err.kind().spec_reason(), Some(&SpecReason::CodeMissing));
+    let toml =
+        "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"log\"\nsummary = \"l\"\nin = \"f\"\nat = \"start\"\n";
+    let spec = Recipe::from_toml("r.toml", toml).unwrap_err();
+    assert_eq!(spec.kind().spec_reason(), Some(&SpecReason::CodeMissing), "{spec}");
     // Code that does not parse keeps the parser's error as the source.
     let err = builder_error(Hook::builder("log", "l").target("f").at(Anchor::Start).code("x = ("));
     assert!(

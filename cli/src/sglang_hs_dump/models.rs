@@ -100,7 +100,7 @@ fn finish(
     mode: Mode,
     recipe: &pysplice::Recipe,
     dir: &Path,
-    selection: &pysplice::project::select::Selection,
+    selection: &pysplice::project::select::RootChoices,
     patches: &[FilePatch],
     wanted: Option<&[String]>,
 ) -> u8 {

@@ -230,7 +230,7 @@ fn absurd_architecture_names_are_refused_short() {
         ),
         (
             "Evil\\u001b]0;PWNED\\u0007",
-            ":2:23: architecture `Evil\\u{1b}]0;PWNED\\u{7}` is not a Python class name".to_string(),
+            ":2:23: architecture `Evil\\x1b]0;PWNED\\x07` is not a Python class name".to_string(),
         ),
     ] {
         std::fs::write(

@@ -275,7 +275,7 @@ mod tests {
         let skipped = HookOutcome {
             hook: CAPTURE_HOOK.into(),
             status: Status::Skipped {
-                reason: pysplice::Reason::new("no method"),
+                reason: pysplice::OutcomeReason::new("no method"),
             },
             lines: None,
             summary: String::new(),

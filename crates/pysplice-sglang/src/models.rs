@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use pysplice::batch::{RunOptions, Tree};
 use pysplice::engine::{apply, revert, Patched};
 use pysplice::error::{Error, ErrorKind, Location, SelectionReason};
-use pysplice::project::select::{self, Selection};
+use pysplice::project::select::{self, RootChoices};
 use pysplice::project::{Project, ScanOptions};
 use pysplice::Conventions;
 use pysplice::DiskFile;
@@ -256,9 +256,9 @@ pub fn patch(
     models_dir: &Path,
     wanted: Option<&[String]>,
     mode: Mode,
-) -> Result<(Selection, Vec<FilePatch>), Error> {
+) -> Result<(RootChoices, Vec<FilePatch>), Error> {
     let (tree, project) = load(recipe, models_dir)?;
-    let selection = select::select(&project, recipe);
+    let selection = select::choose_roots(&project, recipe);
     let root = models_dir.display().to_string();
     if let Some(names) = wanted {
         if let Some(err) = without_capture(&project, &selection, names, models_dir) {
@@ -301,7 +301,7 @@ pub fn patch(
 /// The first name of `wanted` that no architecture of `selection` answers to but that a class
 /// of the folder is called (a model SGLang serves in this release without aux capture, such as
 /// `Glm4vForConditionalGeneration` from 0.5.4.post2 on): an error saying so, at the folder.
-fn without_capture(project: &Project, selection: &Selection, wanted: &[String], dir: &Path) -> Option<Error> {
+fn without_capture(project: &Project, selection: &RootChoices, wanted: &[String], dir: &Path) -> Option<Error> {
     wanted.iter().find_map(|name| {
         if name == "all" || !selection.named(name).is_empty() {
             return None;
@@ -353,7 +353,7 @@ pub fn marked_files(recipe: &Recipe, models_dir: &Path) -> Result<Vec<String>, E
 /// `capture` hook has a frame in the method it targets. What a `--check` without `--arch` checks
 /// a folder for, the architectures an earlier `--arch` run patched.
 #[must_use]
-pub fn patched_architectures(recipe: &Recipe, selection: &Selection, files: &[(String, String)]) -> Vec<String> {
+pub fn patched_architectures(recipe: &Recipe, selection: &RootChoices, files: &[(String, String)]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for root in selection.roots.iter().filter(|r| r.skipped.is_none()) {
         let placed = root.targets.iter().filter(|t| t.hook == "capture").any(|t| {
@@ -398,7 +398,7 @@ pub fn patch_marked(
     recipe: &Recipe,
     models_dir: &Path,
     mode: Mode,
-) -> Result<(Selection, Vec<FilePatch>, Vec<String>), Error> {
+) -> Result<(RootChoices, Vec<FilePatch>, Vec<String>), Error> {
     let marked = marked_files(recipe, models_dir)?;
     if mode == Mode::Revert {
         let (selection, mut patches) = patch(recipe, models_dir, None, Mode::Revert)?;
@@ -406,7 +406,7 @@ pub fn patch_marked(
         return Ok((selection, patches, Vec::new()));
     }
     let (_, project) = load(recipe, models_dir)?;
-    let selection = select::select(&project, recipe);
+    let selection = select::choose_roots(&project, recipe);
     let texts: Vec<(String, String)> = project
         .files()
         .iter()

@@ -1,7 +1,7 @@
 //! Reading a class body: methods, attributes, compositions (`self.attr = Class(...)`) and
 //! delegation uses (`self.attr.method(...)`).
 
-use super::module_walk::{dotted, imports, target_names};
+use super::names::{dotted, imports, target_names};
 use super::*;
 use crate::source::SourceFile;
 use crate::syntax::{kind, Node};

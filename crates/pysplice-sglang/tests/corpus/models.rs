@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pysplice::project::select::{self, Selection};
+use pysplice::project::select::{self, RootChoices};
 use pysplice::{Patched, Recipe, SourceFile, Status};
 use rayon::prelude::*;
 use similar::{DiffTag, TextDiff};
@@ -31,7 +31,7 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
 /// Selection and in-memory patch of every file of `version` that some architecture needs,
 /// through the command's own entry point (`models::patch`, nothing written).
 pub(crate) struct Release {
-    pub(crate) selection: Selection,
+    pub(crate) selection: RootChoices,
     /// (file, original, patched)
     pub(crate) files: Vec<(String, String, Patched)>,
 }
