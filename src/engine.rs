@@ -28,7 +28,7 @@ use crate::parse::parse_snippet;
 use crate::source::SourceFile;
 use crate::spec::{Action, Recipe};
 use crate::syntax::Node;
-pub use apply::{apply, apply_reporting, compiler_errors, revert, Attempt, Patched};
+pub use apply::{apply, attempt, revert, Attempt, Patched};
 pub(crate) use apply::{check_orphans, preview};
 pub(crate) use plan::{hook_definitions, plan_hooks};
 

@@ -7,6 +7,7 @@ use similar::TextDiff;
 
 use crate::engine::{HookOutcome, Patched, Status};
 use crate::outcome::HookState;
+pub use crate::suggest::shown;
 
 /// `text` safe to print on a terminal: control characters (C0 with line breaks and tabs, DEL,
 /// C1) and the bidirectional formatting characters (which reorder what a terminal or editor

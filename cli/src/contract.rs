@@ -13,7 +13,7 @@ mod graph;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use pysplice::engine::{HookOutcome, Status};
+use pysplice::{HookOutcome, Status};
 use pysplice::project::{Forwarding, Reach};
 use pysplice::Definition;
 use pysplice::Error;

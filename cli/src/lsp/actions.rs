@@ -3,7 +3,7 @@
 
 use lsp_server::ErrorCode;
 use lsp_types::{CodeAction, CodeActionDisabled, CodeActionKind, CodeActionOrCommand, CodeActionParams, Diagnostic};
-use pysplice::document::DocumentPlan;
+use pysplice::DocumentPlan;
 use pysplice::Recipe;
 use pysplice::Status;
 

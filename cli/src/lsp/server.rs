@@ -9,7 +9,7 @@ use lsp_types::notification::{Notification as _, PublishDiagnostics, ShowMessage
 use lsp_types::{
     Diagnostic, DiagnosticSeverity, InitializeParams, MessageType, PublishDiagnosticsParams, ShowMessageParams, Uri,
 };
-use pysplice::document::{Document, TextEdit};
+use pysplice::{Document, TextEdit};
 use pysplice::recipes::config::RecipeConfig;
 use pysplice::{Error, Recipe};
 

@@ -16,7 +16,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::launch::{self as sglang, Launch, ReleaseVersion};
-use pysplice::engine::{HookOutcome, Status};
+use pysplice::{HookOutcome, Status};
 use pysplice::Recipe;
 
 /// The hook of [`SGLANG_HS_DUMP`](crate::recipes::SGLANG_HS_DUMP) that turns on aux hidden-state capture
