@@ -49,19 +49,24 @@
 //! line and 0-based UTF-16 character, and converts only through [`Document`].
 //!
 //! The names below are the library's API, in the order the data flows through them; each has
-//! one path, at the root; [`recipes`] and [`project`] are modules of their own, the first for
-//! programs that ship recipes, the second with the vocabulary of questions about a whole package.
-//! The modules marked "not public API" are the programs' own and may change at any time.
+//! one path. The one-file stages are at the root; what works on disk and what programs print
+//! are modules of their own: [`batch`] (a recipe over files and folders, as `pysplice apply DIR`
+//! runs it), [`files`] (safe reads and all-or-nothing writes), [`marker`] (the marker comments
+//! in a file), [`report`] (the text forms the programs print), [`limits`] (the bounds on input
+//! and output), [`recipes`] (recipes by name, for programs that ship recipes) and [`project`]
+//! (questions about a whole package). Every other module is private.
 //!
 //! | stage | names |
 //! |---|---|
 //! | parse | [`SourceFile`], [`Style`], [`Newline`], [`LineIndex`], [`LineColumn`], [`ParsedFile`], [`Node`] |
-//! | find | [`Target`], [`Definition`], [`DefKind`], [`Pattern`], [`Depth`] |
+//! | find | [`Target`], [`Definition`], [`DefKind`], [`Pattern`], [`Depth`], [`is_identifier`] |
 //! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`Selector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`], [`SpecWarning`], [`SpecWarningKind`] |
-//! | plan, apply, revert | [`plan`], [`Plan`], [`Plan::apply`], [`apply`], [`revert`], [`Patched`], [`Patched::diff`], [`Edit`] |
+//! | plan, apply, revert | [`plan`], [`Plan`], [`Plan::apply`], [`apply`], [`attempt`], [`Attempt`], [`revert`], [`Patched`], [`Patched::diff`], [`Edit`] |
 //! | outcomes | [`HookOutcome`], [`Status`], [`HookState`], [`Reason`], [`SkipReason`] |
 //! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`BuilderReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
-//! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
+//! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`KeptPlan`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
+//! | files and folders | [`batch`]: [`Batch`](batch::Batch), [`Op`](batch::Op), [`RunOptions`](batch::RunOptions), [`Tree`](batch::Tree); [`files`]: [`DiskFile`](files::DiskFile), [`write_all`](files::write_all) |
+//! | markers, reports, limits | [`marker`]: [`scan`](marker::scan), [`carries`](marker::carries); [`report`]: [`printable`](report::printable), [`outcome_line`](report::outcome_line); [`limits`] |
 //! | recipes by name | [`recipes`]: a spec path or `builtin:NAME` from the caller's catalogue ([`recipes::BundledRecipe`]), and the recipes a workspace names |
 //! | packages | [`project`]: [`Project`](project::Project), its scan options and answers |
 #![deny(missing_docs)]
