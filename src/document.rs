@@ -17,7 +17,7 @@
 //! (`crates/pysplice-bench/benches/replan.rs`).
 //!
 //! ```
-//! use pysplice::document::{Document, Utf16Position, Utf16Range};
+//! use pysplice::{Document, Utf16Position, Utf16Range};
 //! use pysplice::{Recipe, Status};
 //!
 //! let recipe = Recipe::from_toml("r.toml", r#"

@@ -200,11 +200,11 @@ pub struct Attempt {
 /// at = "start"
 /// code = "self.calls += 1"
 /// "#)?;
-/// // No `Model.forward` here: the run fails, and says so per hook.
+/// // No `Model.forward` here: nothing is applied, and the outcomes say which hook failed.
 /// let tried = attempt(&recipe, SourceFile::new("m.py", "def forward(x):\n    return x\n"));
 /// assert!(tried.result.is_err());
-/// assert!(!tried.planned);
-/// assert_eq!(tried.outcomes[0].status, Status::WouldApply);
+/// assert!(!tried.planned, "a hook could not be placed");
+/// assert!(!matches!(tried.outcomes[0].status, Status::Failed { .. }), "the import could");
 /// assert!(matches!(tried.outcomes[1].status, Status::Failed { .. }));
 /// # Ok::<(), pysplice::Error>(())
 /// ```
