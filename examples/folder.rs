@@ -49,7 +49,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = RunOptions {
         exclude: vec!["tests/*".to_string()],
     };
-    let batch = Batch::run_with(&recipe, &[folder.clone()], Op::Apply, &options);
+    let paths = [folder.clone()];
+    let batch = Batch::run_with(&recipe, &paths, Op::Apply, &options);
     if let Some(err) = batch.first_error() {
         return Err(err.clone().into());
     }
@@ -66,7 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(batch.not_targeted.len(), 2);
 
     // Reverting the folder gives back the original bytes.
-    Batch::run(&recipe, &[folder.clone()], Op::Revert)
+    Batch::run(&recipe, &paths, Op::Revert)
         .write()
         .expect("no file failed")?;
     // [end]

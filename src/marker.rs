@@ -53,8 +53,8 @@ mod seal;
 mod strip;
 
 use grammar::marker_lines;
-pub(crate) use grammar::{is_id, looks_like_marker, marker_like_offset};
 pub use grammar::{carries, parse_line, MarkerKind, MarkerLine};
+pub(crate) use grammar::{is_id, looks_like_marker, marker_like_offset};
 pub use scan::scan;
 use seal::seal;
 pub(crate) use strip::{strip, strip_with_anchors, to_framed};

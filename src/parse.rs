@@ -7,7 +7,6 @@ mod convert;
 mod prescan;
 pub(crate) mod reparse;
 
-
 use rustpython_parser::{self as parser, Mode};
 
 use crate::error::{Error, ErrorKind, Location};

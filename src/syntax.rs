@@ -13,7 +13,6 @@
 pub mod kind;
 mod view;
 
-
 use std::ops::Range;
 
 /// The kind of a list node (a list-valued field such as `body`).

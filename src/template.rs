@@ -381,7 +381,12 @@ impl Template {
     /// parameters): that value, if so. Recognises a change made earlier whose marker is gone.
     /// `None` for a template that adds nothing around `{value}`, which any text would fit.
     #[must_use]
-    pub(crate) fn unrender(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>, text: &str) -> Option<String> {
+    pub(crate) fn unrender(
+        &self,
+        vars: &BTreeMap<String, String>,
+        bindings: &Bindings<'_>,
+        text: &str,
+    ) -> Option<String> {
         const PROBE: &str = "\u{0}";
         let render = |value: &str| {
             self.render(

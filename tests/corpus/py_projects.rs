@@ -100,7 +100,6 @@ fn visit_statements<'a>(block: &'a Node, depth: Depth, visit: &mut dyn FnMut(&'a
     }
 }
 
-
 /// The returns of a definition's own body, and whether it yields.
 fn own_returns(node: &Node) -> (Vec<&Node>, bool) {
     let mut returns = Vec::new();

@@ -418,7 +418,11 @@ fn crate_doc_test(lib: &str) -> String {
 /// `main`'s indentation.
 fn folder_example(example: &str) -> String {
     let lines: Vec<&str> = example.lines().collect();
-    let start = lines.iter().position(|l| l.trim() == "// [folder run]").expect("the start") + 1;
+    let start = lines
+        .iter()
+        .position(|l| l.trim() == "// [folder run]")
+        .expect("the start")
+        + 1;
     let end = lines.iter().position(|l| l.trim() == "// [end]").expect("the end");
     lines[start..end]
         .iter()
@@ -430,7 +434,10 @@ fn folder_example(example: &str) -> String {
 fn the_library_docs_show_the_folder_example_that_ci_runs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let example = folder_example(&std::fs::read_to_string(root.join("examples/folder.rs")).unwrap());
-    assert!(example.contains("Batch::run_with(") && example.contains(".write()"), "{example}");
+    assert!(
+        example.contains("Batch::run_with(") && example.contains(".write()"),
+        "{example}"
+    );
     let docs = std::fs::read_to_string(root.join("docs/library.md")).unwrap();
     assert_eq!(
         markdown_block(&docs, "## Folders and packages"),

@@ -158,7 +158,13 @@ fn tidy(tokens: impl ToTokens) -> String {
         text = text.replace(from, to);
     }
     // An arrow and an `=` keep their spaces; `mut self` is the body's business, not the API's.
-    for (from, to) in [("(mut self", "(self"), (">->", "> ->"), (")->", ") ->"), ("->(", "-> ("), ("=(", "= (")] {
+    for (from, to) in [
+        ("(mut self", "(self"),
+        (">->", "> ->"),
+        (")->", ") ->"),
+        ("->(", "-> ("),
+        ("=(", "= ("),
+    ] {
         text = text.replace(from, to);
     }
     text
@@ -211,10 +217,12 @@ impl Crate {
         let items = &self.modules.get(module)?.items;
         let own = |modules: bool| {
             items.iter().enumerate().find_map(|(i, item)| {
-                (name_of(item).as_deref() == Some(name) && matches!(item, Item::Mod(_)) == modules).then(|| match item {
-                    Item::Mod(_) => Target::Module([module, &[name.to_string()]].concat()),
-                    _ => Target::Item(module.to_vec(), i),
-                })
+                (name_of(item).as_deref() == Some(name) && matches!(item, Item::Mod(_)) == modules).then(
+                    || match item {
+                        Item::Mod(_) => Target::Module([module, &[name.to_string()]].concat()),
+                        _ => Target::Item(module.to_vec(), i),
+                    },
+                )
             })
         };
         if let Some(found) = own(want_module) {
@@ -392,7 +400,10 @@ fn public_api(krate: &Crate) -> Vec<String> {
                             .unwrap_or_else(|| panic!("`pub use {}` does not resolve", path.join("::")));
                         match alias {
                             Some(alias) => record(target, format!("{shown}::{alias}"), &mut lines),
-                            None => panic!("a glob re-export (`pub use {}::*`) hides what it exports", path.join("::")),
+                            None => panic!(
+                                "a glob re-export (`pub use {}::*`) hides what it exports",
+                                path.join("::")
+                            ),
                         }
                     }
                 }

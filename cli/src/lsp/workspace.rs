@@ -127,7 +127,10 @@ impl Server<'_> {
             let ids: Vec<&str> = self.recipes.iter().map(|r| r.id.as_str()).collect();
             return Err((
                 ErrorCode::InvalidParams,
-                format!("no recipe `{}` is configured: name one of {ids:?}", pysplice::report::shown(id)),
+                format!(
+                    "no recipe `{}` is configured: name one of {ids:?}",
+                    pysplice::report::shown(id)
+                ),
             ));
         };
         let root = self.workspace_folder()?;

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use pysplice::report::printable;
 use pysplice::files::DiskFile;
+use pysplice::report::printable;
 use pysplice::{report, Error, HookOutcome, Patched, Recipe};
 use pysplice_cli::contract::{Body, ErrorInfo, HookResult, Output, Splice};
 use pysplice_sglang::install::{self as sglang_install, Release};

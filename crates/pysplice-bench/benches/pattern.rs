@@ -13,8 +13,8 @@ use pysplice::{ParsedFile, Pattern, SourceFile};
 
 fn main() {
     let args: Vec<String> = (0..1000).map(|i| format!("a{i}")).collect();
-    let parsed = ParsedFile::parse(SourceFile::new("bench.py", format!("g({})\n", args.join(", "))))
-        .expect("the call parses");
+    let parsed =
+        ParsedFile::parse(SourceFile::new("bench.py", format!("g({})\n", args.join(", ")))).expect("the call parses");
     let body = parsed.root().children().first().expect("a module has a body");
     let call = body.children().first().expect("the module holds the call");
     let cases = [

@@ -11,13 +11,10 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::batch::{RunOptions, Tree};
-use pysplice::{apply, revert, Patched};
-use pysplice::{Error, ErrorKind, Location, SelectionReason};
+use pysplice::files::DiskFile;
 use pysplice::project::select::{self, Selection};
 use pysplice::project::{Project, ScanOptions};
-use pysplice::Conventions;
-use pysplice::files::DiskFile;
-use pysplice::Recipe;
+use pysplice::{apply, revert, Conventions, Error, ErrorKind, Location, Patched, Recipe, SelectionReason};
 
 /// SGLang's conventions for the project layer, as the bundled models recipe declares them in
 /// `[conventions]`: model files list the classes they serve in `EntryClass`

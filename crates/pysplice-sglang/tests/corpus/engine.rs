@@ -86,7 +86,6 @@ fn visit_statements<'a>(block: &'a Node, depth: Depth, visit: &mut dyn FnMut(&'a
     }
 }
 
-
 /// The return statements of a definition's own body (not of nested defs).
 fn own_returns(parsed: &ParsedFile, index: usize) -> Vec<&Node> {
     let node = parsed.node(&parsed.definitions()[index]);
