@@ -553,5 +553,73 @@ class StitchedFileFormat(unittest.TestCase):
         self.assertEqual(struct.unpack("<I", raw[-22:-18])[0], 0x06054B50)
 
 
+class RecipeCode(unittest.TestCase):
+    """recipe_code.py, on a copy of the package and the recipes: what it writes and what it refuses."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="hs_dump_recipe_code_")
+        crate = os.path.join(HERE, "..", "crates", "pysplice-sglang")
+        self.crate = os.path.join(self.root, "crates", "pysplice-sglang")
+        shutil.copytree(os.path.join(crate, "python"), os.path.join(self.crate, "python"), ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(os.path.join(crate, "recipes"), os.path.join(self.crate, "recipes"))
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def run_it(self, *args):
+        script = os.path.join(self.crate, "python", "recipe_code.py")
+        done = subprocess.run([sys.executable, script] + list(args), capture_output=True, text=True, timeout=60)
+        return done.returncode, done.stdout + done.stderr
+
+    def edit(self, module, old, new):
+        path = os.path.join(self.crate, "python", "hs_dump", module)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        self.assertEqual(text.count(old), 1, old)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text.replace(old, new))
+
+    def recipe(self, name="sglang_hs_dump.toml"):
+        with open(os.path.join(self.crate, "recipes", name), encoding="utf-8") as f:
+            return f.read()
+
+    def test_the_copy_is_current_and_an_edit_is_written_where_it_belongs(self):
+        self.assertEqual(self.run_it(), (0, ""))
+        before = (self.recipe(), self.recipe("sglang_hs_dump_models.toml"))
+        self.edit("settings.py", "    # An environment value for a log line", "    # A value of the environment for a log line")
+        self.edit("hooks.py", "    self._hs_dump_count = 0\n", "    self._hs_dump_count = 0 if config.x else self.config  # config\n")
+        rc, out = self.run_it()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("+    # A value of the environment for a log line", out)
+        self.assertEqual(self.run_it("--write")[0], 0)
+        self.assertEqual(self.run_it(), (0, ""))
+        after = (self.recipe(), self.recipe("sglang_hs_dump_models.toml"))
+        expected = before[0].replace("    # An environment value for a log line", "    # A value of the environment for a log line")
+        hook = "self._hs_dump_count = 0\n" + "'" * 3
+        self.assertEqual(expected.count(hook), 1)
+        expected = expected.replace(hook, "self._hs_dump_count = 0 if {param.1}.x else self.config  # config\n" + "'" * 3)
+        self.assertEqual(after[0], expected)
+        self.assertEqual(after[1], before[1].replace(hook, "self._hs_dump_count = 0 if {param.1}.x else self.config  # config\n" + "'" * 3))
+
+    def test_what_would_not_reach_the_patched_file_is_refused(self):
+        for module, old, new, says in (
+            ("status.py", "\n\ndef _pysplice_hs_identity", "\n\nLIMIT = 1\n\n\ndef _pysplice_hs_identity", "status.py:"),
+            ("status.py", "\n\ndef _pysplice_hs_identity", "\n\ndef helper():\n    pass\n\n\ndef _pysplice_hs_identity", "helper is not named in HELPERS"),
+            ("__init__.py", '    "files._pysplice_hs_publish",\n', '    "files._pysplice_hs_publish",\n    "files._pysplice_hs_gone",\n', "what no module defines"),
+            ("hooks.py", "def init(self, config):", "def init(self, config\n):", "signature takes one line"),
+            ("files.py", "    # Give the temporary its final name", "    # Give the temporary " + "'" * 3, "ends a TOML literal string"),
+        ):
+            saved = self.recipe()
+            self.edit(module, old, new)
+            rc, out = self.run_it()
+            self.assertEqual(rc, 2, out)
+            self.assertIn(says, out)
+            self.assertNotIn("Traceback", out)
+            self.assertEqual(self.run_it("--write")[0], 2)
+            self.assertEqual(self.recipe(), saved)  # nothing written
+            self.edit(module, new, old)
+        self.assertEqual(self.run_it(), (0, ""))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -245,6 +245,13 @@ def _pysplice_hs_publish_free(state, tmp, suffix, number):
 
 # Sibling names last: in the patched model file every module's definitions share one namespace,
 # and names imported after a module's own definitions resolve in any order of loading.
-from .archive import _pysplice_hs_Stored, _pysplice_hs_crc_combine, _pysplice_hs_pickle, _pysplice_hs_zip_descriptor, _pysplice_hs_zip_end, _pysplice_hs_zip_layout
+from .archive import (
+    _pysplice_hs_crc_combine,
+    _pysplice_hs_pickle,
+    _pysplice_hs_Stored,
+    _pysplice_hs_zip_descriptor,
+    _pysplice_hs_zip_end,
+    _pysplice_hs_zip_layout,
+)
 from .files import _pysplice_hs_publish, _pysplice_hs_stem, _pysplice_hs_write
 from .writer import _pysplice_hs_serial
