@@ -1,5 +1,5 @@
 //! The SGLang recipes through the library: the hidden-state dump on every pinned release, its
-//! launch flags, its markers.
+//! launch flags, its markers, the package its Python comes from.
 
 mod common;
 #[path = "../snapshot_groups.rs"]
@@ -7,5 +7,6 @@ mod snapshot_groups;
 
 mod launch;
 mod markers;
+mod python_source;
 mod recipe;
 mod snapshots;
