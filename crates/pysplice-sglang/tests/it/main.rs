@@ -2,8 +2,7 @@
 //! launch flags, its markers, the package its Python comes from.
 
 mod common;
-#[path = "../snapshot_groups.rs"]
-mod snapshot_groups;
+use pysplice_test_support::snapshot_groups;
 
 mod launch;
 mod markers;
