@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::engine::{apply_reporting, revert, HookOutcome, Patched, Status};
+use crate::engine::{attempt, revert, HookOutcome, Patched, Status};
 use crate::error::{Error, ErrorKind, Location};
 use crate::files::{path_name, write_all, DiskFile, Spot};
 use crate::outline::ParsedFile;
@@ -542,8 +542,8 @@ fn run_one(recipe: &Recipe, path: &Path, op: Op) -> FileRun {
 fn finish(path: PathBuf, file: DiskFile, op: Op, recipe: &Recipe) -> FileRun {
     let (result, outcomes) = match op {
         Op::Apply => {
-            let attempt = apply_reporting(recipe, file.source().clone());
-            (attempt.result, attempt.outcomes)
+            let tried = attempt(recipe, file.source().clone());
+            (tried.result, tried.outcomes)
         }
         Op::Revert => {
             let result = revert(recipe, file.source().clone());

@@ -17,7 +17,7 @@
 //! (`crates/pysplice-bench/benches/replan.rs`).
 //!
 //! ```
-//! use pysplice::document::{Document, Utf16Position, Utf16Range};
+//! use pysplice::{Document, Utf16Position, Utf16Range};
 //! use pysplice::{Recipe, Status};
 //!
 //! let recipe = Recipe::from_toml("r.toml", r#"
@@ -303,7 +303,7 @@ impl Document {
 
     /// The recipe and hook named by the marker comment on the line of `at`, if that line is a
     /// marker line (`# >>> pysplice R/H ...`, `# <<< pysplice R/H`, `# ~~~ pysplice R/H ...`,
-    /// see [`marker::grammar`]); a line inside a string literal is none. O(log n + length of the
+    /// see [`crate::marker`]); a line inside a string literal is none. O(log n + length of the
     /// line), O(n) where the line reads as a marker (to rule out a string literal).
     #[must_use]
     pub fn marker_at(&self, at: Utf16Position) -> Option<MarkerRef> {

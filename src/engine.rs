@@ -29,7 +29,7 @@ use crate::source::SourceFile;
 use crate::spec::{Action, Recipe};
 pub(crate) use crate::suite::hook_definitions;
 use crate::syntax::Node;
-pub use apply::{apply, apply_reporting, compiler_errors, revert, Attempt, Patched};
+pub use apply::{apply, attempt, revert, Attempt, Patched};
 pub(crate) use apply::{check_orphans, preview};
 pub(crate) use plan::plan_hooks;
 

@@ -16,7 +16,7 @@ pub use reason::{
 
 /// A rendering refused by [`crate::Template::render`]: the text would be longer than the limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TooLong {
+pub(crate) struct TooLong {
     /// The length the text would have; `None` when it does not even fit a `usize`.
     pub bytes: Option<usize>,
     /// The limit it is over.
@@ -294,7 +294,7 @@ pub enum ErrorKind {
         folder: String,
     },
 
-    /// Applying would make the file larger than pysplice reads ([`crate::files::MAX_FILE_BYTES`]),
+    /// Applying would make the file larger than pysplice reads ([`crate::limits::MAX_FILE_BYTES`]),
     /// so that `check` and `revert` would then refuse it; nothing was written. The hook is the
     /// one that adds the most bytes.
     #[error("{} would make the file {size} bytes, more than the limit of {limit} bytes that pysplice reads; nothing was written", by_recipe(recipe.as_deref()))]
@@ -319,7 +319,7 @@ pub enum ErrorKind {
         what: String,
     },
 
-    /// The file is larger than pysplice reads ([`crate::files::MAX_FILE_BYTES`]).
+    /// The file is larger than pysplice reads ([`crate::limits::MAX_FILE_BYTES`]).
     #[error("the file has {size} bytes, more than the limit of {limit} bytes; not read")]
     TooLarge {
         /// Its size (or how much was read before stopping).
@@ -331,7 +331,7 @@ pub enum ErrorKind {
     /// Code a recipe would write is longer than pysplice allows (each limit is documented where
     /// it is defined): a hook's code with its placeholders filled in
     /// ([`crate::template::MAX_RENDERED_BYTES`]), the code of a whole recipe
-    /// ([`crate::spec::MAX_RECIPE_CODE_BYTES`]), or what the hooks add to one file. Checked before
+    /// ([`crate::limits::MAX_RECIPE_CODE_BYTES`]), or what the hooks add to one file. Checked before
     /// the text is built; nothing was written.
     #[error("{what} would be {}", TooLong { bytes: *bytes, limit: *limit })]
     Oversized {
@@ -488,14 +488,14 @@ impl Error {
     /// The message without its leading `file:line:column: `, for showing at that location (an
     /// editor's diagnostic, a message nested in another): the kind's text and the hook.
     #[must_use]
-    pub fn message(&self) -> Message<'_> {
+    pub fn message(&self) -> impl fmt::Display + '_ {
         Message(self)
     }
 }
 
 /// An error's message without its location ([`Error::message`]).
 #[derive(Clone, Copy, Debug)]
-pub struct Message<'a>(&'a Error);
+struct Message<'a>(&'a Error);
 
 impl fmt::Display for Message<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -50,7 +50,8 @@ use crate::error::{Error, ErrorKind, Location};
 use crate::source::SourceFile;
 pub(crate) use folder::Folder;
 
-pub use read::{read_bytes, read_text, MAX_FILE_BYTES};
+pub(crate) use read::MAX_FILE_BYTES;
+pub use read::{read_bytes, read_text};
 pub use write::write_all;
 
 /// A file read from disk, with the bytes it had, to detect changes before writing.

@@ -49,98 +49,72 @@
 //! line and 0-based UTF-16 character, and converts only through [`Document`].
 //!
 //! The names below are the library's API, in the order the data flows through them; each has
-//! one path, at the root; [`recipes`] and [`project`] are modules of their own, the first for
-//! programs that ship recipes, the second with the vocabulary of questions about a whole package.
-//! The modules marked "not public API" are the programs' own and may change at any time.
+//! one path. The one-file stages are at the root; what works on disk and what programs print
+//! are modules of their own: [`batch`] (a recipe over files and folders, as `pysplice apply DIR`
+//! runs it), [`files`] (safe reads and all-or-nothing writes), [`marker`] (the marker comments
+//! in a file), [`report`] (the text forms the programs print), [`limits`] (the bounds on input
+//! and output), [`recipes`] (recipes by name, for programs that ship recipes) and [`project`]
+//! (questions about a whole package). Every other module is private.
 //!
 //! | stage | names |
 //! |---|---|
 //! | parse | [`SourceFile`], [`Style`], [`Newline`], [`LineIndex`], [`LineColumn`], [`ParsedFile`], [`Node`] |
-//! | find | [`Target`], [`Definition`], [`DefKind`], [`Pattern`], [`Depth`] |
+//! | find | [`Target`], [`Definition`], [`DefKind`], [`Pattern`], [`Depth`], [`is_identifier`] |
 //! | spec | [`Recipe`], [`RecipeBuilder`], [`Hook`], [`HookBuilder`], [`Action`], [`Anchor`], [`StatementSelector`], [`ClassSelector`], [`Nth`], [`ImportLine`], [`Conventions`], [`Template`], [`SpecWarning`], [`SpecWarningKind`] |
-//! | plan, apply, revert | [`plan`], [`Plan`], [`Plan::apply`], [`apply`], [`revert`], [`Patched`], [`Patched::diff`], [`Edit`] |
+//! | plan, apply, revert | [`plan`], [`Plan`], [`Plan::apply`], [`apply`], [`attempt`], [`Attempt`], [`revert`], [`Patched`], [`Patched::diff`], [`Edit`] |
 //! | outcomes | [`HookOutcome`], [`Status`], [`OutcomeReason`], [`SkipReason`] |
 //! | errors | [`Error`], [`ErrorKind`], [`Location`], [`SpecReason`], [`BuilderReason`], [`SelectorProblem`], [`PlacementReason`], [`VerifyReason`], [`MarkerReason`], [`SelectionReason`] |
-//! | files | [`DiskFile`] |
-//! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
+//! | editors | [`Document`], [`DocumentPlan`], [`DocumentHook`], [`KeptPlan`], [`MarkerRef`], [`TextEdit`], [`Utf16Position`], [`Utf16Range`] |
+//! | files and folders | [`batch`]: [`Batch`](batch::Batch), [`Op`](batch::Op), [`RunOptions`](batch::RunOptions), [`Tree`](batch::Tree); [`files`]: [`DiskFile`](files::DiskFile), [`write_all`](files::write_all) |
+//! | markers, reports, limits | [`marker`]: [`scan`](marker::scan), [`carries`](marker::carries); [`report`]: [`printable`](report::printable), [`outcome_line`](report::outcome_line); [`limits`] |
 //! | recipes by name | [`recipes`]: a spec path or `builtin:NAME` from the caller's catalogue ([`recipes::BundledRecipe`]), and the recipes a workspace names |
 //! | packages | [`project`]: [`Project`](project::Project), its scan options and answers |
 #![deny(missing_docs)]
+// A type that a public item returns or takes is one users can name.
+#![deny(unnameable_types)]
 // The library never prints and never ends the process: the caller decides both.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr, clippy::exit))]
 
-// Not public API: the programs' multi-file runs.
-#[doc(hidden)]
 pub mod batch;
-mod diff;
-// Not public API: the editor-facing document's module (its names are at the root).
-#[doc(hidden)]
-pub mod document;
-// Not public API: text edits (the edit type is at the root).
-#[doc(hidden)]
-pub mod edit;
-// Not public API: plan, apply, verify, revert (their entry points are at the root).
-#[doc(hidden)]
-pub mod engine;
-// Not public API: errors (their types are at the root).
-#[doc(hidden)]
-pub mod error;
-// Not public API: safe file reads and writes.
-#[doc(hidden)]
-pub mod files;
-// Not public API: target paths (the target type is at the root).
-#[doc(hidden)]
-pub mod locate;
-// Not public API: marker comments.
-#[doc(hidden)]
-pub mod marker;
-// Not public API: hook outcomes (their types are at the root).
-#[doc(hidden)]
-pub mod outcome;
-// Not public API: the outline of a parsed file (its types are at the root).
-#[doc(hidden)]
-pub mod outline;
-// Not public API: the parser adapter.
-#[doc(hidden)]
-pub mod parse;
-// Not public API: statement patterns (their types are at the root).
 /// What a hook's patterns captured where its code goes.
 mod captures;
+mod diff;
+mod document;
+mod edit;
+mod engine;
+mod error;
+pub mod files;
+pub mod limits;
+mod locate;
+pub mod marker;
+mod outcome;
+mod outline;
 /// The parameters of a target function as templates count them.
 mod params;
-#[doc(hidden)]
-pub mod pattern;
+mod parse;
+mod pattern;
 mod place;
+mod printable;
 pub mod project;
 pub mod recipes;
-// Not public API: the programs' text reports.
-#[doc(hidden)]
 pub mod report;
-// Not public API: source text and positions (their types are at the root).
-#[doc(hidden)]
-pub mod source;
-// Not public API: hook specs (their types are at the root).
-mod printable;
-#[doc(hidden)]
-pub mod spec;
+mod source;
+mod spec;
 mod suggest;
 mod suite;
-// Not public API: the crate's syntax tree, its node kinds and views ([`Node`] is at the root).
-#[doc(hidden)]
-pub mod syntax;
-// Not public API: code templates (the template type is at the root).
-#[doc(hidden)]
-pub mod template;
+mod syntax;
+mod template;
 mod verify;
 
-pub use document::{Document, DocumentHook, DocumentPlan, MarkerRef, TextEdit, Utf16Position, Utf16Range};
+pub use document::{Document, DocumentHook, DocumentPlan, KeptPlan, MarkerRef, TextEdit, Utf16Position, Utf16Range};
 pub use edit::Edit;
-pub use engine::{apply, plan, revert, HookOutcome, OutcomeReason, Patched, Plan, SkipReason, Status};
+pub use engine::{
+    apply, attempt, plan, revert, Attempt, HookOutcome, OutcomeReason, Patched, Plan, SkipReason, Status,
+};
 pub use error::{
     BuilderReason, Error, ErrorKind, Location, MarkerReason, PlacementReason, SelectionReason, SelectorProblem,
     SpecReason, VerifyReason,
 };
-pub use files::DiskFile;
 pub use locate::Target;
 pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
@@ -149,10 +123,5 @@ pub use spec::{
     Action, Anchor, ClassSelector, Conventions, Hook, HookBuilder, ImportLine, Nth, Recipe, RecipeBuilder, SpecWarning,
     SpecWarningKind, StatementSelector,
 };
-pub use syntax::Node;
+pub use syntax::{is_identifier, Node};
 pub use template::Template;
-
-/// Not public API: how the library shows a name from its input in a message (escaped, at most
-/// 80 characters), for the programs' messages to show names the same way.
-#[doc(hidden)]
-pub use printable::shown;

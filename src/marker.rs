@@ -2,7 +2,7 @@
 //! a changed spec replaces its old blocks, hand edits are caught, and revert is exact. This is
 //! the one module that knows markers: writing frames, reading them back (`scan`, in
 //! `scan.rs`), checking their seals (`seal.rs`) and taking them out (`strip.rs`). Its
-//! [`grammar`] part is the one place that spells marker lines out: what a line must look like,
+//! grammar part is the one place that spells marker lines out: what a line must look like,
 //! which blanks, line breaks and positions are accepted, and marker-like text that recipes may
 //! not contain.
 //!
@@ -47,16 +47,17 @@ use std::ops::Range;
 
 use crate::source::SourceFile;
 
-pub mod grammar;
+mod grammar;
 mod scan;
 mod seal;
 mod strip;
 
 use grammar::marker_lines;
-pub use grammar::{carries, is_id, looks_like_marker, marker_like_offset, parse_line, MarkerKind, MarkerLine};
+pub use grammar::{carries, parse_line, MarkerKind, MarkerLine};
+pub(crate) use grammar::{is_id, looks_like_marker, marker_like_offset};
 pub use scan::scan;
 use seal::seal;
-pub use strip::{strip, strip_with_anchors, to_framed};
+pub(crate) use strip::{strip, strip_with_anchors, to_framed};
 
 /// What a frame is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,7 +194,7 @@ pub fn inline(
 /// recipes inserted, as opposed to the file's own (an import another recipe added belongs to
 /// that recipe, not to the file).
 #[must_use]
-pub fn block_ranges(file: &SourceFile) -> Vec<Range<usize>> {
+pub(crate) fn block_ranges(file: &SourceFile) -> Vec<Range<usize>> {
     // One pass with the open blocks per id: linear even for a file full of unclosed markers.
     let mut open: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
     let mut out = Vec::new();
@@ -225,7 +226,7 @@ pub fn block_ranges(file: &SourceFile) -> Vec<Range<usize>> {
 
 /// Whether `range` lies inside one of `ranges` (sorted and disjoint, as [`block_ranges`] gives).
 #[must_use]
-pub fn covers(ranges: &[Range<usize>], range: &Range<usize>) -> bool {
+pub(crate) fn covers(ranges: &[Range<usize>], range: &Range<usize>) -> bool {
     let after = ranges.partition_point(|r| r.start <= range.start);
     after > 0 && range.end <= ranges[after - 1].end
 }
@@ -235,7 +236,7 @@ pub fn covers(ranges: &[Range<usize>], range: &Range<usize>) -> bool {
 /// marker. Read from the marker lines alone, before the frames are checked: the other recipe's
 /// changes are what make this recipe's inline hashes differ.
 #[must_use]
-pub fn stacked_inside(file: &SourceFile, recipe: &str) -> Option<(String, usize)> {
+pub(crate) fn stacked_inside(file: &SourceFile, recipe: &str) -> Option<(String, usize)> {
     // Every joined frame's opening marker holds this text: most files skip the scan.
     if !file.text().contains(" joined=\"") {
         return None;

@@ -343,7 +343,7 @@ pub fn is_up_to_date(outcomes: &[HookOutcome], changed: bool) -> bool {
 
 impl Status {
     /// Whether applying does (or did) something for this hook: place it, update it, or take out
-    /// the blocks of a hook the recipe no longer has. The `check` rule ([`is_up_to_date`]) reads
+    /// the blocks of a hook the recipe no longer has. The `check` rule ([`Patched::is_up_to_date`](crate::Patched::is_up_to_date)) reads
     /// it from the outcomes of an apply in memory.
     ///
     /// ```

@@ -7,18 +7,13 @@ mod convert;
 mod prescan;
 pub(crate) mod reparse;
 
-pub use prescan::{MAX_BRACKETS, MAX_INDENT, MAX_NESTING};
-
 use rustpython_parser::{self as parser, Mode};
 
 use crate::error::{Error, ErrorKind, Location};
 use crate::source::{floor_char_boundary, SourceFile};
 use crate::syntax::{kind, Node};
 
-/// The deepest syntax tree pysplice accepts. Deeper files are refused with a clear error rather
-/// than risking the caller's stack in the recursive passes over the tree: a debug build on a
-/// 2 MiB thread overflows near 1,600 levels, so this keeps a margin of more than two.
-pub const MAX_DEPTH: usize = 600;
+pub(crate) use crate::limits::MAX_DEPTH;
 
 /// Stack reserved for the parser and the conversion (committed by the OS only as it is used), so
 /// that a deeply nested file cannot overflow the caller's thread, whatever its stack size.
@@ -101,6 +96,7 @@ fn syntax_error(file: &SourceFile, offset: usize, message: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_NESTING;
 
     #[test]
     fn syntax_errors_carry_line_and_column() {

@@ -70,8 +70,8 @@ impl Capture {
     }
 
     /// The source text.
-    #[must_use]
-    pub fn as_str(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 }
@@ -188,7 +188,7 @@ impl Pattern {
     /// `text`) matched, the same match [`Pattern::matches_statement`] finds; `None` when it
     /// does not match.
     #[must_use]
-    pub fn captures(&self, stmt: &Node, text: &str) -> Option<Captures> {
+    pub(crate) fn captures(&self, stmt: &Node, text: &str) -> Option<Captures> {
         let bindings = self.match_bindings(stmt)?;
         Some(
             bindings
@@ -262,7 +262,7 @@ impl Pattern {
 
 /// Calls `visit` on every statement of `block` (a `list` node): only its direct children for
 /// [`Depth::Top`], else also statements in nested blocks, never inside nested defs or classes.
-pub fn visit_statements<'a>(block: &'a Node, depth: Depth, visit: &mut dyn FnMut(&'a Node)) {
+pub(crate) fn visit_statements<'a>(block: &'a Node, depth: Depth, visit: &mut dyn FnMut(&'a Node)) {
     for stmt in block.children() {
         visit(stmt);
         if depth == Depth::Nested && !stmt.is_definition() {

@@ -78,7 +78,7 @@ fn refuse(offset: usize, reason: PlacementReason) -> Refusal {
 }
 
 /// The most bytes the edits of one file may add: the file limit
-/// ([`crate::files::MAX_FILE_BYTES`]). The patched file holds every edit's text, so edits over it
+/// ([`crate::limits::MAX_FILE_BYTES`]). The patched file holds every edit's text, so edits over it
 /// could never be written; they are refused before more text is built.
 pub(crate) const MAX_ADDED_BYTES: usize = crate::template::MAX_RENDERED_BYTES;
 

@@ -1,11 +1,37 @@
-//! Reports for people and tools: patch-script style text, unified diffs, JSON.
+//! The text forms pysplice's programs print, for programs built on the library to print the
+//! same: text from outside made safe for a terminal ([`printable`], [`printable_lines`], and
+//! [`shown`] for a name inside a message), one line per hook outcome ([`outcome_line`],
+//! [`check_status`]), the patch-script style report of an apply ([`applied_text`]) and
+//! unified diffs ([`unified_diff`]).
+//!
+//! ```
+//! use pysplice::{apply, report, Recipe, SourceFile};
+//!
+//! let recipe = Recipe::from_toml("r.toml", r#"
+//! [recipe]
+//! id = "r"
+//! summary = "Imports os"
+//! [[hook]]
+//! id = "imports"
+//! summary = "Imported os"
+//! ensure-imports = ["os"]
+//! "#)?;
+//! let patched = apply(&recipe, SourceFile::new("m\u{1b}[2J.py", "x = 1\n"))?;
+//! // The control character of the name is escaped, not sent to the terminal.
+//! assert_eq!(
+//!     report::applied_text(&patched),
+//!     "Successfully patched m\\x1b[2J.py\n  - Imported os (lines 1-3)\n"
+//! );
+//! assert_eq!(report::outcome_line(&patched.outcomes()[0]), "Imported os (lines 1-3)");
+//! # Ok::<(), pysplice::Error>(())
+//! ```
 
 use std::fmt::Write;
 
 use crate::engine::{HookOutcome, Patched, Status};
 
 pub use crate::diff::unified_diff;
-pub use crate::printable::{printable, printable_lines};
+pub use crate::printable::{printable, printable_lines, shown};
 
 /// The patch-script style report of an apply: `Successfully patched FILE` and one `  - summary`
 /// line per hook placed; skipped hooks with their reason.

@@ -53,12 +53,7 @@ use raw::RawSpec;
 use selectors::{compile_conventions, compile_selectors};
 pub use warnings::{SpecWarning, SpecWarningKind};
 
-/// The most bytes of code one recipe may render to, all its hooks' code (`code`,
-/// `wrap-returns`) with the placeholders filled in: 64 MiB, four times the file limit. Each
-/// hook's code is bounded on its own by [`crate::template::MAX_RENDERED_BYTES`] (16 MiB). Both
-/// are measured before any text is built, so a large variable used many times is a spec error
-/// instead of an exhausted memory.
-pub const MAX_RECIPE_CODE_BYTES: usize = 4 * crate::template::MAX_RENDERED_BYTES;
+pub(crate) use crate::limits::MAX_RECIPE_CODE_BYTES;
 
 /// Which of the matching statements an anchor or replacement uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -378,7 +373,7 @@ impl Recipe {
     /// [`ErrorKind::Spec`] at the TOML line and column, naming the hook, for syntax errors, unknown
     /// fields, missing or conflicting fields, duplicate ids, and code or patterns that do not parse;
     /// with an [`ErrorKind::Oversized`] cause for code longer than
-    /// [`crate::template::MAX_RENDERED_BYTES`] (one hook) or [`MAX_RECIPE_CODE_BYTES`] (all hooks)
+    /// [`MAX_RENDERED_BYTES`](crate::limits::MAX_RENDERED_BYTES) (one hook) or [`MAX_RECIPE_CODE_BYTES`](crate::limits::MAX_RECIPE_CODE_BYTES) (all hooks)
     /// once its placeholders are filled in.
     pub fn from_toml(name: &str, text: &str) -> Result<Recipe, Error> {
         Recipe::read(name, text, true)
@@ -568,16 +563,23 @@ fn key_offset(file: &SourceFile, span: &Range<usize>, key: &str) -> usize {
         .map_or(span.start, |(i, _)| span.start + i)
 }
 
-/// The JSON Schema (draft 7) of the TOML hook spec, for editors (taplo, Even Better TOML): checked
-/// in as `schemas/hook-spec.schema.json`.
 #[cfg(feature = "serde")]
-#[must_use]
-pub fn spec_schema() -> schemars::schema::RootSchema {
-    let mut schema = schemars::schema_for!(RawSpec);
-    let metadata = schema.schema.metadata();
-    metadata.title = Some("pysplice hook spec".to_string());
-    metadata.description = Some("A recipe: `[recipe]`, optional `[vars]`, and `[[hook]]` tables.".to_string());
-    schema
+impl Recipe {
+    /// The JSON Schema (draft 7) of the TOML hook spec, for editors (taplo, Even Better TOML):
+    /// checked in as `schemas/hook-spec.schema.json`. Needs the `serde` feature.
+    ///
+    /// ```
+    /// let schema = serde_json::to_value(pysplice::Recipe::json_schema()).unwrap();
+    /// assert_eq!(schema["title"], "pysplice hook spec");
+    /// ```
+    #[must_use]
+    pub fn json_schema() -> schemars::schema::RootSchema {
+        let mut schema = schemars::schema_for!(RawSpec);
+        let metadata = schema.schema.metadata();
+        metadata.title = Some("pysplice hook spec".to_string());
+        metadata.description = Some("A recipe: `[recipe]`, optional `[vars]`, and `[[hook]]` tables.".to_string());
+        schema
+    }
 }
 
 #[cfg(test)]

@@ -13,11 +13,6 @@
 pub mod kind;
 mod view;
 
-pub use view::{
-    AnnAssign, Assign, Attribute, AugAssign, Call, ClassDef, Conditional, ExceptHandler, For, FunctionDef, Generator,
-    Keyword, MatchCase, Subscript, Try, With, WithItem,
-};
-
 use std::ops::Range;
 
 /// The kind of a list node (a list-valued field such as `body`).
@@ -73,7 +68,8 @@ impl Node {
         Node::new(self.kind, range, self.label.clone(), children)
     }
 
-    /// CPython's `ast` class name (`If`, `Call`...), [`LIST`] or [`ABSENT`].
+    /// CPython's `ast` class name (`If`, `Call`...), `"list"` (a list of statements or
+    /// expressions: a body, arguments) or `"absent"` (an optional child that is not there).
     #[must_use]
     pub fn kind(&self) -> &'static str {
         self.kind

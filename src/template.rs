@@ -27,11 +27,9 @@ pub use crate::pattern::{Capture, Captures};
 use crate::parse::parse_snippet;
 use crate::syntax::Node;
 
-/// The most bytes one template may render to: 16 MiB, the limit of a file pysplice reads and
-/// writes ([`crate::files::MAX_FILE_BYTES`]); longer code could never be written into one.
-pub const MAX_RENDERED_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) use crate::limits::MAX_RENDERED_BYTES;
 
-pub use crate::error::TooLong;
+pub(crate) use crate::error::TooLong;
 
 /// A template with `{name}` placeholders.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,7 +39,7 @@ pub struct Template {
 
 /// Built-in values available while rendering a template at one place in a file.
 #[derive(Clone, Copy, Debug)]
-pub struct Bindings<'a> {
+pub(crate) struct Bindings<'a> {
     /// `{value}`: the source text of a returned expression (wrap-returns).
     pub value: Option<&'a str>,
     /// `{param.N}`, `{param.args}`, `{param.kwargs}`: the target function's parameters.
@@ -57,7 +55,7 @@ pub struct Bindings<'a> {
 /// caller passes. `*args` and `**kwargs` are never counted: they are `{param.args}` and
 /// `{param.kwargs}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Parameters {
+pub(crate) struct Parameters {
     /// `{param.0}`: the bound parameter, if the target has one.
     pub bound: Option<String>,
     /// `{param.1}`, `{param.2}`, ...: the named parameters after the bound one.
@@ -151,7 +149,7 @@ impl Template {
     /// `None` when the length overflows `usize`. [`Template::render`] adds two bytes for each
     /// capture it parenthesizes.
     #[must_use]
-    pub fn rendered_len(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Option<usize> {
+    pub(crate) fn rendered_len(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Option<usize> {
         let mut len = 0usize;
         let mut overflow = false;
         // A string literal's length is counted once per capture, however often it is used.
@@ -188,7 +186,7 @@ impl Template {
     /// # Errors
     /// [`TooLong`] when the text would be longer than [`MAX_RENDERED_BYTES`] (measured before
     /// anything is allocated).
-    pub fn render(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Result<String, TooLong> {
+    pub(crate) fn render(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Result<String, TooLong> {
         self.render_within(vars, bindings, MAX_RENDERED_BYTES)
     }
 
@@ -196,7 +194,7 @@ impl Template {
     ///
     /// # Errors
     /// [`TooLong`] when the text would be longer than `limit` bytes.
-    pub fn render_within(
+    pub(crate) fn render_within(
         &self,
         vars: &BTreeMap<String, String>,
         bindings: &Bindings<'_>,
@@ -363,7 +361,12 @@ impl Template {
     /// parameters): that value, if so. Recognises a change made earlier whose marker is gone.
     /// `None` for a template that adds nothing around `{value}`, which any text would fit.
     #[must_use]
-    pub fn unrender(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>, text: &str) -> Option<String> {
+    pub(crate) fn unrender(
+        &self,
+        vars: &BTreeMap<String, String>,
+        bindings: &Bindings<'_>,
+        text: &str,
+    ) -> Option<String> {
         const PROBE: &str = "\u{0}";
         let render = |value: &str| {
             self.render(

@@ -145,9 +145,15 @@ def main(pysplice, dump):
         package.mkdir()
         shutil.copy(model, package / "model.py")
         (package / "__init__.py").write_text("")
+        # Entry classes come from a recipe's conventions or from --entry-list; none without.
         [v] = objects(pysplice, "graph", package, "--json", code=0, command="graph")
+        assert v["classes"] == [], v
+        [v] = objects(pysplice, "graph", package, "--entry-list", "EntryClass", "--json", code=0, command="graph")
         assert v["classes"], v
-        [v] = objects(pysplice, "graph", package, "--target", "DeepseekV2Model", "--json", code=0)
+        [v] = objects(pysplice, "graph", package, "--target", "DeepseekV2Model", "--json", code=1)
+        assert not v["ok"], v
+        sglang = ("--spec", "builtin:sglang-hs-dump-models")
+        [v] = objects(pysplice, "graph", package, "--target", "DeepseekV2Model", *sglang, "--json", code=0)
         assert v["chains"], v
         [v] = objects(pysplice, "reach", package, "DeepseekV2Model.forward", "--json", code=0, command="reach")
         assert v["reach"]["method"] == "DeepseekV2Model.forward"

@@ -524,6 +524,16 @@ class SendTest(unittest.TestCase):
         self.assertEqual(len(said), 1, proc.stderr)
         self.assertIn("in use by another sglang-hs-send", said[0])
         self.assertEqual(self.accepted(), [])
+        # the lock is taken before the tokenizer loads: a tokenizer that cannot load is not
+        # what the second sender reports (and a slow one would not delay the refusal)
+        no_tokenizer = self.path("not-a-tokenizer")
+        os.makedirs(no_tokenizer)
+        with open(self.path("record.jsonl"), "a") as held:
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+            proc = self.send("--conversations", conv, "--tokenizer", no_tokenizer, "--url", url,
+                             "--record", self.path("record.jsonl"), "--retries", "0")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("in use by another sglang-hs-send", proc.stderr)
         dump = self.path("dump")
         os.makedirs(dump)
         with open(os.path.join(dump, ".hs_send_record.jsonl"), "a") as held:

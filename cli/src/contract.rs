@@ -13,11 +13,8 @@ mod graph;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use pysplice::engine::{HookOutcome, Status};
 use pysplice::project::{Forwarding, Reach};
-use pysplice::Definition;
-use pysplice::Error;
-use pysplice::Recipe;
+use pysplice::{Definition, Error, HookOutcome, Recipe, Status};
 
 pub use graph::{Graph, GraphBase, GraphBaseTarget, GraphClass, GraphComposition};
 

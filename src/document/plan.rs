@@ -62,7 +62,9 @@ pub struct DocumentHook {
     pub message: String,
 }
 
-/// The parse and plan behind a [`DocumentPlan`], kept for [`Document::apply_edits_from`].
+/// The parse and plan behind a [`DocumentPlan`] ([`Document::plan_keeping`]), kept for
+/// [`Document::apply_edits_from`]: an editor that plans for its diagnostics applies that plan
+/// when asked for the code action, without parsing and planning the text again.
 #[derive(Debug)]
 pub struct KeptPlan {
     recipe: String,
@@ -98,9 +100,29 @@ impl Document {
     /// [`Document::apply_edits_from`] can apply the recipe at this version without parsing and
     /// planning again (an editor plans for diagnostics, then is asked for the code action).
     ///
+    /// ```
+    /// use pysplice::{Document, Recipe};
+    ///
+    /// let recipe = Recipe::from_toml("r.toml", r#"
+    /// [recipe]
+    /// id = "r"
+    /// summary = "Imports os"
+    /// [[hook]]
+    /// id = "imports"
+    /// summary = "Imported os"
+    /// ensure-imports = ["os"]
+    /// "#)?;
+    /// let document = Document::new("m.py", "x = 1\n");
+    /// let (plan, kept) = document.plan_keeping(&recipe)?;
+    /// assert!(plan.pending);
+    /// // Later, for the same text: the edits, without parsing and planning again.
+    /// let edits = document.apply_edits_from(&recipe, kept)?;
+    /// assert_eq!(edits.len(), 1);
+    /// # Ok::<(), pysplice::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`Document::plan`].
-    #[doc(hidden)]
     pub fn plan_keeping(&self, recipe: &Recipe) -> Result<(DocumentPlan, KeptPlan), Error> {
         let source = SourceFile::new(self.name.clone(), self.text());
         let previous = self.parses.get(&recipe.id);
@@ -196,7 +218,6 @@ impl Document {
     ///
     /// # Errors
     /// As [`Document::apply_edits`].
-    #[doc(hidden)]
     pub fn apply_edits_from(&self, recipe: &Recipe, kept: KeptPlan) -> Result<Vec<TextEdit>, Error> {
         if kept.recipe != recipe.id || self.rope != kept.prepared.current().text() {
             return self.apply_edits(recipe);

@@ -59,8 +59,8 @@ impl Patched {
         &self.outcomes
     }
 
-    /// For an apply: whether the file was up to date already, so that `check` passes (see
-    /// [`crate::outcome::is_up_to_date`]).
+    /// For an apply: whether the file was up to date already, so that `check` passes: no hook
+    /// was applied, updated or taken out ([`Status::is_pending`]) and the text is the same.
     #[must_use]
     pub fn is_up_to_date(&self) -> bool {
         crate::outcome::is_up_to_date(&self.outcomes, self.changed())
@@ -95,26 +95,39 @@ impl Patched {
     }
 }
 
-/// What CPython's compiler (not only its parser) would refuse in `file`, each as an
-/// [`ErrorKind::Syntax`] with its location, in source order: `return` outside a function or with a
-/// value in an async generator, `yield` outside a function, `await` / `async for` /
-/// `async with` outside `async def`, misplaced `break` / `continue`, `nonlocal` / `global`
-/// misuse, `from __future__` after other code, nesting deeper than CPython accepts. The checks
-/// are conservative: what CPython compiles is never reported. The verification of every apply
-/// runs them on the output.
-#[must_use]
-pub fn compiler_errors(file: &ParsedFile) -> Vec<Error> {
-    let source = file.source();
-    crate::verify::check(file.root(), source.text())
-        .problems
-        .into_iter()
-        .map(|problem| {
-            ErrorKind::Syntax {
-                message: problem.message,
-            }
-            .at(source.location(problem.offset))
-        })
-        .collect()
+impl ParsedFile {
+    /// What CPython's compiler (not only its parser) would refuse in this file, each as an
+    /// [`ErrorKind::Syntax`] with its location, in source order: `return` outside a function or
+    /// with a value in an async generator, `yield` outside a function, `await` / `async for` /
+    /// `async with` outside `async def`, misplaced `break` / `continue`, `nonlocal` / `global`
+    /// misuse, `from __future__` after other code, nesting deeper than CPython accepts. The
+    /// checks are conservative: what CPython compiles is never reported. The verification of
+    /// every apply runs them on the output.
+    ///
+    /// ```
+    /// use pysplice::{ErrorKind, ParsedFile, SourceFile};
+    ///
+    /// let parsed = ParsedFile::parse(SourceFile::new("m.py", "x = 1\nreturn x\n"))?;
+    /// let errors = parsed.compiler_errors();
+    /// assert_eq!(errors.len(), 1);
+    /// assert!(matches!(errors[0].kind(), ErrorKind::Syntax { .. }));
+    /// assert_eq!(errors[0].location().line, 2);
+    /// # Ok::<(), pysplice::Error>(())
+    /// ```
+    #[must_use]
+    pub fn compiler_errors(&self) -> Vec<Error> {
+        let source = self.source();
+        crate::verify::check(self.root(), source.text())
+            .problems
+            .into_iter()
+            .map(|problem| {
+                ErrorKind::Syntax {
+                    message: problem.message,
+                }
+                .at(source.location(problem.offset))
+            })
+            .collect()
+    }
 }
 
 /// Applies `recipe` to `source` in memory and verifies the result.
@@ -150,23 +163,53 @@ pub fn apply(recipe: &Recipe, source: SourceFile) -> Result<Patched, Error> {
     Plan::new(recipe, Prepared::new(recipe, source)?).apply()
 }
 
-/// What [`apply_reporting`] found: the result, and what became of every hook.
+/// What [`attempt`] found: the result of applying, and what became of every hook.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Attempt {
     /// The patched file, or why there is none.
     pub result: Result<Patched, Error>,
     /// Every hook's outcome, also on failure: the plan's outcomes when a hook cannot be placed;
     /// when the edits conflict, the two hooks concerned marked failed; when they do not verify,
-    /// every hook that would have been placed (see [`crate::outcome`]). Empty only when the file
+    /// every hook that would have been placed. Empty only when the file
     /// cannot be prepared (damaged markers).
     pub outcomes: Vec<HookOutcome>,
     /// Whether every hook could be placed (a failure then came later: conflict, verification).
     pub planned: bool,
 }
 
-/// Applies like [`apply`], and says what became of every hook even when it fails.
+/// Applies like [`apply`], and says what became of every hook also when it fails: which hook
+/// could not be placed and which were fine, the two hooks of a conflict, every hook placed when
+/// the output does not verify. A program that reports per hook calls this instead of [`apply`].
+///
+/// ```
+/// use pysplice::{attempt, Recipe, SourceFile, Status};
+///
+/// let recipe = Recipe::from_toml("r.toml", r#"
+/// [recipe]
+/// id = "demo"
+/// summary = "Count calls"
+/// [[hook]]
+/// id = "imports"
+/// summary = "Imported time"
+/// ensure-imports = ["time"]
+/// [[hook]]
+/// id = "count"
+/// summary = "Counted calls"
+/// in = "Model.forward"
+/// at = "start"
+/// code = "self.calls += 1"
+/// "#)?;
+/// // No `Model.forward` here: nothing is applied, and the outcomes say which hook failed.
+/// let tried = attempt(&recipe, SourceFile::new("m.py", "def forward(x):\n    return x\n"));
+/// assert!(tried.result.is_err());
+/// assert!(!tried.planned, "a hook could not be placed");
+/// assert!(!matches!(tried.outcomes[0].status, Status::Failed { .. }), "the import could");
+/// assert!(matches!(tried.outcomes[1].status, Status::Failed { .. }));
+/// # Ok::<(), pysplice::Error>(())
+/// ```
 #[must_use]
-pub fn apply_reporting(recipe: &Recipe, source: SourceFile) -> Attempt {
+pub fn attempt(recipe: &Recipe, source: SourceFile) -> Attempt {
     let prepared = match Prepared::new(recipe, source) {
         Ok(prepared) => prepared,
         Err(err) => {

@@ -11,9 +11,7 @@ use super::{io_error, sys};
 use crate::error::{Error, ErrorKind, Location};
 use crate::source::SourceFile;
 
-/// The largest file pysplice reads or writes: 16 MiB. The largest Python modules of big
-/// projects are a few hundred KiB; anything near this size is not source a recipe should patch.
-pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) use crate::limits::MAX_FILE_BYTES;
 
 /// Reads the regular file at `path` (a symbolic link is followed), refusing anything else and
 /// anything over [`MAX_FILE_BYTES`] before reading. Every reader of pysplice goes through here:

@@ -99,7 +99,7 @@ impl MarkerLine<'_> {
 }
 
 /// Reads one line (indentation allowed, with or without its line break) as a marker line; see
-/// the [grammar](self).
+/// the [module](crate::marker) for the lines pysplice writes.
 #[must_use]
 pub fn parse_line(line: &str) -> Option<MarkerLine<'_>> {
     let code = line

@@ -25,8 +25,7 @@ mod strings;
 
 use crate::source::SourceFile;
 
-/// The deepest nesting the pre-scan lets through, in estimated levels of the syntax tree.
-pub const MAX_NESTING: usize = 100_000;
+pub(crate) use crate::limits::MAX_NESTING;
 /// CPython's limit on open brackets (`MAXLEVEL` in its tokenizer).
 pub const MAX_BRACKETS: usize = 200;
 /// CPython's limit on indentation levels (`MAXINDENT` in its tokenizer).

@@ -39,8 +39,6 @@ pub const RAISE: &str = "Raise";
 pub const TRY: &str = "Try";
 /// `try` statement with `except*`.
 pub const TRY_STAR: &str = "TryStar";
-/// `assert` statement.
-pub const ASSERT: &str = "Assert";
 /// `import` statement.
 pub const IMPORT: &str = "Import";
 /// `from ... import` statement.

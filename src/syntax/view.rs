@@ -55,7 +55,7 @@ fn present(node: &Node) -> Option<&Node> {
 
 /// A `def` or `async def` statement.
 #[derive(Clone, Copy, Debug)]
-pub struct FunctionDef<'a> {
+pub(crate) struct FunctionDef<'a> {
     /// The function's name.
     pub name: &'a str,
     /// Decorator expressions, top first.
@@ -74,7 +74,7 @@ pub struct FunctionDef<'a> {
 
 /// A `class` statement.
 #[derive(Clone, Copy, Debug)]
-pub struct ClassDef<'a> {
+pub(crate) struct ClassDef<'a> {
     /// The class's name.
     pub name: &'a str,
     /// Decorator expressions, top first.
@@ -91,7 +91,7 @@ pub struct ClassDef<'a> {
 
 /// An `a = b = value` statement.
 #[derive(Clone, Copy, Debug)]
-pub struct Assign<'a> {
+pub(crate) struct Assign<'a> {
     /// Assignment targets, left to right.
     pub targets: &'a [Node],
     /// The assigned expression.
@@ -100,7 +100,7 @@ pub struct Assign<'a> {
 
 /// An `a: T = value` statement.
 #[derive(Clone, Copy, Debug)]
-pub struct AnnAssign<'a> {
+pub(crate) struct AnnAssign<'a> {
     /// The single target.
     pub target: &'a Node,
     /// The annotation.
@@ -111,7 +111,7 @@ pub struct AnnAssign<'a> {
 
 /// An `a += value` statement.
 #[derive(Clone, Copy, Debug)]
-pub struct AugAssign<'a> {
+pub(crate) struct AugAssign<'a> {
     /// The single target.
     pub target: &'a Node,
     /// The right-hand side.
@@ -120,7 +120,7 @@ pub struct AugAssign<'a> {
 
 /// An `if` or `while` statement.
 #[derive(Clone, Copy, Debug)]
-pub struct Conditional<'a> {
+pub(crate) struct Conditional<'a> {
     /// The condition.
     pub test: &'a Node,
     /// The `body` list node.
@@ -131,7 +131,7 @@ pub struct Conditional<'a> {
 
 /// A `for` or `async for` statement.
 #[derive(Clone, Copy, Debug)]
-pub struct For<'a> {
+pub(crate) struct For<'a> {
     /// The loop target.
     pub target: &'a Node,
     /// The iterated expression.
@@ -144,7 +144,7 @@ pub struct For<'a> {
 
 /// A `with` or `async with` statement.
 #[derive(Clone, Copy, Debug)]
-pub struct With<'a> {
+pub(crate) struct With<'a> {
     /// `withitem` nodes.
     pub items: &'a [Node],
     /// The `body` list node.
@@ -153,7 +153,7 @@ pub struct With<'a> {
 
 /// One item of a `with`: `context as vars`.
 #[derive(Clone, Copy, Debug)]
-pub struct WithItem<'a> {
+pub(crate) struct WithItem<'a> {
     /// The context manager expression.
     pub context: &'a Node,
     /// The `as` target, if any.
@@ -162,7 +162,7 @@ pub struct WithItem<'a> {
 
 /// A `try` statement (with `except` or `except*`).
 #[derive(Clone, Copy, Debug)]
-pub struct Try<'a> {
+pub(crate) struct Try<'a> {
     /// The `body` list node.
     pub body: &'a Node,
     /// `ExceptHandler` nodes.
@@ -175,7 +175,7 @@ pub struct Try<'a> {
 
 /// One `except` clause.
 #[derive(Clone, Copy, Debug)]
-pub struct ExceptHandler<'a> {
+pub(crate) struct ExceptHandler<'a> {
     /// The caught type, absent for a bare `except:`.
     pub type_: Option<&'a Node>,
     /// The `as` name.
@@ -186,7 +186,7 @@ pub struct ExceptHandler<'a> {
 
 /// One `case` of a `match`.
 #[derive(Clone, Copy, Debug)]
-pub struct MatchCase<'a> {
+pub(crate) struct MatchCase<'a> {
     /// The pattern.
     pub pattern: &'a Node,
     /// The `if` guard.
@@ -198,14 +198,14 @@ pub struct MatchCase<'a> {
 impl Node {
     /// Whether this node is of `kind` (one of [`kind`]'s constants).
     #[must_use]
-    pub fn is(&self, kind: &str) -> bool {
+    pub(crate) fn is(&self, kind: &str) -> bool {
         self.kind() == kind
     }
 
     /// Whether this node is an expression that may stand in parentheses (not a slice, a starred
     /// item or the field of an f-string).
     #[must_use]
-    pub fn is_expression(&self) -> bool {
+    pub(crate) fn is_expression(&self) -> bool {
         matches!(
             self.kind(),
             kind::BOOL_OP
@@ -237,7 +237,7 @@ impl Node {
 
     /// The `body` list of a `Module`.
     #[must_use]
-    pub fn module_body(&self) -> Option<&Node> {
+    pub(crate) fn module_body(&self) -> Option<&Node> {
         match (self.kind(), self.children()) {
             (kind::MODULE, [body]) => Some(body),
             _ => None,
@@ -246,7 +246,7 @@ impl Node {
 
     /// The view of a `def` or `async def`.
     #[must_use]
-    pub fn as_function_def(&self) -> Option<FunctionDef<'_>> {
+    pub(crate) fn as_function_def(&self) -> Option<FunctionDef<'_>> {
         let is_async = match self.kind() {
             kind::FUNCTION_DEF => false,
             kind::ASYNC_FUNCTION_DEF => true,
@@ -268,7 +268,7 @@ impl Node {
 
     /// The view of a `class`.
     #[must_use]
-    pub fn as_class_def(&self) -> Option<ClassDef<'_>> {
+    pub(crate) fn as_class_def(&self) -> Option<ClassDef<'_>> {
         match (self.kind(), self.children()) {
             (kind::CLASS_DEF, [decorators, bases, keywords, type_params, body]) => Some(ClassDef {
                 name: self.label()?,
@@ -284,7 +284,7 @@ impl Node {
 
     /// The value of a `return`: `Some(None)` for a bare `return`.
     #[must_use]
-    pub fn as_return(&self) -> Option<Option<&Node>> {
+    pub(crate) fn as_return(&self) -> Option<Option<&Node>> {
         match (self.kind(), self.children()) {
             (kind::RETURN, [value]) => Some(present(value)),
             _ => None,
@@ -293,7 +293,7 @@ impl Node {
 
     /// The view of an `Assign`.
     #[must_use]
-    pub fn as_assign(&self) -> Option<Assign<'_>> {
+    pub(crate) fn as_assign(&self) -> Option<Assign<'_>> {
         match (self.kind(), self.children()) {
             (kind::ASSIGN, [targets, value]) => Some(Assign {
                 targets: targets.children(),
@@ -305,7 +305,7 @@ impl Node {
 
     /// The view of an `AnnAssign`.
     #[must_use]
-    pub fn as_ann_assign(&self) -> Option<AnnAssign<'_>> {
+    pub(crate) fn as_ann_assign(&self) -> Option<AnnAssign<'_>> {
         match (self.kind(), self.children()) {
             (kind::ANN_ASSIGN, [target, annotation, value]) => Some(AnnAssign {
                 target,
@@ -318,7 +318,7 @@ impl Node {
 
     /// The view of an `AugAssign`.
     #[must_use]
-    pub fn as_aug_assign(&self) -> Option<AugAssign<'_>> {
+    pub(crate) fn as_aug_assign(&self) -> Option<AugAssign<'_>> {
         match (self.kind(), self.children()) {
             (kind::AUG_ASSIGN, [target, value]) => Some(AugAssign { target, value }),
             _ => None,
@@ -327,7 +327,7 @@ impl Node {
 
     /// The view of an `if` or `while`.
     #[must_use]
-    pub fn as_conditional(&self) -> Option<Conditional<'_>> {
+    pub(crate) fn as_conditional(&self) -> Option<Conditional<'_>> {
         match (self.kind(), self.children()) {
             (kind::IF | kind::WHILE, [test, body, orelse]) => Some(Conditional { test, body, orelse }),
             _ => None,
@@ -336,7 +336,7 @@ impl Node {
 
     /// The view of a `for` or `async for`.
     #[must_use]
-    pub fn as_for(&self) -> Option<For<'_>> {
+    pub(crate) fn as_for(&self) -> Option<For<'_>> {
         match (self.kind(), self.children()) {
             (kind::FOR | kind::ASYNC_FOR, [target, iter, body, orelse]) => Some(For {
                 target,
@@ -350,7 +350,7 @@ impl Node {
 
     /// The view of a `with` or `async with`.
     #[must_use]
-    pub fn as_with(&self) -> Option<With<'_>> {
+    pub(crate) fn as_with(&self) -> Option<With<'_>> {
         match (self.kind(), self.children()) {
             (kind::WITH | kind::ASYNC_WITH, [items, body]) => Some(With {
                 items: items.children(),
@@ -362,7 +362,7 @@ impl Node {
 
     /// The view of a `withitem`.
     #[must_use]
-    pub fn as_with_item(&self) -> Option<WithItem<'_>> {
+    pub(crate) fn as_with_item(&self) -> Option<WithItem<'_>> {
         match (self.kind(), self.children()) {
             (kind::WITH_ITEM, [context, vars]) => Some(WithItem {
                 context,
@@ -374,7 +374,7 @@ impl Node {
 
     /// The view of a `try`.
     #[must_use]
-    pub fn as_try(&self) -> Option<Try<'_>> {
+    pub(crate) fn as_try(&self) -> Option<Try<'_>> {
         match (self.kind(), self.children()) {
             (kind::TRY | kind::TRY_STAR, [body, handlers, orelse, finalbody]) => Some(Try {
                 body,
@@ -388,7 +388,7 @@ impl Node {
 
     /// The view of an `ExceptHandler`.
     #[must_use]
-    pub fn as_except_handler(&self) -> Option<ExceptHandler<'_>> {
+    pub(crate) fn as_except_handler(&self) -> Option<ExceptHandler<'_>> {
         match (self.kind(), self.children()) {
             (kind::EXCEPT_HANDLER, [type_, name, body]) => Some(ExceptHandler {
                 type_: present(type_),
@@ -401,7 +401,7 @@ impl Node {
 
     /// The subject and `match_case` nodes of a `match`.
     #[must_use]
-    pub fn as_match(&self) -> Option<(&Node, &[Node])> {
+    pub(crate) fn as_match(&self) -> Option<(&Node, &[Node])> {
         match (self.kind(), self.children()) {
             (kind::MATCH, [subject, cases]) => Some((subject, cases.children())),
             _ => None,
@@ -410,7 +410,7 @@ impl Node {
 
     /// The view of a `match_case`.
     #[must_use]
-    pub fn as_match_case(&self) -> Option<MatchCase<'_>> {
+    pub(crate) fn as_match_case(&self) -> Option<MatchCase<'_>> {
         match (self.kind(), self.children()) {
             (kind::MATCH_CASE, [pattern, guard, body]) => Some(MatchCase {
                 pattern,
@@ -423,7 +423,7 @@ impl Node {
 
     /// The name, type parameters and value of a `type X = ...`.
     #[must_use]
-    pub fn as_type_alias(&self) -> Option<(&Node, &[Node], &Node)> {
+    pub(crate) fn as_type_alias(&self) -> Option<(&Node, &[Node], &Node)> {
         match (self.kind(), self.children()) {
             (kind::TYPE_ALIAS, [name, params, value]) => Some((name, params.children(), value)),
             _ => None,
@@ -433,7 +433,7 @@ impl Node {
     /// The items of the single list field of `Delete` (targets), `Import`, `ImportFrom`,
     /// `Global` and `Nonlocal` (names).
     #[must_use]
-    pub fn items(&self) -> Option<&[Node]> {
+    pub(crate) fn items(&self) -> Option<&[Node]> {
         match (self.kind(), self.children()) {
             (kind::DELETE | kind::IMPORT | kind::IMPORT_FROM | kind::GLOBAL | kind::NONLOCAL, [list]) => {
                 Some(list.children())
@@ -444,8 +444,6 @@ impl Node {
 }
 
 mod expr;
-
-pub use expr::{Attribute, Call, Generator, Keyword, Subscript};
 
 #[cfg(test)]
 mod tests;

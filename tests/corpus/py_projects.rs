@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Instant;
 
-use pysplice::pattern::visit_statements;
 use pysplice::{apply, revert, DefKind, Depth, Error, Node, ParsedFile, Patched, Recipe, SourceFile, Status};
 
 /// Reasons a hook may be refused for: each is a limitation docs/spec.md documents (the test
@@ -85,6 +84,19 @@ fn target_of(parsed: &ParsedFile, index: usize) -> String {
     } else {
         let n = all.iter().position(|o| o.range() == d.range()).unwrap_or(0) + 1;
         format!("{}#{n}", d.path())
+    }
+}
+
+/// Calls `visit` on every statement of `block`: its direct children for [`Depth::Top`], else
+/// also the statements of nested blocks, never inside nested definitions.
+fn visit_statements<'a>(block: &'a Node, depth: Depth, visit: &mut dyn FnMut(&'a Node)) {
+    for stmt in block.children() {
+        visit(stmt);
+        if depth == Depth::Nested && !stmt.is_definition() {
+            for inner in stmt.blocks() {
+                visit_statements(inner, depth, visit);
+            }
+        }
     }
 }
 
@@ -352,7 +364,7 @@ fn check_file(report: &mut Report, label: &str, text: &str, out_path: &Path) -> 
         }
     };
     // CPython compiles every file of the corpus: the compile check must find nothing in them.
-    for err in pysplice::engine::compiler_errors(&parsed) {
+    for err in parsed.compiler_errors() {
         report
             .failures
             .push(format!("compile check, on a file CPython compiles: {err}"));

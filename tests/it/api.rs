@@ -420,6 +420,46 @@ fn crate_doc_test(lib: &str) -> String {
         .collect()
 }
 
+/// The part of `examples/folder.rs` between its `// [folder run]` and `// [end]` lines, out of
+/// `main`'s indentation.
+fn folder_example(example: &str) -> String {
+    let lines: Vec<&str> = example.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.trim() == "// [folder run]")
+        .expect("the start")
+        + 1;
+    let end = lines.iter().position(|l| l.trim() == "// [end]").expect("the end");
+    lines[start..end]
+        .iter()
+        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+        .collect()
+}
+
+#[test]
+fn the_library_docs_show_the_folder_example_that_ci_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let example = folder_example(&std::fs::read_to_string(root.join("examples/folder.rs")).unwrap());
+    assert!(
+        example.contains("Batch::run_with(") && example.contains(".write()"),
+        "{example}"
+    );
+    let docs = std::fs::read_to_string(root.join("docs/library.md")).unwrap();
+    assert_eq!(
+        markdown_block(&docs, "## Folders and packages"),
+        example,
+        "docs/library.md must show examples/folder.rs as it is"
+    );
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert_eq!(
+        markdown_block(&readme, "### Folder runs"),
+        example,
+        "the README must show examples/folder.rs as it is"
+    );
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    assert!(ci.contains("cargo run --quiet --example folder"), "CI runs the example");
+}
+
 #[test]
 fn the_library_docs_show_the_crate_doc_test() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -8,7 +8,6 @@
 use std::path::Path;
 use std::process::Command;
 
-use pysplice::engine::compiler_errors;
 use pysplice::{ParsedFile, SourceFile};
 
 #[test]
@@ -29,7 +28,7 @@ fn compile_checks_agree_with_cpython_on_random_programs() {
             let cpython = case["msg"].as_str();
             let parsed = ParsedFile::parse(SourceFile::new("t.py", src))
                 .unwrap_or_else(|err| panic!("CPython parses what pysplice does not: {err}\n{src}"));
-            let ours = compiler_errors(&parsed);
+            let ours = parsed.compiler_errors();
             counts[usize::from(cpython.is_some())] += 1;
             match (cpython, ours.first()) {
                 (None, Some(err)) => disagreements.push(format!("refused what CPython compiles: {err}\n{src}")),

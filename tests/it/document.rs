@@ -3,7 +3,7 @@
 //! Also: the main public types are `Send + Sync`.
 
 use proptest::prelude::*;
-use pysplice::document::{Document, DocumentPlan, MarkerRef, TextEdit, Utf16Position, Utf16Range};
+use pysplice::{Document, DocumentPlan, MarkerRef, TextEdit, Utf16Position, Utf16Range};
 use pysplice::{Error, ErrorKind, ParsedFile, Patched, Plan, Recipe, SourceFile, Status};
 
 fn assert_send_sync<T: Send + Sync>() {}
@@ -18,7 +18,7 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<Error>();
     assert_send_sync::<Document>();
     assert_send_sync::<DocumentPlan>();
-    assert_send_sync::<pysplice::document::KeptPlan>();
+    assert_send_sync::<pysplice::KeptPlan>();
     assert_send_sync::<TextEdit>();
     assert_send_sync::<pysplice::project::Project>();
     assert_send_sync::<pysplice::project::ClassGraph<'static>>();
@@ -115,7 +115,7 @@ fn pos(line: u32, character: u32) -> Utf16Position {
     Utf16Position::new(line, character)
 }
 
-fn hook<'p>(plan: &'p DocumentPlan, id: &str) -> &'p pysplice::document::DocumentHook {
+fn hook<'p>(plan: &'p DocumentPlan, id: &str) -> &'p pysplice::DocumentHook {
     plan.hooks.iter().find(|h| h.id == id).unwrap()
 }
 

@@ -3,8 +3,7 @@
 //! match, a long indentation times many lines) is refused with a typed error before the text is
 //! built; the file is left untouched.
 
-use pysplice::spec::MAX_RECIPE_CODE_BYTES;
-use pysplice::template::MAX_RENDERED_BYTES;
+use pysplice::limits::{MAX_RECIPE_CODE_BYTES, MAX_RENDERED_BYTES};
 use pysplice::{Error, ErrorKind, Recipe, SourceFile};
 use pysplice_test_support::recipe_text::{hook_at_module_end, recipe_with_big_var};
 

@@ -2,7 +2,7 @@
 //! to write (plan, apply, outcomes, the builder), parsing and the outline, the compile checks,
 //! the engine (with the templates' captures and parameters), the project graph, the document
 //! API, generated-input
-//! properties, hostile input, expansion limits, and the snapshot folder itself.
+//! properties, hostile input, expansion limits, the public API, and the snapshot folder itself.
 //!
 //! The corpus-heavy library tests (other projects' files, every pinned SGLang release against
 //! CPython) are the `corpus` binary (`tests/corpus/`).
@@ -20,5 +20,6 @@ mod params;
 mod parse;
 mod project;
 mod props;
+mod public_api;
 mod snapshots;
 mod support;

@@ -6,7 +6,9 @@ use std::path::Path;
 
 /// Every snapshot name the tests of this binary take.
 fn library_snapshots() -> Vec<String> {
-    crate::engine::snapshot_names()
+    let mut names = crate::engine::snapshot_names();
+    names.push(crate::public_api::SNAPSHOT.to_string());
+    names
 }
 
 /// The files of `dir` that are not `<known>.snap`, sorted.

@@ -3,9 +3,7 @@
 
 use lsp_server::ErrorCode;
 use lsp_types::{CodeAction, CodeActionDisabled, CodeActionKind, CodeActionOrCommand, CodeActionParams, Diagnostic};
-use pysplice::document::DocumentPlan;
-use pysplice::Recipe;
-use pysplice::Status;
+use pysplice::{DocumentPlan, Recipe, Status};
 
 use crate::convert::workspace_edit;
 use crate::open::{edits_of, plan_of, Open};

@@ -8,7 +8,7 @@ use lsp_types::{
     Diagnostic, DiagnosticSeverity, DocumentChanges, InitializeParams, NumberOrString, OneOf,
     OptionalVersionedTextDocumentIdentifier, Position, Range, TextDocumentEdit, Uri, WorkspaceEdit,
 };
-use pysplice::document::{TextEdit, Utf16Position, Utf16Range};
+use pysplice::{TextEdit, Utf16Position, Utf16Range};
 
 pub fn diagnostic(range: Utf16Range, severity: DiagnosticSeverity, code: String, message: String) -> Diagnostic {
     Diagnostic {
@@ -77,7 +77,7 @@ pub fn workspace_limit(options: Option<&serde_json::Value>) -> (usize, Option<St
     match given.as_u64() {
         Some(n) if (1..=MAX_WORKSPACE_FILES as u64).contains(&n) => (n as usize, None),
         _ => {
-            let shown = pysplice::shown(&given.to_string());
+            let shown = pysplice::report::shown(&given.to_string());
             let problem = format!(
                 "initializationOptions.maxWorkspaceFiles must be a whole number from 1 to {MAX_WORKSPACE_FILES}, not {shown}; {MAX_WORKSPACE_FILES} is used"
             );

@@ -12,7 +12,7 @@ use lsp_types::{
     DidCloseTextDocumentParams, DidOpenTextDocumentParams, ExecuteCommandParams, Hover, HoverContents, HoverParams,
     MarkupContent, MarkupKind, NumberOrString, Uri,
 };
-use pysplice::document::{Document, Utf16Position};
+use pysplice::{Document, Utf16Position};
 
 use crate::convert::{diagnostic, from_range, to_range, uri_name, uri_path};
 use crate::open::{hook_diagnostic, plan_of, Open};

@@ -6,7 +6,8 @@
 //! Point an editor's LSP client at `target/release/pysplice-lsp` for Python files.
 //! Recipes come from `initializationOptions` (`{"recipes": ["path/to/recipe.toml", ...]}`), or
 //! else from a `pysplice.toml` at the workspace root (`recipes = ["...", ...]`). Relative paths
-//! are taken from the workspace root; `builtin:sglang-hs-dump` names the bundled recipe.
+//! are taken from the workspace root; `builtin:sglang-hs-dump` and `builtin:sglang-hs-dump-models`
+//! name the SGLang recipes bundled in the program (docs/cli.md says why), none applied unless named.
 //!
 //! On every open Python file that a recipe concerns (it carries the recipe's markers, or defines
 //! one of the definitions its hooks target), each hook gets a diagnostic: information where it

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use lsp_types::{Diagnostic, DiagnosticSeverity, Uri};
-use pysplice::document::{Document, DocumentPlan, KeptPlan, Utf16Range};
+use pysplice::{Document, DocumentPlan, KeptPlan, Utf16Range};
 use pysplice::{Error, ErrorKind, Recipe, Status};
 
 use crate::convert::diagnostic;
@@ -110,10 +110,10 @@ pub fn hook_diagnostic(recipe: &Recipe, plan: &DocumentPlan, hook: &pysplice::Do
 /// not read such a file, and a parse of it would stall the server for every keystroke.
 pub fn too_large(doc: &Document) -> Option<Failure> {
     let size = doc.len_bytes() as u64;
-    (size > pysplice::files::MAX_FILE_BYTES).then(|| Failure {
+    (size > pysplice::limits::MAX_FILE_BYTES).then(|| Failure {
         message: format!(
             "the file has {size} bytes, more than the limit of {} bytes: not checked",
-            pysplice::files::MAX_FILE_BYTES
+            pysplice::limits::MAX_FILE_BYTES
         ),
         range: doc.line_range(1),
         severity: Some(DiagnosticSeverity::INFORMATION),

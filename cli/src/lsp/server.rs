@@ -9,8 +9,8 @@ use lsp_types::notification::{Notification as _, PublishDiagnostics, ShowMessage
 use lsp_types::{
     Diagnostic, DiagnosticSeverity, InitializeParams, MessageType, PublishDiagnosticsParams, ShowMessageParams, Uri,
 };
-use pysplice::document::{Document, TextEdit};
 use pysplice::recipes::config::RecipeConfig;
+use pysplice::{Document, TextEdit};
 use pysplice::{Error, Recipe};
 
 use crate::convert::{diagnostic, path_uri, same_file, uri_path, workspace_root};

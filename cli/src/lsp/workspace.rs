@@ -16,7 +16,7 @@ use std::path::Path;
 use lsp_server::{ErrorCode, Message, RequestId, Response};
 use lsp_types::request::{Request as _, ShowMessageRequest};
 use lsp_types::{MessageActionItem, MessageType, ShowMessageRequestParams, Uri};
-use pysplice::document::{Document, TextEdit};
+use pysplice::{Document, TextEdit};
 use pysplice::{ParsedFile, Recipe, SourceFile, Target};
 
 use crate::convert::{path_uri, python_files, workspace_edits, workspace_limit};
@@ -127,7 +127,10 @@ impl Server<'_> {
             let ids: Vec<&str> = self.recipes.iter().map(|r| r.id.as_str()).collect();
             return Err((
                 ErrorCode::InvalidParams,
-                format!("no recipe `{}` is configured: name one of {ids:?}", pysplice::shown(id)),
+                format!(
+                    "no recipe `{}` is configured: name one of {ids:?}",
+                    pysplice::report::shown(id)
+                ),
             ));
         };
         let root = self.workspace_folder()?;
@@ -202,7 +205,7 @@ impl Server<'_> {
                 .take(NAMED_FILES)
                 .map(|(name, which)| {
                     let ids: Vec<&str> = which.iter().map(|&i| recipes[i].id.as_str()).collect();
-                    format!("{} ({})", pysplice::shown(name), ids.join(", "))
+                    format!("{} ({})", pysplice::report::shown(name), ids.join(", "))
                 })
                 .collect();
             if ambiguous.len() > NAMED_FILES {

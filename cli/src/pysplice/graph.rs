@@ -2,19 +2,66 @@
 //!
 //! Exit codes: 0 success, 1 class / method / chain not found (with close candidates),
 //! 2 bad usage or an unreadable directory. With `--json`, one object of `pysplice_cli::contract` per
-//! query, on one line, also on failure. Entry classes and draft models follow SGLang's conventions
-//! (`EntryClass`, Eagle / NextN / MTP ... in a name).
+//! query, on one line, also on failure. Which classes are entries and which are draft models is
+//! no convention of the program's own: it comes from a recipe's `[conventions]` (`--spec`) or from
+//! `--entry-list` / `--draft-marker`; with neither, no class is an entry and none a draft.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pysplice::project::{Project, QueryError, ScanOptions, Scope};
+use pysplice::Conventions;
 use pysplice_cli::contract::{Body, ErrorInfo, Forwards, Graph, Output, ReachBody};
+
+/// Where the class-graph commands take their conventions from: a recipe, then the flags on top.
+#[derive(clap::Args, Debug, Default)]
+pub struct ConventionArgs {
+    /// Take the entry-class list and the draft markers from this recipe's `[conventions]`: a TOML
+    /// hook spec, or `builtin:NAME` (`builtin:sglang-hs-dump-models` for SGLang's models folder).
+    #[arg(long, value_name = "RECIPE")]
+    pub spec: Option<PathBuf>,
+    /// The module-level variable that lists a file's entry classes (`EntryClass` in SGLang);
+    /// replaces the recipe's.
+    #[arg(long, value_name = "NAME")]
+    pub entry_list: Option<String>,
+    /// A name part that marks a class as a draft model when its name or file contains it
+    /// (case-insensitive; repeatable); replaces the recipe's.
+    #[arg(long = "draft-marker", value_name = "WORD")]
+    pub draft_markers: Vec<String>,
+}
+
+impl ConventionArgs {
+    /// The conventions asked for; on a recipe that cannot be read, its error printed and code 2.
+    fn conventions(&self) -> Result<Conventions, u8> {
+        let mut conventions = match &self.spec {
+            Some(path) => crate::splice::load_recipe(path)?.conventions,
+            None => Conventions::default(),
+        };
+        if let Some(name) = &self.entry_list {
+            let first = name.chars().next();
+            let word = |c: char| c == '_' || c.is_alphanumeric();
+            if !first.is_some_and(|c| word(c) && !c.is_ascii_digit()) || !name.chars().all(word) {
+                errln!(
+                    "error: --entry-list `{}` is not a Python name",
+                    pysplice::report::printable(name)
+                );
+                return Err(2);
+            }
+            conventions = conventions.with_entry_list(name.clone());
+        }
+        if !self.draft_markers.is_empty() {
+            conventions = conventions.with_draft_markers(self.draft_markers.iter().cloned());
+        }
+        Ok(conventions)
+    }
+}
 
 /// Arguments of `graph`.
 #[derive(clap::Args)]
 pub struct GraphArgs {
     /// The package directory.
     pub dir: PathBuf,
+    #[command(flatten)]
+    pub conventions: ConventionArgs,
     /// Start from this entry class.
     #[arg(long)]
     pub entry: Option<String>,
@@ -33,6 +80,8 @@ pub struct ReachArgs {
     pub dir: PathBuf,
     /// A method path such as `DeepseekV2Model.forward`.
     pub path: String,
+    #[command(flatten)]
+    pub conventions: ConventionArgs,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -45,6 +94,8 @@ pub struct ForwardsArgs {
     pub dir: PathBuf,
     /// The wrapper class.
     pub wrapper: String,
+    #[command(flatten)]
+    pub conventions: ConventionArgs,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -63,15 +114,11 @@ fn text(text: &str) {
     emit(&pysplice::report::printable_lines(text));
 }
 
-/// The project of `dir`, read with SGLang's conventions.
-fn scan_dir(dir: &std::path::Path) -> Result<Project, pysplice::Error> {
-    let options = ScanOptions::default().with_conventions(pysplice_sglang::models::conventions());
-    Project::scan_with(dir, &options)
-}
-
-/// Scans `dir`; on failure reports the error (as JSON with `--json`) and gives exit code 2.
-fn scan(dir: &std::path::Path, json: bool, empty: fn() -> Body) -> Result<Project, u8> {
-    scan_dir(dir).map_err(|err| {
+/// Scans `dir` with `conventions`; on failure reports the error (as JSON with `--json`) and gives
+/// exit code 2.
+fn scan(dir: &Path, conventions: &ConventionArgs, json: bool, empty: fn() -> Body) -> Result<Project, u8> {
+    let options = ScanOptions::default().with_conventions(conventions.conventions()?);
+    Project::scan_with(dir, &options).map_err(|err| {
         if json {
             let output = Output::failed(dir.display().to_string(), empty(), ErrorInfo::from(&err));
             emit(&format!("{}\n", output.to_line()));
@@ -133,7 +180,7 @@ fn empty_graph() -> Body {
 
 /// Runs `graph`.
 pub fn graph(args: &GraphArgs) -> u8 {
-    let project = match scan(&args.dir, args.json, empty_graph) {
+    let project = match scan(&args.dir, &args.conventions, args.json, empty_graph) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -208,7 +255,7 @@ pub fn graph(args: &GraphArgs) -> u8 {
 /// Runs `reach`.
 pub fn reach(args: &ReachArgs) -> u8 {
     let empty = || Body::Reach(ReachBody { reach: None });
-    let project = match scan(&args.dir, args.json, empty) {
+    let project = match scan(&args.dir, &args.conventions, args.json, empty) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -233,7 +280,11 @@ pub fn forwards(args: &ForwardsArgs) -> u8 {
             forwards,
         })
     };
-    let project = match scan_dir(&args.dir) {
+    let options = match args.conventions.conventions() {
+        Ok(conventions) => ScanOptions::default().with_conventions(conventions),
+        Err(code) => return code,
+    };
+    let project = match Project::scan_with(&args.dir, &options) {
         Ok(p) => p,
         Err(err) => {
             if args.json {

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use pysplice::{DiskFile, Recipe, Status};
+use pysplice::files::DiskFile;
+use pysplice::{Recipe, Status};
 use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, Output, Splice, Words};
 
 use crate::splice::{hook_results, load_recipe, placed};
@@ -42,7 +43,7 @@ pub fn matrix(args: &MatrixArgs) -> u8 {
         let (result, outcomes) = match DiskFile::read(&path) {
             Err(err) => (Err(err), Vec::new()),
             Ok(file) => {
-                let attempt = pysplice::engine::apply_reporting(&recipe, file.source().clone());
+                let attempt = pysplice::attempt(&recipe, file.source().clone());
                 (attempt.result, attempt.outcomes)
             }
         };

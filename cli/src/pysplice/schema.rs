@@ -39,7 +39,7 @@ pub fn run(args: &Args) -> u8 {
 
 /// The schema as checked in under `schemas/`: pretty JSON and a final line break.
 fn text() -> String {
-    let schema = pysplice::spec::spec_schema();
+    let schema = pysplice::Recipe::json_schema();
     // A schema of plain structs always serializes; the fallback keeps this free of panics.
     let json = serde_json::to_string_pretty(&schema).unwrap_or_else(|_| "{}".to_string());
     format!("{json}\n")

@@ -211,7 +211,7 @@ fn file_status(mode: Mode, dry_run: bool, pending: bool, changed: bool) -> FileS
 }
 
 /// The note for each file written that had other hard links (which keep the old content).
-fn hard_link_notes(written: &[&pysplice::DiskFile]) {
+fn hard_link_notes(written: &[&pysplice::files::DiskFile]) {
     for file in written.iter().filter(|f| f.hard_links() > 1) {
         errln!(
             "note: {} had {} hard links; it is now a file of its own, the other names keep the old content",

@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
+use pysplice::files::DiskFile;
 use pysplice::report::printable;
-use pysplice::{report, DiskFile, Error, HookOutcome, Patched, Recipe};
+use pysplice::{report, Error, HookOutcome, Patched, Recipe};
 use pysplice_cli::contract::{Body, ErrorInfo, HookResult, Output, Splice};
 use pysplice_sglang::install::{self as sglang_install, Release};
 
@@ -24,7 +25,7 @@ fn failed(args: &Args, recipe: &Recipe, file: &Path, error: ErrorInfo, outcomes:
 
 /// Applies the recipe, reporting every hook when one cannot be placed.
 fn apply(args: &Args, recipe: &Recipe, file: &DiskFile) -> Result<Patched, u8> {
-    let attempt = pysplice::engine::apply_reporting(recipe, file.source().clone());
+    let attempt = pysplice::attempt(recipe, file.source().clone());
     let (planned, outcomes) = (attempt.planned, attempt.outcomes);
     attempt.result.map_err(|err| {
         if !args.json && !outcomes.is_empty() && !planned {

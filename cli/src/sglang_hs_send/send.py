@@ -601,9 +601,15 @@ class Record:
             self._append(line)
 
     def close(self):
+        """Flushes and closes the record (and so frees its lock); a second call does nothing."""
         with self.lock:
-            os.fsync(self.fd)
-            os.close(self.fd)
+            if self.fd is None:
+                return
+            fd, self.fd = self.fd, None
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------
@@ -814,11 +820,11 @@ def _human(x):
 
 
 class Run:
-    def __init__(self, args, tokenizer):
+    def __init__(self, args, tokenizer, record):
         self.args, self.tokenizer = args, tokenizer
         self.progress = None
         self.folders = Folders(args.dump_dir, self.say) if args.dump_dir else None
-        self.record = Record(args.record, self.say)
+        self.record = record
         self.stats = dict(done=0, skipped=0, failed=0, tokens=0, on_disk=0, answered=0, masked=0, partial=0, duplicates=0)
         self.lock = threading.Lock()
         self.pending = dict()  # rid -> (digest, mask runs, tokens, line): sent, sample not landed yet
@@ -1460,17 +1466,23 @@ def main(argv=None):
             open_input(args.conversations).close()
         if preflight(args):
             return 2
-        # request dumps need the tokenizer only for requests that came as text
-        tokenizer = load_tokenizer(args) if args.tokenizer else None
-        if tokenizer is None and args.tokenizer:
-            return 2
-        make_dump_dirs(args)
+        # The record (and its lock) first: a second sender on the same job is refused at once,
+        # not after loading a tokenizer. Nothing is printed yet, so its lines go out as they are.
+        record = Record(args.record)
         try:
-            run = Run(args, tokenizer)
-        except ValueError as exc:
-            say(str(exc))
-            return 2
-        return run.run()
+            # request dumps need the tokenizer only for requests that came as text
+            tokenizer = load_tokenizer(args) if args.tokenizer else None
+            if tokenizer is None and args.tokenizer:
+                return 2
+            make_dump_dirs(args)
+            try:
+                run = Run(args, tokenizer, record)
+            except ValueError as exc:
+                say(str(exc))
+                return 2
+            return run.run()
+        finally:
+            record.close()
     except Refused as exc:
         say(str(exc))
         return 2

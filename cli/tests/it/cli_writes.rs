@@ -533,7 +533,7 @@ fn files_over_the_size_limit_are_refused() {
     let spec = dir.spec();
     let big = dir.path().join("big.py");
     let handle = fs::File::create(&big).unwrap();
-    handle.set_len(pysplice::files::MAX_FILE_BYTES + 1).unwrap();
+    handle.set_len(pysplice::limits::MAX_FILE_BYTES + 1).unwrap();
     let output = run(pysplice(), &[p("apply"), p("--spec"), &spec, &big]);
     assert_exit(&output, 2);
     assert!(
@@ -541,7 +541,7 @@ fn files_over_the_size_limit_are_refused() {
         "{}",
         text(&output.stderr)
     );
-    assert_eq!(fs::metadata(&big).unwrap().len(), pysplice::files::MAX_FILE_BYTES + 1);
+    assert_eq!(fs::metadata(&big).unwrap().len(), pysplice::limits::MAX_FILE_BYTES + 1);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -823,7 +823,7 @@ fn a_folder_swapped_between_read_and_write_redirects_nothing() {
         fs::create_dir(&d).unwrap();
         let target = d.join("m.py");
         fs::write(&target, MODEL).unwrap();
-        let read = pysplice::DiskFile::read(&target).unwrap();
+        let read = pysplice::files::DiskFile::read(&target).unwrap();
         let batch = pysplice::batch::Batch::run(&recipe, std::slice::from_ref(&target), pysplice::batch::Op::Apply);
         let moved = dir.path().join("d.old");
         fs::rename(&d, &moved).unwrap();
@@ -868,7 +868,7 @@ fn a_folder_swapped_between_read_and_write_redirects_nothing() {
 fn an_apply_over_the_size_limit_is_refused_before_writing() {
     let dir = Dir::new();
     let spec = dir.spec();
-    let limit = usize::try_from(pysplice::files::MAX_FILE_BYTES).unwrap();
+    let limit = usize::try_from(pysplice::limits::MAX_FILE_BYTES).unwrap();
     // Just under the limit: the hook's line takes it over.
     let mut source = MODEL.to_string();
     let filler = limit - source.len() - 2;

@@ -7,7 +7,7 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use pysplice::template::MAX_RENDERED_BYTES;
+use pysplice::limits::MAX_RENDERED_BYTES;
 use pysplice_test_support::recipe_text::{hook_at_module_end, recipe_with_big_var};
 
 const MIB: usize = 1 << 20;

@@ -73,7 +73,7 @@ fn assert_fails(output: &Output, code: i32, needles: &[&str]) {
 /// Files of a million levels: the construct, and the 1-based column where the scan gives up.
 fn deep_files() -> Vec<(&'static str, String, String)> {
     let n = DEPTH;
-    let limit = pysplice::parse::MAX_NESTING;
+    let limit = pysplice::limits::MAX_NESTING;
     vec![
         (
             "minus",

@@ -103,7 +103,7 @@ fn a_fifo_or_device_as_a_recipe_is_reported() {
     mkfifo(&dir.path().join("fifo.toml"));
     std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.toml")).unwrap();
     let big = std::fs::File::create(dir.path().join("big.toml")).unwrap();
-    big.set_len(pysplice::files::MAX_FILE_BYTES + 1).unwrap();
+    big.set_len(pysplice::limits::MAX_FILE_BYTES + 1).unwrap();
     let output = session(dir.path());
     assert_served(
         &output,

@@ -11,6 +11,7 @@ mod cli_splice;
 mod cli_version;
 mod cli_writes;
 mod expansion_limits;
+mod graph_conventions;
 mod hostile_input;
 mod launch_flags;
 mod lsp;

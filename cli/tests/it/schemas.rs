@@ -28,7 +28,7 @@ fn output_schema_is_current() {
 
 #[test]
 fn hook_spec_schema_is_current() {
-    check("hook-spec.schema.json", &pysplice::spec::spec_schema());
+    check("hook-spec.schema.json", &pysplice::Recipe::json_schema());
 }
 
 #[test]

@@ -562,8 +562,15 @@ fn arch_runs_note_hard_links() {
 /// the terminal.
 #[test]
 fn names_with_control_characters_are_printed_escaped() {
-    let dir = copy("odd-names");
-    let models = dir.join("sglang/srt/models");
+    // The printing is per file: a folder of two models is enough for `--arch all`.
+    let models = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sglang_models_cli/odd-names/sglang/srt/models");
+    let _ = std::fs::remove_dir_all(&models);
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::copy(
+        common::models_dir("0.5.23").join("qwen2_moe.py"),
+        models.join("qwen2_moe.py"),
+    )
+    .unwrap();
     let path = models.to_str().unwrap();
     let evil = models.join("evil\u{1b}]0;PWNED\u{7}x.py");
     std::fs::copy(models.join("qwen2_moe.py"), &evil).unwrap();

@@ -9,14 +9,14 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::Criterion;
-use pysplice::parse::parse_snippet;
-use pysplice::Pattern;
+use pysplice::{ParsedFile, Pattern, SourceFile};
 
 fn main() {
     let args: Vec<String> = (0..1000).map(|i| format!("a{i}")).collect();
-    let call = parse_snippet("bench.py", &format!("g({})\n", args.join(", ")))
-        .expect("the call parses")
-        .remove(0);
+    let parsed =
+        ParsedFile::parse(SourceFile::new("bench.py", format!("g({})\n", args.join(", ")))).expect("the call parses");
+    let body = parsed.root().children().first().expect("a module has a body");
+    let call = body.children().first().expect("the module holds the call");
     let cases = [
         ("six-seq-no-match", "g($$$, $$$, $$$, $$$, $$$, $$$, missing)", false),
         (
@@ -38,9 +38,9 @@ fn main() {
     let mut group = criterion.benchmark_group("pattern");
     for (label, text, expected) in cases {
         let pattern = Pattern::parse(text).expect("the pattern parses");
-        assert_eq!(pattern.matches_statement(&call), expected, "{text}");
+        assert_eq!(pattern.matches_statement(call), expected, "{text}");
         group.bench_function(label, |b| {
-            b.iter(|| black_box(pattern.matches_statement(black_box(&call))))
+            b.iter(|| black_box(pattern.matches_statement(black_box(call))))
         });
     }
     group.finish();

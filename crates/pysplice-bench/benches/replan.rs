@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::Criterion;
-use pysplice::document::{Document, Utf16Position, Utf16Range};
+use pysplice::{Document, Utf16Position, Utf16Range};
 use pysplice::{Recipe, SourceFile};
 
 const FILE: &str = "target/sglang-corpus/0.5.23/sglang/srt/models/deepseek_v2.py";

@@ -16,8 +16,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::launch::{self as sglang, Launch, ReleaseVersion};
-use pysplice::engine::{HookOutcome, Status};
 use pysplice::Recipe;
+use pysplice::{HookOutcome, Status};
 
 /// The hook of [`SGLANG_HS_DUMP`](crate::recipes::SGLANG_HS_DUMP) that turns on aux hidden-state capture
 /// (`set_eagle3_layers_to_capture`); skipped in releases that lack that method.

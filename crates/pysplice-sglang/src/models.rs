@@ -11,13 +11,10 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::batch::{RunOptions, Tree};
-use pysplice::engine::{apply, revert, Patched};
-use pysplice::error::{Error, ErrorKind, Location, SelectionReason};
+use pysplice::files::DiskFile;
 use pysplice::project::select::{self, RootChoices};
 use pysplice::project::{Project, ScanOptions};
-use pysplice::Conventions;
-use pysplice::DiskFile;
-use pysplice::Recipe;
+use pysplice::{apply, revert, Conventions, Error, ErrorKind, Location, Patched, Recipe, SelectionReason};
 
 /// SGLang's conventions for the project layer, as the bundled models recipe declares them in
 /// `[conventions]`: model files list the classes they serve in `EntryClass`
@@ -130,7 +127,7 @@ pub fn architectures(model_dir: &Path) -> Result<Vec<String>, Error> {
     }
     if let Some(bad) = names
         .iter()
-        .find(|n| n.len() > MAX_ARCHITECTURE_NAME || !pysplice::syntax::is_identifier(n))
+        .find(|n| n.len() > MAX_ARCHITECTURE_NAME || !pysplice::is_identifier(n))
     {
         let at = pysplice::SourceFile::new(name.clone(), text.as_str()).location(name_offset(&text, bad));
         let why = if bad.len() > MAX_ARCHITECTURE_NAME {
@@ -138,7 +135,7 @@ pub fn architectures(model_dir: &Path) -> Result<Vec<String>, Error> {
         } else {
             "not a Python class name".to_string()
         };
-        let message = format!("architecture `{}` is {why}", pysplice::shown(bad));
+        let message = format!("architecture `{}` is {why}", pysplice::report::shown(bad));
         return Err(refuse(message, at.line, at.column));
     }
     Ok(names)
@@ -314,8 +311,8 @@ fn without_capture(project: &Project, selection: &RootChoices, wanted: &[String]
             "`{}` is a class of this release ({}) but has no aux capture in it: neither it nor a class it \
              inherits from defines set_eagle3_layers_to_capture, so its hidden states cannot be dumped for \
              EAGLE-3 here (docs/sglang.md's architecture table gives the releases that have it)",
-            pysplice::shown(name),
-            pysplice::shown(file.relative_path())
+            pysplice::report::shown(name),
+            pysplice::report::shown(file.relative_path())
         );
         Some(
             ErrorKind::Selection {
@@ -424,7 +421,7 @@ pub fn patch_marked(
         let message = format!(
             "{} carry this recipe's markers but serve no architecture patched here (none whose __init__ \
              has the capture hook); check them with --arch CLASS, or remove the patch with --revert",
-            pysplice::shown(&stray.join(", "))
+            pysplice::report::shown(&stray.join(", "))
         );
         return Err(usage_error(models_dir, message));
     }

@@ -2,6 +2,7 @@
 //! itself: the recipes' summaries are written once for every file (`... in DeepseekV2Model.__init__`,
 //! `... in the model's __init__`), but a hook may land in any architecture's classes.
 
+use pysplice::marker::{Frame, FrameKind};
 use pysplice::{HookOutcome, ParsedFile, Patched, SourceFile};
 
 /// The hooks whose place is a class's method (the others go at module level).
@@ -20,7 +21,7 @@ pub fn named(patched: &Patched, recipe: &str) -> Vec<HookOutcome> {
     };
     let file = SourceFile::new(patched.name(), text);
     let frames = pysplice::marker::scan(&file, recipe).unwrap_or_default();
-    let parsed = ParsedFile::parse(file).ok();
+    let parsed = parse_without_module_blocks(&file, &frames);
     patched
         .outcomes()
         .iter()
@@ -49,6 +50,42 @@ pub fn named(patched: &Patched, recipe: &str) -> Vec<HookOutcome> {
             outcome
         })
         .collect()
+}
+
+/// `file` parsed with the lines of its module-level blocks of other hooks left empty (the
+/// dump's helpers are most of a patched file): no frame of [`CLASS_HOOKS`] lies inside them, and
+/// every other definition keeps its lines, so the answer is the whole text's. The whole text is
+/// parsed when that does not parse.
+fn parse_without_module_blocks(file: &SourceFile, frames: &[Frame]) -> Option<ParsedFile> {
+    let text = file.text();
+    let mut empty: Vec<(usize, usize)> = frames
+        .iter()
+        .filter(|f| f.kind == FrameKind::Insert && !CLASS_HOOKS.contains(&f.hook.as_str()))
+        .filter(|f| {
+            let start = file.lines().line_start(f.line).unwrap_or(0);
+            text.as_bytes().get(start).is_some_and(|b| !b.is_ascii_whitespace())
+        })
+        .map(|f| f.lines(file))
+        .collect();
+    // Lines counted at `\n` alone below: a text with other line breaks is parsed as it is.
+    if empty.is_empty() || text.contains('\r') {
+        return ParsedFile::parse(file.clone()).ok();
+    }
+    empty.sort_unstable();
+    let mut kept = String::with_capacity(text.len());
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        let number = index + 1;
+        if empty.iter().any(|&(first, last)| first <= number && number <= last) {
+            if line.ends_with('\n') {
+                kept.push('\n');
+            }
+        } else {
+            kept.push_str(line);
+        }
+    }
+    ParsedFile::parse(SourceFile::new(file.name(), kept))
+        .or_else(|_| ParsedFile::parse(file.clone()))
+        .ok()
 }
 
 /// The qualified path of the innermost definition holding `line`.

@@ -1,10 +1,12 @@
 //! What the workspace's test binaries share (a dev-dependency of each crate, never published):
 //! where the SGLang corpus that `scripts/fetch-corpus.sh` unpacks lives, the pinned releases,
-//! the Python files of a folder, and recipe TOML built as text ([`recipe_text`]).
+//! the Python files of a folder, recipe TOML built as text ([`recipe_text`]), and the SGLang
+//! crate's per-release snapshots ([`snapshot_groups`]).
 
 use std::path::{Path, PathBuf};
 
 pub mod recipe_text;
+pub mod snapshot_groups;
 
 /// The workspace root (this crate is `crates/pysplice-test-support`).
 pub const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");

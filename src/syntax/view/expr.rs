@@ -6,7 +6,7 @@ use crate::syntax::{kind, Node, LIST};
 
 /// A comprehension's `for target in iter if ...` clause.
 #[derive(Clone, Copy, Debug)]
-pub struct Generator<'a> {
+pub(crate) struct Generator<'a> {
     /// The loop target.
     pub target: &'a Node,
     /// The iterated expression.
@@ -21,7 +21,7 @@ pub struct Generator<'a> {
 
 /// A call `func(args, keywords)`.
 #[derive(Clone, Copy, Debug)]
-pub struct Call<'a> {
+pub(crate) struct Call<'a> {
     /// The called expression.
     pub func: &'a Node,
     /// Positional arguments (`Starred` for `*x`).
@@ -32,7 +32,7 @@ pub struct Call<'a> {
 
 /// An attribute access `value.attr`.
 #[derive(Clone, Copy, Debug)]
-pub struct Attribute<'a> {
+pub(crate) struct Attribute<'a> {
     /// The object expression.
     pub value: &'a Node,
     /// The attribute name.
@@ -41,7 +41,7 @@ pub struct Attribute<'a> {
 
 /// A keyword argument `arg=value`, or `**value` when `arg` is `None`.
 #[derive(Clone, Copy, Debug)]
-pub struct Keyword<'a> {
+pub(crate) struct Keyword<'a> {
     /// The keyword's name.
     pub arg: Option<&'a str>,
     /// The passed expression.
@@ -50,10 +50,11 @@ pub struct Keyword<'a> {
 
 /// A subscript `value[slice]`.
 #[derive(Clone, Copy, Debug)]
-pub struct Subscript<'a> {
+pub(crate) struct Subscript<'a> {
     /// The subscripted expression.
     pub value: &'a Node,
-    /// The index or slice.
+    /// The index or slice (the view is whole; only its tests read this part yet).
+    #[allow(dead_code)]
     pub slice: &'a Node,
 }
 
@@ -61,7 +62,7 @@ impl Node {
     /// The parameters of an `arguments` node in order (positional-only, regular, `*args`,
     /// keyword-only, `**kwargs`), each an `arg` node with its default.
     #[must_use]
-    pub fn parameters(&self) -> Option<Vec<(&Node, Option<&Node>)>> {
+    pub(crate) fn parameters(&self) -> Option<Vec<(&Node, Option<&Node>)>> {
         if self.kind() != kind::ARGUMENTS {
             return None;
         }
@@ -85,7 +86,7 @@ impl Node {
     /// The `arg` nodes of the positional parameters (positional-only, then regular) of an
     /// `arguments` node.
     #[must_use]
-    pub fn positional_parameters(&self) -> Option<Vec<&Node>> {
+    pub(crate) fn positional_parameters(&self) -> Option<Vec<&Node>> {
         match (self.kind(), self.children()) {
             (kind::ARGUMENTS, [posonly, args, ..]) => Some(
                 posonly
@@ -101,7 +102,7 @@ impl Node {
 
     /// The `arg` node and default of an `arg_with_default` (an item of a parameter list).
     #[must_use]
-    pub fn as_arg_with_default(&self) -> Option<(&Node, Option<&Node>)> {
+    pub(crate) fn as_arg_with_default(&self) -> Option<(&Node, Option<&Node>)> {
         match (self.kind(), self.children()) {
             (kind::ARG_WITH_DEFAULT, [arg, default]) => Some((arg, present(default))),
             _ => None,
@@ -110,7 +111,7 @@ impl Node {
 
     /// The `as` name of an `alias` (an imported name).
     #[must_use]
-    pub fn asname(&self) -> Option<&str> {
+    pub(crate) fn asname(&self) -> Option<&str> {
         match (self.kind(), self.children()) {
             (kind::ALIAS, [asname]) => present(asname).and_then(Node::label),
             _ => None,
@@ -119,7 +120,7 @@ impl Node {
 
     /// The annotation of an `arg`.
     #[must_use]
-    pub fn annotation(&self) -> Option<&Node> {
+    pub(crate) fn annotation(&self) -> Option<&Node> {
         match (self.kind(), self.children()) {
             (kind::ARG, [annotation]) => present(annotation),
             _ => None,
@@ -128,7 +129,7 @@ impl Node {
 
     /// The `arguments` node and body of a `lambda`.
     #[must_use]
-    pub fn as_lambda(&self) -> Option<(&Node, &Node)> {
+    pub(crate) fn as_lambda(&self) -> Option<(&Node, &Node)> {
         match (self.kind(), self.children()) {
             (kind::LAMBDA, [args, body]) => Some((args, body)),
             _ => None,
@@ -137,7 +138,7 @@ impl Node {
 
     /// The target and value of `(target := value)`.
     #[must_use]
-    pub fn as_named_expr(&self) -> Option<(&Node, &Node)> {
+    pub(crate) fn as_named_expr(&self) -> Option<(&Node, &Node)> {
         match (self.kind(), self.children()) {
             (kind::NAMED_EXPR, [target, value]) => Some((target, value)),
             _ => None,
@@ -147,7 +148,7 @@ impl Node {
     /// The element expressions (`elt`, or `key` and `value`) and the generators of a
     /// comprehension or generator expression.
     #[must_use]
-    pub fn as_comprehension(&self) -> Option<(&[Node], Vec<Generator<'_>>)> {
+    pub(crate) fn as_comprehension(&self) -> Option<(&[Node], Vec<Generator<'_>>)> {
         if !matches!(
             self.kind(),
             kind::LIST_COMP | kind::SET_COMP | kind::DICT_COMP | kind::GENERATOR_EXP
@@ -176,7 +177,7 @@ impl Node {
     /// positional and keyword patterns) or `MatchMapping` (keys; value patterns and the
     /// `**rest` identifier), in the order they are evaluated.
     #[must_use]
-    pub fn match_pattern_parts(&self) -> Option<(Vec<&Node>, Vec<&Node>)> {
+    pub(crate) fn match_pattern_parts(&self) -> Option<(Vec<&Node>, Vec<&Node>)> {
         match (self.kind(), self.children()) {
             (kind::MATCH_VALUE, [value]) => Some((vec![value], Vec::new())),
             (kind::MATCH_CLASS, [class, patterns, _attrs, kwd_patterns]) => {
@@ -191,7 +192,7 @@ impl Node {
 
     /// The two branches (`body`, `orelse`) of `body if test else orelse`.
     #[must_use]
-    pub fn if_exp_branches(&self) -> Option<Vec<&Node>> {
+    pub(crate) fn if_exp_branches(&self) -> Option<Vec<&Node>> {
         match (self.kind(), self.children()) {
             (kind::IF_EXP, [_test, body, orelse]) => Some(vec![body, orelse]),
             _ => None,
@@ -200,7 +201,7 @@ impl Node {
 
     /// The two operands of a binary operation.
     #[must_use]
-    pub fn bin_op_operands(&self) -> Option<Vec<&Node>> {
+    pub(crate) fn bin_op_operands(&self) -> Option<Vec<&Node>> {
         match (self.kind(), self.children()) {
             (kind::BIN_OP, [left, right]) => Some(vec![left, right]),
             _ => None,
@@ -209,7 +210,7 @@ impl Node {
 
     /// The operands of `a and b` or `a or b`.
     #[must_use]
-    pub fn bool_op_values(&self) -> Option<&[Node]> {
+    pub(crate) fn bool_op_values(&self) -> Option<&[Node]> {
         match (self.kind(), self.children()) {
             (kind::BOOL_OP, [values]) => Some(values.children()),
             _ => None,
@@ -218,7 +219,7 @@ impl Node {
 
     /// The expression of an expression statement.
     #[must_use]
-    pub fn as_expr_stmt(&self) -> Option<&Node> {
+    pub(crate) fn as_expr_stmt(&self) -> Option<&Node> {
         match (self.kind(), self.children()) {
             (kind::EXPR, [value]) => Some(value),
             _ => None,
@@ -227,7 +228,7 @@ impl Node {
 
     /// The view of a `Call`.
     #[must_use]
-    pub fn as_call(&self) -> Option<Call<'_>> {
+    pub(crate) fn as_call(&self) -> Option<Call<'_>> {
         match (self.kind(), self.children()) {
             (kind::CALL, [func, args, keywords]) => Some(Call {
                 func,
@@ -240,7 +241,7 @@ impl Node {
 
     /// The view of an `Attribute`.
     #[must_use]
-    pub fn as_attribute(&self) -> Option<Attribute<'_>> {
+    pub(crate) fn as_attribute(&self) -> Option<Attribute<'_>> {
         match (self.kind(), self.children()) {
             (kind::ATTRIBUTE, [value]) => Some(Attribute {
                 value,
@@ -252,7 +253,7 @@ impl Node {
 
     /// The view of a `keyword`.
     #[must_use]
-    pub fn as_keyword(&self) -> Option<Keyword<'_>> {
+    pub(crate) fn as_keyword(&self) -> Option<Keyword<'_>> {
         match (self.kind(), self.children()) {
             (kind::KEYWORD, [value]) => Some(Keyword {
                 arg: self.label(),
@@ -264,7 +265,7 @@ impl Node {
 
     /// The view of a `Subscript`.
     #[must_use]
-    pub fn as_subscript(&self) -> Option<Subscript<'_>> {
+    pub(crate) fn as_subscript(&self) -> Option<Subscript<'_>> {
         match (self.kind(), self.children()) {
             (kind::SUBSCRIPT, [value, slice]) => Some(Subscript { value, slice }),
             _ => None,
@@ -273,7 +274,7 @@ impl Node {
 
     /// The identifier of a `Name`.
     #[must_use]
-    pub fn as_name(&self) -> Option<&str> {
+    pub(crate) fn as_name(&self) -> Option<&str> {
         if self.kind() == kind::NAME {
             self.label()
         } else {
@@ -283,7 +284,7 @@ impl Node {
 
     /// The single operand of `Starred`, `Await`, `YieldFrom` or `Yield` (absent for a bare `yield`).
     #[must_use]
-    pub fn operand(&self) -> Option<&Node> {
+    pub(crate) fn operand(&self) -> Option<&Node> {
         match (self.kind(), self.children()) {
             (kind::STARRED | kind::AWAIT | kind::YIELD_FROM | kind::YIELD, [value]) => present(value),
             _ => None,
@@ -292,7 +293,7 @@ impl Node {
 
     /// The items of a `Tuple`, `List` or `Set` display.
     #[must_use]
-    pub fn elements(&self) -> Option<&[Node]> {
+    pub(crate) fn elements(&self) -> Option<&[Node]> {
         match (self.kind(), self.children()) {
             (kind::TUPLE | kind::LIST_DISPLAY | kind::SET, [elts]) => Some(elts.children()),
             _ => None,

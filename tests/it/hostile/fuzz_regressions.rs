@@ -1,7 +1,7 @@
 //! Inputs found by the fuzz targets in `fuzz/` (see `fuzz/README.md`), minimized by hand. Each
 //! test states the invariant that broke.
 
-use pysplice::document::Document;
+use pysplice::Document;
 use pysplice::{apply, revert, ErrorKind, Recipe, SourceFile};
 
 fn imports_recipe() -> Recipe {

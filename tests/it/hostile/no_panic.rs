@@ -237,7 +237,7 @@ fn moderately_deep_nesting() {
 }
 
 /// Deeply nested code (CPython accepts up to about 3000 levels) is refused with a syntax error
-/// past `pysplice::parse::MAX_DEPTH`, never a stack overflow, on a 2 MiB test thread.
+/// past `pysplice::limits::MAX_DEPTH`, never a stack overflow, on a 2 MiB test thread.
 #[test]
 fn deep_nesting_is_refused_without_overflow() {
     for text in [

@@ -1,5 +1,5 @@
 //! Every path that says what became of a hook agrees: the engine's per-hook statuses (through
-//! `apply_reporting`), `check`'s up-to-date verdict, and `Document::plan`'s statuses and
+//! `attempt`), `check`'s up-to-date verdict, and `Document::plan`'s statuses and
 //! `pending`, on generated Python files, recipes and edits.
 //!
 //! A case: a module of small functions; an older recipe applied to it; then a newer recipe
@@ -9,9 +9,7 @@
 //! say "already applied" (or skipped) and the file is up to date.
 
 use proptest::prelude::*;
-use pysplice::document::Document;
-use pysplice::engine::apply_reporting;
-use pysplice::{apply, Error, ErrorKind, HookOutcome, Recipe, SourceFile, Status};
+use pysplice::{apply, Document, Error, ErrorKind, HookOutcome, Recipe, SourceFile, Status};
 
 // ---- generated modules ---------------------------------------------------------------------
 
@@ -210,7 +208,7 @@ fn edited(text: &str, edit: &Edit) -> Option<String> {
 
 /// What every path says about `recipe` on `text`.
 fn agree(recipe: &Recipe, text: &str) -> Result<Option<String>, TestCaseError> {
-    let attempt = apply_reporting(recipe, SourceFile::new("m.py", text));
+    let attempt = pysplice::attempt(recipe, SourceFile::new("m.py", text));
     let document = Document::new("m.py", text).plan(recipe);
     let plan = match (&attempt.result, document) {
         (_, Err(err)) => {
@@ -332,7 +330,7 @@ fn a_hook_moved_to_the_end_is_updated() {
     let new = Recipe::from_toml("n.toml", &recipe_toml(&[(0, hook(Place::End))])).unwrap();
     let module = "def f0(x):\n    a = 1\n    b = a + 1\n";
     let applied = apply(&old, SourceFile::new("m.py", module)).unwrap();
-    let attempt = apply_reporting(&new, SourceFile::new("m.py", applied.output()));
+    let attempt = pysplice::attempt(&new, SourceFile::new("m.py", applied.output()));
     assert_eq!(attempt.outcomes[0].status, Status::Updated);
     let plan = Document::new("m.py", applied.output()).plan(&new).unwrap();
     assert_eq!(plan.hooks[0].status, Status::Updated);

@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use pysplice::pattern::visit_statements;
 use pysplice::{apply, revert, DefKind, Depth, Error, Node, ParsedFile, Patched, Recipe, SourceFile, Status};
 
 /// At most this many distinct texts are checked, spread evenly over them (suite time: the
@@ -71,6 +70,19 @@ fn target_of(parsed: &ParsedFile, index: usize) -> String {
     } else {
         let n = all.iter().position(|o| o.range() == d.range()).unwrap_or(0) + 1;
         format!("{}#{n}", d.path())
+    }
+}
+
+/// Calls `visit` on every statement of `block`: its direct children for [`Depth::Top`], else
+/// also the statements of nested blocks, never inside nested definitions.
+fn visit_statements<'a>(block: &'a Node, depth: Depth, visit: &mut dyn FnMut(&'a Node)) {
+    for stmt in block.children() {
+        visit(stmt);
+        if depth == Depth::Nested && !stmt.is_definition() {
+            for inner in stmt.blocks() {
+                visit_statements(inner, depth, visit);
+            }
+        }
     }
 }
 

@@ -2,8 +2,7 @@
 //! every model file, the project queries over whole packages.
 
 mod common;
-#[path = "../snapshot_groups.rs"]
-mod snapshot_groups;
+use pysplice_test_support::snapshot_groups;
 
 mod cpython;
 mod engine;

@@ -1,11 +1,11 @@
 //! The SGLang recipes through the library: the hidden-state dump on every pinned release, its
-//! launch flags, its markers.
+//! launch flags, its markers, the package its Python comes from.
 
 mod common;
-#[path = "../snapshot_groups.rs"]
-mod snapshot_groups;
+use pysplice_test_support::snapshot_groups;
 
 mod launch;
 mod markers;
+mod python_source;
 mod recipe;
 mod snapshots;

@@ -2,13 +2,12 @@
 //! lengths) of a result are taken out into a per-release table, `<family>@releases`, itself a
 //! snapshot; each distinct line-free result is one snapshot, `<family>@<first release>`, named
 //! after the oldest release giving it. A new pinned release adds a row to the table and, when its
-//! result is new, one snapshot; it rewrites none. Shared by the `it` and `corpus` binaries.
-#![allow(dead_code)]
+//! result is new, one snapshot; it rewrites none. Used by the SGLang crate's `it` and `corpus` binaries.
 
 use std::fmt::Write as _;
 
-/// The snapshot folder of this crate.
-pub const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots");
+/// The snapshot folder of the SGLang crate, where these snapshots live.
+pub const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../pysplice-sglang/snapshots");
 
 /// Every family of per-release results snapshotted this way.
 pub const FAMILIES: &[&str] = &[
@@ -87,7 +86,7 @@ fn restore(redacted: &str, numbers: &[String]) -> String {
 }
 
 fn snapshot(name: &str, value: &str) {
-    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+    insta::with_settings!({snapshot_path => DIR, prepend_module_to_snapshot => false, omit_expression => true}, {
         insta::assert_snapshot!(name, value);
     });
 }
