@@ -64,7 +64,7 @@ fn is_bidi_control(c: char) -> bool {
 /// in bytes, so that an untrusted name can neither fill the screen nor drive the terminal.
 ///
 /// ```
-/// use pysplice::shown;
+/// use pysplice::report::shown;
 /// assert_eq!(shown("Evil\u{1b}]0;x\u{7}"), "Evil\\x1b]0;x\\x07");
 /// assert_eq!(shown(&"a".repeat(81)), format!("{}... (81 bytes)", "a".repeat(80)));
 /// ```
