@@ -42,8 +42,9 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::engine::{attempt, revert, HookOutcome, Patched, Status};
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind};
 use crate::files::{path_name, write_all, DiskFile, Spot};
+use crate::location::Location;
 use crate::outline::ParsedFile;
 use crate::spec::Recipe;
 use scope::Scope;

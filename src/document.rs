@@ -59,7 +59,7 @@ use std::sync::{Arc, Mutex};
 
 use ropey::Rope;
 
-use crate::error::Location;
+use crate::location::Location;
 use crate::marker;
 use crate::outline::ParsedFile;
 use crate::source::lines_inside_strings;

@@ -86,6 +86,7 @@ mod error;
 pub mod files;
 pub mod limits;
 mod locate;
+mod location;
 pub mod marker;
 mod outcome;
 mod outline;
@@ -112,10 +113,11 @@ pub use engine::{
     apply, attempt, plan, revert, Attempt, HookOutcome, OutcomeReason, Patched, Plan, SkipReason, Status,
 };
 pub use error::{
-    BuilderReason, Error, ErrorKind, Location, MarkerReason, PlacementReason, SelectionReason, SelectorProblem,
-    SpecReason, VerifyReason,
+    BuilderReason, Error, ErrorKind, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason,
+    VerifyReason,
 };
 pub use locate::Target;
+pub use location::Location;
 pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
 pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};

@@ -13,6 +13,8 @@
 //! assert!(matches!(err.kind(), ErrorKind::TooLarge { .. }), "{err}");
 //! ```
 
+use std::fmt;
+
 /// The largest file pysplice reads or writes: 16 MiB. The largest Python modules of big
 /// projects are a few hundred KiB; anything near this size is not source a recipe should patch.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -37,3 +39,25 @@ pub const MAX_DEPTH: usize = 600;
 /// of the syntax tree: thirty times CPython's limit, so that no file CPython compiles is refused
 /// while a hostile one cannot overflow the parser's stack.
 pub const MAX_NESTING: usize = 100_000;
+
+/// A rendering refused by `crate::Template::render`: the text would be longer than the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TooLong {
+    /// The length the text would have; `None` when it does not even fit a `usize`.
+    pub bytes: Option<usize>,
+    /// The limit it is over.
+    pub limit: usize,
+}
+
+impl fmt::Display for TooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.bytes {
+            Some(bytes) => write!(f, "{bytes} bytes, more than the limit of {} bytes", self.limit),
+            None => write!(
+                f,
+                "more bytes than a computer can count, over the limit of {} bytes",
+                self.limit
+            ),
+        }
+    }
+}

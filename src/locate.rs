@@ -4,7 +4,8 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind};
+use crate::location::Location;
 use crate::outline::{DefKind, Definition, ParsedFile};
 
 /// A dotted path as written (`A.b`, `f.<locals>.g`, `pkg.mod.Class.method`, `A.f#2`), split

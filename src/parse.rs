@@ -9,7 +9,8 @@ pub(crate) mod reparse;
 
 use rustpython_parser::{self as parser, Mode};
 
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind};
+use crate::location::Location;
 use crate::source::{floor_char_boundary, SourceFile};
 use crate::syntax::{kind, Node};
 

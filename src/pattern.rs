@@ -19,7 +19,8 @@ mod list;
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::error::{Error, ErrorKind, Location, SpecReason};
+use crate::error::{Error, ErrorKind, SpecReason};
+use crate::location::Location;
 use crate::parse::parse_snippet;
 pub use crate::syntax::Depth;
 use crate::syntax::{kind, Node, LIST};

@@ -60,7 +60,8 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Location};
+use crate::error::Error;
+use crate::location::Location;
 use crate::source::SourceFile;
 
 use crate::spec::Conventions;

@@ -10,7 +10,8 @@ pub mod config;
 
 use std::path::Path;
 
-use crate::error::{Error, ErrorKind, Location, SpecReason};
+use crate::error::{Error, ErrorKind, SpecReason};
+use crate::location::Location;
 use crate::spec::Recipe;
 
 /// What names a bundled recipe where a recipe file's path is expected: `builtin:NAME`.

@@ -7,7 +7,8 @@ mod literals;
 
 use std::ops::Range;
 
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind};
+use crate::location::Location;
 
 pub(crate) use literals::{file_lines_inside_strings, lines_inside_strings, newlines_inside_literals};
 

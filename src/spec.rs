@@ -39,8 +39,9 @@ use std::ops::Range;
 
 use serde::Deserialize;
 
-use crate::error::{Error, ErrorKind, Location, SpecReason};
+use crate::error::{Error, ErrorKind, SpecReason};
 use crate::locate::Target;
+use crate::location::Location;
 use crate::marker;
 use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;

@@ -29,7 +29,7 @@ use crate::syntax::Node;
 
 pub(crate) use crate::limits::MAX_RENDERED_BYTES;
 
-pub(crate) use crate::error::TooLong;
+pub(crate) use crate::limits::TooLong;
 
 /// A template with `{name}` placeholders.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::{Tree, WalkedFile};
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind};
 use crate::files::path_name;
+use crate::location::Location;
 use crate::project::scan::{name_problem, relative};
 use crate::project::{FileProblem, Project, ScanOptions};
 

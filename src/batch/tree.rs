@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::walk::{self, Walked, WalkedFile};
 use super::RunOptions;
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind};
 use crate::files::{path_name, DiskFile};
+use crate::location::Location;
 
 /// The `.py` files below a folder, walked once (see [`Tree::walk`]); each is read where the walk
 /// met it ([`WalkedFile::read`], [`Tree::read`]).

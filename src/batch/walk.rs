@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::glob;
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind};
 use crate::files::{path_name, DiskFile, Folder, Spot};
+use crate::location::Location;
 
 /// How deep a tree may nest: deeper is refused rather than walked (no real package comes near).
 const MAX_DEPTH: usize = 256;

@@ -1,8 +1,9 @@
 //! Plans in LSP terms: per hook, its status, the line it concerns and its blocks.
 
 use crate::engine::{self, HookPlans, OutcomeReason, Plan, Prepared, Status};
-use crate::error::{Error, Location};
+use crate::error::Error;
 use crate::locate::Target;
+use crate::location::Location;
 use crate::marker::{self, Frame};
 use crate::outcome;
 use crate::source::SourceFile;

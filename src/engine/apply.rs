@@ -4,8 +4,9 @@
 use std::ops::Range;
 
 use crate::edit::{apply_edits, Edit};
-use crate::error::{Error, ErrorKind, Location, MarkerReason};
+use crate::error::{Error, ErrorKind, MarkerReason};
 use crate::files::MAX_FILE_BYTES;
+use crate::location::Location;
 use crate::marker::{self, Frame};
 use crate::outcome::{self, Blocks, HookOutcome, Status};
 use crate::outline::ParsedFile;

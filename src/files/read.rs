@@ -8,7 +8,8 @@ use std::path::Path;
 
 use super::folder::Folder;
 use super::{io_error, sys};
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind};
+use crate::location::Location;
 use crate::source::SourceFile;
 
 pub(crate) use crate::limits::MAX_FILE_BYTES;

@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 
 use super::folder::Folder;
 use super::{io_error, read, sys, DiskFile};
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind};
+use crate::location::Location;
 
 /// How long to wait for another process's lock on a file before giving up.
 const LOCK_WAIT: Duration = Duration::from_secs(10);

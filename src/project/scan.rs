@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 use super::{Conventions, FileProblem, Project, ProjectFile, ScanOptions};
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind};
+use crate::location::Location;
 use crate::source::SourceFile;
 use crate::syntax::is_identifier;
 

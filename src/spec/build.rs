@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use crate::error::{BuilderReason, Error, ErrorKind, Location, SpecReason};
+use crate::error::{BuilderReason, Error, ErrorKind, SpecReason};
+use crate::location::Location;
 use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;
 

@@ -5,8 +5,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::error::{Error, ErrorKind, Location, SpecReason};
+use crate::error::{Error, ErrorKind, SpecReason};
 use crate::locate::Target;
+use crate::location::Location;
 use crate::marker;
 use crate::parse::parse_snippet;
 use crate::pattern::Pattern;

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::error::Location;
+use crate::location::Location;
 
 /// A warning about one hook of a recipe, where in the spec it is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
