@@ -14,9 +14,8 @@ use crate::location::Location;
 
 mod reason;
 
-pub use reason::{
-    BuilderReason, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason, VerifyReason,
-};
+use crate::verify::VerifyReason;
+pub use reason::{BuilderReason, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason};
 
 /// Everything that can go wrong in pysplice: where ([`Error::location`]), for which hook
 /// ([`Error::hook`]) and what ([`Error::kind`]).

@@ -114,7 +114,6 @@ pub use engine::{
 };
 pub use error::{
     BuilderReason, Error, ErrorKind, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason,
-    VerifyReason,
 };
 pub use locate::Target;
 pub use location::Location;
@@ -127,3 +126,4 @@ pub use spec::{
 };
 pub use syntax::{is_identifier, Node};
 pub use template::Template;
+pub use verify::VerifyReason;

@@ -6,12 +6,14 @@
 pub(crate) mod brackets;
 mod compile;
 mod names;
+mod reason;
 mod scopes;
 
 use std::ops::Range;
 
 use crate::syntax::Node;
 
+pub use reason::VerifyReason;
 pub(crate) use scopes::Problem;
 
 /// A module's scopes and what CPython's compiler would refuse in it.

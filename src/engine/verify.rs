@@ -3,12 +3,13 @@
 use std::ops::Range;
 
 use crate::edit::EditMap;
-use crate::error::{Error, ErrorKind, VerifyReason};
+use crate::error::{Error, ErrorKind};
 use crate::marker::{self, Frame};
 use crate::outline::ParsedFile;
 use crate::source::SourceFile;
 use crate::spec::Recipe;
 use crate::syntax::{Node, ABSENT, LIST};
+use crate::verify::VerifyReason;
 
 /// Checks the output of an apply: it parses; CPython's compiler would accept it (or refuses the
 /// original as well); inserted import-time code uses no module-level name before its binding;

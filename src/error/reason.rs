@@ -1,6 +1,6 @@
 //! The typed reasons of [`ErrorKind::Spec`](crate::ErrorKind::Spec),
 //! [`ErrorKind::Placement`](crate::ErrorKind::Placement),
-//! [`ErrorKind::Verify`](crate::ErrorKind::Verify), [`ErrorKind::Marker`](crate::ErrorKind::Marker)
+//! [`ErrorKind::Marker`](crate::ErrorKind::Marker)
 //! and [`ErrorKind::Selection`](crate::ErrorKind::Selection):
 //! a caller tells reasons apart by variant, never by message text. Each reason's `Display` is
 //! the message the library has always shown.
@@ -148,33 +148,6 @@ fn left_alone_words(left_alone: usize) -> String {
     } else {
         format!(": its {left_alone} return(s) are inside `unless-inside` or are bare returns of a generator, which are left alone")
     }
-}
-
-/// Which invariant a patched text broke ([`ErrorKind::Verify`](crate::ErrorKind::Verify)).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum VerifyReason {
-    /// The patched text does not parse.
-    #[error("the patched text does not parse: {message}")]
-    Unparsable {
-        /// The parse error, as shown.
-        message: String,
-    },
-    /// CPython's compiler would refuse the patched file (and not the original).
-    #[error("CPython would refuse the patched file: {message}")]
-    CompilerRefuses {
-        /// CPython's message (`'await' outside function`, ...).
-        message: String,
-    },
-    /// Bytes outside the edited ranges changed.
-    #[error("bytes outside the edited ranges changed")]
-    OutsideChanged,
-    /// Removing the marker lines does not give back the original text.
-    #[error("removing the markers does not give back the original text")]
-    NotReversible,
-    /// Without the inserted statements the syntax tree is not the original's.
-    #[error("without the inserted statements the syntax tree differs from the original")]
-    TreeChanged,
 }
 
 /// What is wrong with a recipe's marked blocks ([`ErrorKind::Marker`](crate::ErrorKind::Marker)).
