@@ -12,6 +12,7 @@ use crate::limits::TooLong;
 
 use crate::location::Location;
 
+mod from;
 mod reason;
 
 use crate::verify::VerifyReason;

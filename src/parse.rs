@@ -9,12 +9,22 @@ pub(crate) mod reparse;
 
 use rustpython_parser::{self as parser, Mode};
 
-use crate::error::{Error, ErrorKind};
 use crate::location::Location;
 use crate::source::{floor_char_boundary, SourceFile};
 use crate::syntax::{kind, Node};
 
 pub(crate) use crate::limits::MAX_DEPTH;
+
+/// Text that is not valid Python, as the parser (or the pre-scan before it) says; the crate's
+/// [`ErrorKind::Syntax`](crate::ErrorKind::Syntax) once it becomes a [`crate::Error`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: invalid Python: {message}")]
+pub(crate) struct SyntaxError {
+    /// The parser's message.
+    pub message: String,
+    /// Where the parser stopped.
+    pub location: Location,
+}
 
 /// Stack reserved for the parser and the conversion (committed by the OS only as it is used), so
 /// that a deeply nested file cannot overflow the caller's thread, whatever its stack size.
@@ -23,9 +33,9 @@ const PARSE_STACK: usize = 256 << 20;
 /// Parses a whole file into a `Module` node whose single child is the `body` list.
 ///
 /// # Errors
-/// [`ErrorKind::Syntax`] with the parser's message and the 1-based line and column where it stopped,
+/// A [`SyntaxError`] with the parser's message and the 1-based line and column where it stopped,
 /// or when the tree is nested deeper than [`MAX_DEPTH`].
-pub fn parse_module(file: &SourceFile) -> Result<Node, Error> {
+pub fn parse_module(file: &SourceFile) -> Result<Node, SyntaxError> {
     let text = file.text();
     // The parser and the conversion recurse once per level: refuse what would overflow first.
     prescan::check(file).map_err(|refusal| syntax_error(file, refusal.offset, refusal.message))?;
@@ -82,16 +92,19 @@ fn deeper_than(root: &Node, limit: usize) -> Option<usize> {
 /// Parses a snippet of statements (hook code, patterns) named `name` in messages.
 ///
 /// # Errors
-/// [`ErrorKind::Syntax`] when the snippet is not valid Python.
-pub fn parse_snippet(name: &str, text: &str) -> Result<Vec<Node>, Error> {
+/// A [`SyntaxError`] when the snippet is not valid Python.
+pub fn parse_snippet(name: &str, text: &str) -> Result<Vec<Node>, SyntaxError> {
     let file = SourceFile::new(name, text);
     let module = parse_module(&file)?;
     Ok(module.module_body().map(Node::children).unwrap_or_default().to_vec())
 }
 
-fn syntax_error(file: &SourceFile, offset: usize, message: String) -> Error {
+fn syntax_error(file: &SourceFile, offset: usize, message: String) -> SyntaxError {
     let at = file.position(offset);
-    ErrorKind::Syntax { message }.at(Location::new(file.name(), at.line, at.column))
+    SyntaxError {
+        message,
+        location: Location::new(file.name(), at.line, at.column),
+    }
 }
 
 #[cfg(test)]
@@ -103,8 +116,8 @@ mod tests {
     fn syntax_errors_carry_line_and_column() {
         let file = SourceFile::new("bad.py", "x = 1\ndef f(:\n    pass\n");
         let err = parse_module(&file).unwrap_err();
-        assert_eq!(err.location().line, 2);
-        assert_eq!(err.location().column, 7);
+        assert_eq!(err.location.line, 2);
+        assert_eq!(err.location.column, 7);
         assert!(err.to_string().starts_with("bad.py:2:7: invalid Python:"), "{err}");
     }
 
@@ -150,7 +163,7 @@ mod tests {
             assert!(err.to_string().contains("nested more than"), "{err}");
         }
         let err = parse_module(&SourceFile::new("deep.py", format!("Z = {}1\n", "-".repeat(n + 20)))).unwrap_err();
-        assert_eq!(err.location().column, 4 + MAX_NESTING + 1);
+        assert_eq!(err.location.column, 4 + MAX_NESTING + 1);
         assert!(err.to_string().contains("too deeply nested"), "{err}");
     }
 

@@ -341,7 +341,8 @@ impl Project {
             .get_or_init(|| {
                 let text = file.text.as_ref().map_err(Clone::clone)?;
                 let source = SourceFile::new(file.rel.clone(), text.as_str());
-                let root = crate::parse::parse_module(&source).map_err(|err| FileProblem::new(&file.rel, &err))?;
+                let root =
+                    crate::parse::parse_module(&source).map_err(|err| FileProblem::new(&file.rel, &err.into()))?;
                 let ctx = ModuleContext {
                     module: &file.module,
                     is_package: file.is_package,

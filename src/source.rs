@@ -7,10 +7,33 @@ mod literals;
 
 use std::ops::Range;
 
-use crate::error::{Error, ErrorKind};
 use crate::location::Location;
 
 pub(crate) use literals::{file_lines_inside_strings, lines_inside_strings, newlines_inside_literals};
+
+/// Why bytes are not the text of a source file ([`SourceFile::decode`]); the crate's
+/// [`ErrorKind::Syntax`](crate::ErrorKind::Syntax) or [`ErrorKind::NotUtf8`](crate::ErrorKind::NotUtf8)
+/// once it becomes a [`crate::Error`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DecodeError {
+    /// A PEP 263 coding declaration names another encoding than UTF-8 (CPython's `SyntaxError`);
+    /// the location is the declaration.
+    #[error("{location}: invalid Python: {message}")]
+    Encoding {
+        /// The message, as CPython's.
+        message: String,
+        /// Where the declaration is.
+        location: Location,
+    },
+    /// The bytes are not UTF-8; the location is the first invalid byte.
+    #[error("{location}: the file is not valid UTF-8 (byte {byte:#04x}); Python source must be UTF-8 encoded")]
+    NotUtf8 {
+        /// The first invalid byte.
+        byte: u8,
+        /// Where it is.
+        location: Location,
+    },
+}
 
 /// The line ending a file uses. Python breaks lines on `\n`, `\r\n` and `\r` only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -198,16 +221,13 @@ impl SourceFile {
         }
     }
 
-    /// Decodes `bytes` as UTF-8; anything else is an [`ErrorKind::NotUtf8`] naming the first bad byte.
-    /// A PEP 263 coding declaration (`# -*- coding: latin-1 -*-` on line 1 or 2) must name UTF-8:
-    /// pysplice writes back what it reads, in UTF-8 only.
+    /// Decodes `bytes` as UTF-8 (the work of the public [`SourceFile::from_bytes`]).
     ///
     /// # Errors
-    /// [`ErrorKind::Syntax`] naming the declaration when it declares another encoding (or, after a
-    /// UTF-8 byte order mark, anything but UTF-8, as CPython says), [`ErrorKind::NotUtf8`] when the
-    /// bytes are not valid UTF-8.
-    pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<SourceFile, Error> {
-        let name = name.into();
+    /// [`DecodeError::Encoding`] naming the declaration when it declares another encoding (or,
+    /// after a UTF-8 byte order mark, anything but UTF-8, as CPython says),
+    /// [`DecodeError::NotUtf8`] when the bytes are not valid UTF-8.
+    pub(crate) fn decode(name: String, bytes: Vec<u8>) -> Result<SourceFile, DecodeError> {
         if let Some(declared) = coding_declaration(&bytes) {
             if !is_utf8_name(&declared.name) {
                 let bom = bytes.starts_with(b"\xef\xbb\xbf");
@@ -219,7 +239,10 @@ impl SourceFile {
                         declared.name
                     )
                 };
-                return Err(ErrorKind::Syntax { message }.at(Location::new(name, declared.line, declared.column)));
+                return Err(DecodeError::Encoding {
+                    message,
+                    location: Location::new(name, declared.line, declared.column),
+                });
             }
         }
         match String::from_utf8(bytes) {
@@ -231,7 +254,10 @@ impl SourceFile {
                 let prefix = String::from_utf8_lossy(&bytes[..valid]).into_owned();
                 let probe = SourceFile::new(name.clone(), prefix);
                 let at = probe.position(valid);
-                Err(ErrorKind::NotUtf8 { byte: bytes[valid] }.at(Location::new(name, at.line, at.column)))
+                Err(DecodeError::NotUtf8 {
+                    byte: bytes[valid],
+                    location: Location::new(name, at.line, at.column),
+                })
             }
         }
     }

@@ -47,6 +47,7 @@ pub(super) fn verify(
     // Only the top-level statements holding an edit are parsed again (see `parse::reparse`).
     let spans: Vec<(Range<usize>, Range<usize>)> = map.spans.iter().map(|(o, n, _)| (o.clone(), n.clone())).collect();
     let reparsed = crate::parse::reparse::reparse(original.root(), old, output, &spans).map_err(|err| {
+        let err = Error::from(err);
         let offset = output.lines().line_start(err.location().line).unwrap_or(0);
         fail(
             offset,

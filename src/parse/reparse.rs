@@ -14,8 +14,7 @@ use std::ops::Range;
 
 mod nested;
 
-use super::parse_module;
-use crate::error::Error;
+use super::{parse_module, SyntaxError};
 use crate::source::SourceFile;
 use crate::syntax::{kind, Node, LIST};
 
@@ -32,13 +31,13 @@ pub(crate) struct Reparsed {
 /// `spans` (original range, output range; disjoint) applied.
 ///
 /// # Errors
-/// [`ErrorKind::Syntax`](crate::ErrorKind::Syntax) from a whole parse of `output` when it does not parse.
+/// A [`SyntaxError`] from a whole parse of `output` when it does not parse.
 pub(crate) fn reparse(
     original: &Node,
     original_text: &str,
     output: &SourceFile,
     spans: &[(Range<usize>, Range<usize>)],
-) -> Result<Reparsed, Error> {
+) -> Result<Reparsed, SyntaxError> {
     match spliced(original, original_text, output, spans) {
         Some(reparsed) => Ok(reparsed),
         None => whole(output, original_text.len()),
@@ -64,7 +63,7 @@ pub(crate) fn changed_span(old: &str, new: &str) -> Option<(Range<usize>, Range<
 }
 
 /// A whole parse of `output`.
-fn whole(output: &SourceFile, old_len: usize) -> Result<Reparsed, Error> {
+fn whole(output: &SourceFile, old_len: usize) -> Result<Reparsed, SyntaxError> {
     let root = parse_module(output)?;
     Ok(Reparsed {
         regions: vec![(0..old_len, 0..output.text().len())],

@@ -189,7 +189,7 @@ impl HookTable<'_> {
         self.warn_captures(key, &template, &bindings, identifiers);
         if self.probe {
             let probe = if wrap { format!("return {rendered}") } else { rendered };
-            parse_snippet("<code>", &probe).map_err(|err| self.caused(key, SpecReason::CodeUnparsable, err))?;
+            parse_snippet("<code>", &probe).map_err(|err| self.caused(key, SpecReason::CodeUnparsable, err.into()))?;
         }
         Ok(template)
     }

@@ -12,10 +12,7 @@ fn problems_of(text: &str) -> Vec<String> {
 fn refusals_of(text: &str) -> Vec<String> {
     match parse_module(&SourceFile::new("t.py", text)) {
         Ok(root) => check(&root, text).problems.into_iter().map(|p| p.message).collect(),
-        Err(err) => match err.kind() {
-            crate::error::ErrorKind::Syntax { message } => vec![message.clone()],
-            _ => vec![err.to_string()],
-        },
+        Err(err) => vec![err.message],
     }
 }
 

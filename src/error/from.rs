@@ -1,0 +1,37 @@
+//! How the errors of the modules below cross into the crate's [`Error`]: each module raises its
+//! own type, and `?` converts it here, at the boundary, into the [`ErrorKind`] that names it.
+//! A public entry point of such a module that returns [`Error`] is defined here too, so that the
+//! module itself never names this one.
+
+use super::{Error, ErrorKind};
+use crate::parse::SyntaxError;
+use crate::source::{DecodeError, SourceFile};
+
+impl From<DecodeError> for Error {
+    fn from(err: DecodeError) -> Error {
+        match err {
+            DecodeError::Encoding { message, location } => ErrorKind::Syntax { message }.at(location),
+            DecodeError::NotUtf8 { byte, location } => ErrorKind::NotUtf8 { byte }.at(location),
+        }
+    }
+}
+
+impl From<SyntaxError> for Error {
+    fn from(err: SyntaxError) -> Error {
+        ErrorKind::Syntax { message: err.message }.at(err.location)
+    }
+}
+
+impl SourceFile {
+    /// Decodes `bytes` as UTF-8; anything else is an [`ErrorKind::NotUtf8`] naming the first bad byte.
+    /// A PEP 263 coding declaration (`# -*- coding: latin-1 -*-` on line 1 or 2) must name UTF-8:
+    /// pysplice writes back what it reads, in UTF-8 only.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Syntax`] naming the declaration when it declares another encoding (or, after a
+    /// UTF-8 byte order mark, anything but UTF-8, as CPython says), [`ErrorKind::NotUtf8`] when the
+    /// bytes are not valid UTF-8.
+    pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<SourceFile, Error> {
+        Ok(SourceFile::decode(name.into(), bytes)?)
+    }
+}
