@@ -2,8 +2,21 @@
 
 use std::ops::Range;
 
-use crate::error::{Error, ErrorKind};
+use crate::location::Location;
 use crate::source::SourceFile;
+
+/// Two hooks want to change overlapping text ([`apply_edits`]); the crate's
+/// [`ErrorKind::Conflict`](crate::ErrorKind::Conflict) once it becomes a [`crate::Error`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: hooks `{first}` and `{second}` edit overlapping text")]
+pub(crate) struct Conflict {
+    /// The hook of the earlier edit.
+    pub first: String,
+    /// The hook of the later one.
+    pub second: String,
+    /// Where the overlap starts.
+    pub location: Location,
+}
 
 /// One change to the original text, made by one hook.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,8 +157,8 @@ pub(crate) struct EditMap {
 /// they describe.
 ///
 /// # Errors
-/// [`ErrorKind::Conflict`] naming both hooks when two edits overlap.
-pub(crate) fn apply_edits(file: &SourceFile, edits: &[Edit]) -> Result<(String, EditMap), Error> {
+/// A [`Conflict`] naming both hooks when two edits overlap.
+pub(crate) fn apply_edits(file: &SourceFile, edits: &[Edit]) -> Result<(String, EditMap), Conflict> {
     let text = file.text();
     let mut order: Vec<&Edit> = edits.iter().collect();
     order.sort_by_key(|e| {
@@ -161,11 +174,11 @@ pub(crate) fn apply_edits(file: &SourceFile, edits: &[Edit]) -> Result<(String, 
         let (a, b) = (pair[0], pair[1]);
         let overlap = b.range.start < a.range.end || (a.range == b.range && !a.range.is_empty());
         if overlap {
-            return Err(ErrorKind::Conflict {
+            return Err(Conflict {
                 first: a.hook.clone(),
                 second: b.hook.clone(),
-            }
-            .at(file.location(b.range.start)));
+                location: file.location(b.range.start),
+            });
         }
     }
     let mut out = String::with_capacity(text.len() + edits.iter().map(|e| e.text.len()).sum::<usize>());

@@ -253,7 +253,7 @@ pub(crate) fn preview(
 ) -> (Vec<HookOutcome>, Option<String>) {
     let source = prepared.original().source();
     match apply_edits(source, &edits_of(hooks)) {
-        Err(err) => (outcome::failed(planned_outcomes(hooks), &err), None),
+        Err(err) => (outcome::failed(planned_outcomes(hooks), &err.into()), None),
         Ok((text, _)) => {
             // Only a hook with blocks now can be "already applied" or "updated": a file without
             // them needs no scan of the planned text.

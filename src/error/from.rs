@@ -4,6 +4,7 @@
 //! module itself never names this one.
 
 use super::{Error, ErrorKind};
+use crate::edit::Conflict;
 use crate::parse::SyntaxError;
 use crate::source::{DecodeError, SourceFile};
 
@@ -13,6 +14,17 @@ impl From<DecodeError> for Error {
             DecodeError::Encoding { message, location } => ErrorKind::Syntax { message }.at(location),
             DecodeError::NotUtf8 { byte, location } => ErrorKind::NotUtf8 { byte }.at(location),
         }
+    }
+}
+
+impl From<Conflict> for Error {
+    fn from(err: Conflict) -> Error {
+        let Conflict {
+            first,
+            second,
+            location,
+        } = err;
+        ErrorKind::Conflict { first, second }.at(location)
     }
 }
 
