@@ -5,6 +5,13 @@
 //! a [`Location`] and an optional hook id, so that every kind names its place and hook the same
 //! way: `file:line:column: message [hook id]`. An error that wraps another keeps it as its
 //! [`std::error::Error::source`].
+//!
+//! Errors live with the modules that raise them and compose here. The bottom of the library is
+//! [`Location`] (`crate::location`) and `TooLong` (`crate::limits`); the modules below this one
+//! raise their own types (`source::DecodeError`, `parse::SyntaxError`, `edit::Conflict`, and
+//! `verify` owns [`VerifyReason`](crate::VerifyReason)) and never import this module, and
+//! `from.rs` turns each into the [`ErrorKind`] that names it, so that `?` converts at the
+//! boundary. The modules above (engine, document, batch, project, ...) return [`Error`].
 
 use std::fmt;
 
