@@ -19,7 +19,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::edit::Edit;
-use crate::error::{Error, ErrorKind, MarkerReason};
+use crate::error::{Error, ErrorKind};
+use crate::marker::reason::MarkerReason;
 use crate::marker::{self, Frame, FrameKind};
 use crate::outcome::Blocks;
 pub use crate::outcome::{HookOutcome, OutcomeReason, SkipReason, Status};

@@ -8,7 +8,8 @@
 //!
 //! Errors live with the modules that raise them and compose here. The bottom of the library is
 //! [`Location`] (`crate::location`) and `TooLong` (`crate::limits`); the modules below this one
-//! raise their own types (`source::DecodeError`, `parse::SyntaxError`, `edit::Conflict`, and
+//! raise their own types (`source::DecodeError`, `parse::SyntaxError`, `edit::Conflict`,
+//! [`marker::MarkerError`](crate::marker::MarkerError) with [`MarkerReason`](crate::MarkerReason), and
 //! `verify` owns [`VerifyReason`](crate::VerifyReason)) and never import this module, and
 //! `from.rs` turns each into the [`ErrorKind`] that names it, so that `?` converts at the
 //! boundary. The modules above (engine, document, batch, project, ...) return [`Error`].
@@ -22,8 +23,9 @@ use crate::location::Location;
 mod from;
 mod reason;
 
+use crate::marker::reason::MarkerReason;
 use crate::verify::VerifyReason;
-pub use reason::{BuilderReason, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason};
+pub use reason::{BuilderReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason};
 
 /// Everything that can go wrong in pysplice: where ([`Error::location`]), for which hook
 /// ([`Error::hook`]) and what ([`Error::kind`]).

@@ -112,11 +112,10 @@ pub use edit::Edit;
 pub use engine::{
     apply, attempt, plan, revert, Attempt, HookOutcome, OutcomeReason, Patched, Plan, SkipReason, Status,
 };
-pub use error::{
-    BuilderReason, Error, ErrorKind, MarkerReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason,
-};
+pub use error::{BuilderReason, Error, ErrorKind, PlacementReason, SelectionReason, SelectorProblem, SpecReason};
 pub use locate::Target;
 pub use location::Location;
+pub use marker::reason::MarkerReason;
 pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
 pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};

@@ -48,6 +48,7 @@ use std::ops::Range;
 use crate::source::SourceFile;
 
 mod grammar;
+pub(crate) mod reason;
 mod scan;
 mod seal;
 mod strip;
@@ -55,6 +56,7 @@ mod strip;
 use grammar::marker_lines;
 pub use grammar::{carries, parse_line, MarkerKind, MarkerLine};
 pub(crate) use grammar::{is_id, looks_like_marker, marker_like_offset};
+pub use reason::{MarkerError, MarkerProblem};
 pub use scan::scan;
 use seal::seal;
 pub(crate) use strip::{strip, strip_with_anchors, to_framed};

@@ -4,9 +4,10 @@
 use std::ops::Range;
 
 use crate::edit::{apply_edits, Edit};
-use crate::error::{Error, ErrorKind, MarkerReason};
+use crate::error::{Error, ErrorKind};
 use crate::files::MAX_FILE_BYTES;
 use crate::location::Location;
+use crate::marker::reason::MarkerReason;
 use crate::marker::{self, Frame};
 use crate::outcome::{self, Blocks, HookOutcome, Status};
 use crate::outline::ParsedFile;

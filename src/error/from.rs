@@ -5,6 +5,7 @@
 
 use super::{Error, ErrorKind};
 use crate::edit::Conflict;
+use crate::marker::{MarkerError, MarkerProblem};
 use crate::parse::SyntaxError;
 use crate::source::{DecodeError, SourceFile};
 
@@ -25,6 +26,29 @@ impl From<Conflict> for Error {
             location,
         } = err;
         ErrorKind::Conflict { first, second }.at(location)
+    }
+}
+
+impl From<MarkerError> for Error {
+    fn from(err: MarkerError) -> Error {
+        let MarkerError {
+            problem,
+            location,
+            hook,
+        } = err;
+        let kind = match problem {
+            MarkerProblem::Damaged(reason) => ErrorKind::Marker { reason },
+            MarkerProblem::Stacked {
+                top,
+                top_hook,
+                top_line,
+            } => ErrorKind::Stacked {
+                top,
+                top_hook,
+                top_line,
+            },
+        };
+        kind.at(location).with_hook(&hook)
     }
 }
 

@@ -3,22 +3,23 @@
 
 use std::ops::Range;
 
-use crate::error::{Error, ErrorKind, MarkerReason};
+use crate::location::Location;
 use crate::source::SourceFile;
 
 use super::grammar::{begin_fields, end_fields, inline_fields, marker_lines, BeginFields, Found, InlineFields, Seal};
+use super::reason::{MarkerError, MarkerProblem, MarkerReason};
 use super::seal::{Broken, Claim};
 use super::{newline_before, strip, Frame, FrameKind, MarkerKind, MarkerLine};
 
 /// Every frame of `recipe` in `file`, in order.
 ///
 /// # Errors
-/// [`ErrorKind::Marker`] naming the line and hook when a frame of this recipe is damaged: an
+/// A [`MarkerError`] naming the line and hook: [`MarkerProblem::Damaged`] when a frame of this recipe is damaged: an
 /// opening marker without its closing marker, a closing marker alone, a bad attribute, a seal
 /// that no longer matches (edited by hand), a duplicated marker line, frames that overlap.
-/// [`ErrorKind::Stacked`] when another recipe changed a frame of this one after it was applied:
+/// [`MarkerProblem::Stacked`] when another recipe changed a frame of this one after it was applied:
 /// that recipe is on top and must be reverted first.
-pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
+pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, MarkerError> {
     let found = marker_lines(file);
     let mut scan = Scan {
         file,
@@ -41,9 +42,7 @@ pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, Error> {
         let reason = MarkerReason::Unclosed {
             hook: frame.hook.clone(),
         };
-        return Err(ErrorKind::Marker { reason }
-            .at(file.location(frame.begin_start))
-            .with_hook(&frame.hook));
+        return Err(damaged_at(file.location(frame.begin_start), reason, &frame.hook));
     }
     let mut frames = scan.frames;
     join_frames_at_the_end(file.text(), &mut frames);
@@ -65,25 +64,25 @@ struct Scan<'s> {
 
 impl Scan<'_> {
     /// A damaged marker line `m` of `hook`.
-    fn damaged(&self, m: &Found<'_>, reason: MarkerReason, hook: &str) -> Error {
-        ErrorKind::Marker { reason }
-            .at(self.file.location(m.start))
-            .with_hook(hook)
+    fn damaged(&self, m: &Found<'_>, reason: MarkerReason, hook: &str) -> MarkerError {
+        damaged_at(self.file.location(m.start), reason, hook)
     }
 
     /// Another recipe's marker line `top` changed the frame of `hook` at `at`.
-    fn stacked(&self, at: usize, hook: &str, top: &Found<'_>) -> Error {
-        ErrorKind::Stacked {
-            top: top.marker.recipe.into(),
-            top_hook: top.marker.hook.into(),
-            top_line: top.line,
+    fn stacked(&self, at: usize, hook: &str, top: &Found<'_>) -> MarkerError {
+        MarkerError {
+            problem: MarkerProblem::Stacked {
+                top: top.marker.recipe.into(),
+                top_hook: top.marker.hook.into(),
+                top_line: top.line,
+            },
+            location: self.file.location(at),
+            hook: hook.to_string(),
         }
-        .at(self.file.location(at))
-        .with_hook(hook)
     }
 
     /// An opening marker: a frame opens, inside an open joined frame at most.
-    fn begin(&mut self, m: &Found<'_>) -> Result<(), Error> {
+    fn begin(&mut self, m: &Found<'_>) -> Result<(), MarkerError> {
         let MarkerLine { hook, fields, .. } = m.marker;
         if let Some(open) = self
             .open
@@ -113,7 +112,7 @@ impl Scan<'_> {
     }
 
     /// A closing marker: the innermost open frame closes, its seal checked.
-    fn end(&mut self, m: &Found<'_>) -> Result<(), Error> {
+    fn end(&mut self, m: &Found<'_>) -> Result<(), MarkerError> {
         let MarkerLine { hook, fields, .. } = m.marker;
         let Some(frame) = self.open.pop() else {
             return Err(self.damaged(m, MarkerReason::CloseWithoutOpen, hook));
@@ -162,7 +161,7 @@ impl Scan<'_> {
 
     /// Whether the seal of the block `frame` of `hook`, holding `content`, matches; if not,
     /// whether another recipe changed it later or it was edited by hand.
-    fn check_block(&self, frame: &OpenFrame, hook: &str, content: &Range<usize>) -> Result<(), Error> {
+    fn check_block(&self, frame: &OpenFrame, hook: &str, content: &Range<usize>) -> Result<(), MarkerError> {
         let (text, recipe) = (self.file.text(), self.recipe);
         let (kind, was) = match &frame.displaced {
             None => ("insert", ""),
@@ -208,13 +207,11 @@ impl Scan<'_> {
             Broken::Edited => MarkerReason::BlockEdited { hook: hook.to_string() },
             Broken::Unchecked(what) => damaged(what),
         };
-        Err(ErrorKind::Marker { reason }
-            .at(self.file.location(frame.begin_start))
-            .with_hook(hook))
+        Err(damaged_at(self.file.location(frame.begin_start), reason, hook))
     }
 
     /// An inline marker (the `index`th marker line): a change inside the line below it.
-    fn inline(&mut self, index: usize, m: &Found<'_>) -> Result<(), Error> {
+    fn inline(&mut self, index: usize, m: &Found<'_>) -> Result<(), MarkerError> {
         let MarkerLine { hook, fields, .. } = m.marker;
         let (text, recipe) = (self.file.text(), self.recipe);
         let bad = |what: &str| {
@@ -276,7 +273,7 @@ impl Scan<'_> {
 
 /// Frames of one recipe never share bytes; forged markers could make them, and revert would
 /// then drop text silently.
-fn check_overlaps(file: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
+fn check_overlaps(file: &SourceFile, frames: &[Frame]) -> Result<(), MarkerError> {
     let mut pieces: Vec<(&Range<usize>, &Frame)> = frames
         .iter()
         .flat_map(|frame| frame.removal.iter().map(move |range| (range, frame)))
@@ -304,9 +301,7 @@ fn check_overlaps(file: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
                 second: frame.hook.clone(),
                 second_line: frame.line,
             };
-            return Err(ErrorKind::Marker { reason }
-                .at(file.location(range.start))
-                .with_hook(&frame.hook));
+            return Err(damaged_at(file.location(range.start), reason, &frame.hook));
         }
         if frame.kind == FrameKind::Joined {
             containers.push(range);
@@ -317,7 +312,7 @@ fn check_overlaps(file: &SourceFile, frames: &[Frame]) -> Result<(), Error> {
 }
 
 /// `content` (whole lines of a frame of `recipe`) without the frames of other recipes in it.
-fn without_other_recipes(content: &str, recipe: &str) -> Result<String, Error> {
+fn without_other_recipes(content: &str, recipe: &str) -> Result<String, MarkerError> {
     let block = SourceFile::new("<block>", content);
     let mut others: Vec<&str> = Vec::new();
     for found in marker_lines(&block) {
@@ -368,6 +363,15 @@ struct OpenFrame {
 }
 
 /// A marker line that cannot be read, for `what` reason.
+/// A damaged frame of `hook` at `location`.
+fn damaged_at(location: Location, reason: MarkerReason, hook: &str) -> MarkerError {
+    MarkerError {
+        problem: MarkerProblem::Damaged(reason),
+        location,
+        hook: hook.to_string(),
+    }
+}
+
 fn damaged(what: &str) -> MarkerReason {
     MarkerReason::Damaged { what: what.to_string() }
 }

@@ -1,0 +1,143 @@
+//! What is wrong with a recipe's marked blocks, as [`scan`](super::scan) finds it: its reasons
+//! ([`MarkerReason`]) and its error ([`MarkerError`]), which the crate's
+//! [`ErrorKind::Marker`](crate::ErrorKind::Marker) and [`ErrorKind::Stacked`](crate::ErrorKind::Stacked)
+//! carry once it becomes a [`crate::Error`].
+
+use crate::location::Location;
+
+/// Why [`scan`](super::scan) cannot read a recipe's frames back, at the marker line at fault,
+/// for the hook whose frame it is.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {problem} [hook {hook}]")]
+#[non_exhaustive]
+pub struct MarkerError {
+    /// What is wrong.
+    pub problem: MarkerProblem,
+    /// The marker line at fault.
+    pub location: Location,
+    /// The hook whose frame it is.
+    pub hook: String,
+}
+
+/// What is wrong with a recipe's frames ([`MarkerError::problem`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MarkerProblem {
+    /// A frame does not match what pysplice inserted
+    /// ([`ErrorKind::Marker`](crate::ErrorKind::Marker)).
+    #[error("{0}")]
+    Damaged(MarkerReason),
+    /// Another recipe changed the frame after it was applied
+    /// ([`ErrorKind::Stacked`](crate::ErrorKind::Stacked)).
+    #[error(
+        "recipe `{top}` was applied on top of this change (its marker for hook `{top_hook}` is at line {top_line})"
+    )]
+    Stacked {
+        /// The recipe on top.
+        top: Box<str>,
+        /// Its hook whose marker is in the way.
+        top_hook: Box<str>,
+        /// 1-based line of that marker.
+        top_line: usize,
+    },
+}
+
+/// What is wrong with a recipe's marked blocks ([`ErrorKind::Marker`](crate::ErrorKind::Marker)).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MarkerReason {
+    /// A marker line cannot be read (its seal, attributes or displaced text are damaged), or
+    /// an older marker's displaced text does not appear in what it frames.
+    #[error("{what}")]
+    Damaged {
+        /// What is damaged.
+        what: String,
+    },
+    /// An inline marker cannot be read or does not fit the line below it.
+    #[error("this inline marker is damaged ({what})")]
+    InlineDamaged {
+        /// What is damaged.
+        what: String,
+    },
+    /// An opening marker has no closing marker.
+    #[error("the opening marker of hook `{hook}` has no closing marker")]
+    Unclosed {
+        /// The hook of the opening marker.
+        hook: String,
+    },
+    /// An opening marker inside a block that is still open.
+    #[error("the block of hook `{open}` is not closed before this marker")]
+    OpenBefore {
+        /// The hook of the open block.
+        open: String,
+    },
+    /// A closing marker without an opening marker.
+    #[error("closing marker without an opening marker")]
+    CloseWithoutOpen,
+    /// A closing marker of one hook inside the block of another.
+    #[error("closing marker for `{hook}` inside the block of `{open}`")]
+    CloseMismatch {
+        /// The hook of the closing marker.
+        hook: String,
+        /// The hook of the open block.
+        open: String,
+    },
+    /// A block's text was edited by hand.
+    #[error("the block of hook `{hook}` was edited by hand (its seal no longer matches)")]
+    BlockEdited {
+        /// The block's hook.
+        hook: String,
+    },
+    /// The line an inline marker frames was edited by hand.
+    #[error("the line changed by hook `{hook}` was edited by hand (its seal no longer matches)")]
+    LineEdited {
+        /// The marker's hook.
+        hook: String,
+    },
+    /// An inline marker is followed by another marker line of the same recipe.
+    #[error("the inline marker of hook `{hook}` is followed by another marker line of this recipe (a marker line was duplicated or moved)")]
+    InlineFollowed {
+        /// The marker's hook.
+        hook: String,
+    },
+    /// Two frames of the recipe share bytes.
+    #[error("the frames of hooks `{first}` (line {first_line}) and `{second}` (line {second_line}) overlap")]
+    Overlap {
+        /// The earlier frame's hook.
+        first: String,
+        /// Its marker's 1-based line.
+        first_line: usize,
+        /// The later frame's hook.
+        second: String,
+        /// Its marker's 1-based line.
+        second_line: usize,
+    },
+    /// Another recipe changed lines inside this recipe's expanded one-line suite.
+    #[error("recipe `{other}` has changes inside this recipe's expanded one-line suite: revert `{other}` first")]
+    StackedInsideSuite {
+        /// The other recipe.
+        other: String,
+    },
+    /// The statements a `replace` block would put back do not match its pattern.
+    #[error("the statements this block of hook `{hook}` would put back do not match its pattern `{pattern}` (was the marker forged?)")]
+    PatternMismatch {
+        /// The block's hook.
+        hook: String,
+        /// The hook's pattern.
+        pattern: String,
+    },
+    /// A block that puts statements back belongs to a hook that is no `replace` of this recipe.
+    #[error("hook `{hook}` is not a `replace` of this recipe, so the statements its block would put back cannot be checked; revert with the recipe that applied it")]
+    NotAReplace {
+        /// The block's hook.
+        hook: String,
+    },
+    /// The code a hook adds is already in the file without its marker.
+    #[error("line {line} already holds what hook `{hook}` adds here, without its marker (was a marker line deleted?): applying would add it twice and revert would leave it behind")]
+    Unmarked {
+        /// 1-based line of the code.
+        line: usize,
+        /// The hook.
+        hook: String,
+    },
+}
