@@ -36,7 +36,7 @@ impl From<MarkerError> for Error {
             location,
             hook,
         } = err;
-        let kind = match problem {
+        let kind = match *problem {
             MarkerProblem::Damaged(reason) => ErrorKind::Marker { reason },
             MarkerProblem::Stacked {
                 top,

@@ -11,8 +11,8 @@ use crate::location::Location;
 #[error("{location}: {problem} [hook {hook}]")]
 #[non_exhaustive]
 pub struct MarkerError {
-    /// What is wrong.
-    pub problem: MarkerProblem,
+    /// What is wrong (boxed, so that a `Result` stays small).
+    pub problem: Box<MarkerProblem>,
     /// The marker line at fault.
     pub location: Location,
     /// The hook whose frame it is.

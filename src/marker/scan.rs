@@ -71,11 +71,11 @@ impl Scan<'_> {
     /// Another recipe's marker line `top` changed the frame of `hook` at `at`.
     fn stacked(&self, at: usize, hook: &str, top: &Found<'_>) -> MarkerError {
         MarkerError {
-            problem: MarkerProblem::Stacked {
+            problem: Box::new(MarkerProblem::Stacked {
                 top: top.marker.recipe.into(),
                 top_hook: top.marker.hook.into(),
                 top_line: top.line,
-            },
+            }),
             location: self.file.location(at),
             hook: hook.to_string(),
         }
@@ -366,7 +366,7 @@ struct OpenFrame {
 /// A damaged frame of `hook` at `location`.
 fn damaged_at(location: Location, reason: MarkerReason, hook: &str) -> MarkerError {
     MarkerError {
-        problem: MarkerProblem::Damaged(reason),
+        problem: Box::new(MarkerProblem::Damaged(reason)),
         location,
         hook: hook.to_string(),
     }
