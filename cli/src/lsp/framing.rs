@@ -4,7 +4,8 @@
 
 use std::io::{self, Read};
 
-use crate::transport::MAX_MESSAGE;
+/// The largest message body accepted: 64 MiB, far above any source file an editor sends.
+pub const MAX_MESSAGE: usize = 64 << 20;
 
 /// The longest header line accepted.
 pub const MAX_HEADER_LINE: usize = 8 << 10;

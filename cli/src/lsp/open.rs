@@ -9,11 +9,13 @@
 use std::collections::HashMap;
 
 use lsp_types::{Diagnostic, DiagnosticSeverity, Uri};
-use pysplice::{Document, DocumentPlan, KeptPlan, Utf16Range};
+use pysplice::{Document, DocumentPlan, KeptPlan, TextEdit, Utf16Range};
 use pysplice::{Error, ErrorKind, Recipe, Status};
 
 use crate::convert::diagnostic;
-use crate::server::Edits;
+
+/// Verified edits, or why there are none.
+pub type Edits = Result<Vec<TextEdit>, String>;
 
 /// An open Python file.
 pub struct Open {

@@ -4,21 +4,17 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use lsp_server::{Connection, Message, Notification, Request};
+use lsp_server::{Connection, Message, Notification, Request, RequestId};
 use lsp_types::notification::{Notification as _, PublishDiagnostics, ShowMessage};
 use lsp_types::{
     Diagnostic, DiagnosticSeverity, InitializeParams, MessageType, PublishDiagnosticsParams, ShowMessageParams, Uri,
 };
 use pysplice::recipes::config::RecipeConfig;
-use pysplice::{Document, TextEdit};
+use pysplice::Document;
 use pysplice::{Error, Recipe};
 
 use crate::convert::{diagnostic, path_uri, same_file, uri_path, workspace_root};
 use crate::open::Open;
-use crate::workspace::Question;
-
-/// Verified edits, or why there are none.
-pub type Edits = Result<Vec<TextEdit>, String>;
 
 /// The command that applies a recipe to every matching file of the workspace.
 pub const APPLY_TO_WORKSPACE: &str = "pysplice.applyRecipeToWorkspace";
@@ -38,6 +34,14 @@ pub struct Client {
     pub apply_edit: bool,
 }
 
+/// A `window/showMessageRequest` waiting for the client's answer.
+pub struct Question {
+    /// The `workspace/executeCommand` request to answer once the client has answered.
+    pub command: RequestId,
+    /// The recipe ids offered, which are the actions' titles.
+    pub offered: Vec<String>,
+}
+
 pub struct Server<'c> {
     pub connection: &'c Connection,
     pub root: Option<PathBuf>,
@@ -52,7 +56,7 @@ pub struct Server<'c> {
     pub next_request: i32,
     /// The questions to the client (`window/showMessageRequest`) waiting for an answer, by the
     /// id of the request that asked them.
-    pub questions: HashMap<lsp_server::RequestId, Question>,
+    pub questions: HashMap<RequestId, Question>,
     /// The last revision number given to a text (see `open.rs`).
     pub last_revision: u64,
 }

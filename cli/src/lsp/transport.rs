@@ -7,7 +7,7 @@
 //! * a body that is not JSON, or not UTF-8, gets a `-32700 Parse error` response with `id: null`;
 //!   JSON that is not a message gets `-32600 Invalid Request` (with its id when it has one);
 //! * a header block without a usable `Content-Length` (missing, not a number, a line without
-//!   `:`, a line over 8 KiB) or announcing more than [`MAX_MESSAGE`] bytes gets `-32700` too, and
+//!   `:`, a line over 8 KiB) or announcing more than [`MAX_MESSAGE`](crate::framing::MAX_MESSAGE) bytes gets `-32700` too, and
 //!   the reader skips ahead to the next `Content-Length:` header;
 //! * the session goes on in every case, until end of input or an `exit` notification.
 //!
@@ -20,9 +20,6 @@ use lsp_server::{Connection, Message};
 use serde_json::{json, Value};
 
 use crate::framing::{Bad, Framer};
-
-/// The largest message body accepted: 64 MiB, far above any source file an editor sends.
-pub const MAX_MESSAGE: usize = 64 << 20;
 
 /// JSON-RPC's code for a message that is not JSON.
 const PARSE_ERROR: i64 = -32700;

@@ -20,7 +20,7 @@ use pysplice::{Document, TextEdit};
 use pysplice::{ParsedFile, Recipe, SourceFile, Target};
 
 use crate::convert::{path_uri, python_files, workspace_edits, workspace_limit};
-use crate::server::Server;
+use crate::server::{Question, Server};
 
 /// The command that lists the configured recipes: `[{"id", "summary"}]`.
 pub const LIST_RECIPES: &str = "pysplice.listRecipes";
@@ -30,14 +30,6 @@ const MAX_QUESTIONS: usize = 8;
 
 /// How many files a question names; the others are counted.
 const NAMED_FILES: usize = 3;
-
-/// A `window/showMessageRequest` waiting for the client's answer.
-pub struct Question {
-    /// The `workspace/executeCommand` request to answer once the client has answered.
-    pub command: RequestId,
-    /// The recipe ids offered, which are the actions' titles.
-    pub offered: Vec<String>,
-}
 
 /// What a command gives: its result now, or nothing yet (a question is out, see [`Question`]).
 pub type Answer = Result<Option<serde_json::Value>, (ErrorCode, String)>;

@@ -55,7 +55,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         None if args.arch.iter().any(|a| a == "all") => None,
         None => Some(args.arch.clone()),
     };
-    let recipe = sglang_models::recipe().expect("the bundled recipes are valid");
+    let recipe = pysplice_sglang::recipes::models_recipe().expect("the bundled recipes are valid");
     let lib_mode = if mode == Mode::Revert {
         sglang_models::Mode::Revert
     } else {
@@ -72,7 +72,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
 /// carry the recipe's markers: every marked file reverted, or checked for the architectures
 /// patched in it.
 pub fn run_marked(args: &Args, mode: Mode, dir: &Path) -> u8 {
-    let recipe = sglang_models::recipe().expect("the bundled recipes are valid");
+    let recipe = pysplice_sglang::recipes::models_recipe().expect("the bundled recipes are valid");
     let lib_mode = if mode == Mode::Revert {
         sglang_models::Mode::Revert
     } else {

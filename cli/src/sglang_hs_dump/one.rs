@@ -122,7 +122,7 @@ fn other_marked_files(args: &Args, mode: Mode, recipe: &Recipe, path: &Path) -> 
         return None;
     }
     let dir = path.parent()?;
-    let models = pysplice_sglang::models::recipe().expect("the bundled recipes are valid");
+    let models = pysplice_sglang::recipes::models_recipe().expect("the bundled recipes are valid");
     match pysplice_sglang::models::marked_files(&models, dir) {
         Ok(marked) if marked.iter().any(|m| m != "deepseek_v2.py") => Some(crate::models::run_marked(args, mode, dir)),
         Ok(_) => None,

@@ -1,7 +1,6 @@
-//! The hidden-state dump for every SGLang architecture with EAGLE-3 aux capture: the recipe
-//! [`recipe`] (the helpers of [`crate::recipes::SGLANG_HS_DUMP`], the targets of
-//! [`crate::recipes::SGLANG_HS_DUMP_MODELS`]), and running it on a whole `sglang/srt/models`
-//! folder, all files or none ([`patch`], [`write_all`]).
+//! The hidden-state dump for every SGLang architecture with EAGLE-3 aux capture: running the
+//! recipe [`crate::recipes::models_recipe`] on a whole `sglang/srt/models` folder, all files or
+//! none ([`patch`], [`write_all`]).
 //!
 //! Architectures are the classes SGLang serves (`EntryClass` items, the names `config.json`
 //! lists under `architectures`) that define or inherit `set_eagle3_layers_to_capture`. Each gets
@@ -35,36 +34,6 @@ pub fn conventions() -> Conventions {
     )
     .map(|recipe| recipe.conventions)
     .unwrap_or_default()
-}
-
-/// The composed recipe: `imports` and `dump-helpers` of [`crate::recipes::SGLANG_HS_DUMP`], then
-/// the selector hooks of [`crate::recipes::SGLANG_HS_DUMP_MODELS`], [stamped](crate::recipes::stamp).
-///
-/// ```
-/// let recipe = pysplice_sglang::models::recipe()?;
-/// assert!(recipe.selects());
-/// assert_eq!(recipe.hooks[1].id, "dump-helpers");
-/// # Ok::<(), pysplice::Error>(())
-/// ```
-///
-/// # Errors
-/// [`ErrorKind::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
-pub fn recipe() -> Result<Recipe, Error> {
-    let base = Recipe::from_bundled_toml("recipes/sglang_hs_dump.toml", crate::recipes::SGLANG_HS_DUMP)?;
-    let mut models = Recipe::from_bundled_toml(
-        "recipes/sglang_hs_dump_models.toml",
-        crate::recipes::SGLANG_HS_DUMP_MODELS,
-    )?;
-    let mut hooks: Vec<_> = base
-        .hooks
-        .into_iter()
-        .filter(|h| h.id == "imports" || h.id == "dump-helpers")
-        .collect();
-    hooks.append(&mut models.hooks);
-    models.hooks = hooks;
-    models.notes = base.notes;
-    crate::recipes::stamp(&mut models);
-    Ok(models)
 }
 
 /// The `sglang/srt/models` folder for a path: a file's folder, or a folder holding it (an

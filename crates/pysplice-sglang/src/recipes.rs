@@ -19,12 +19,12 @@ pub const SGLANG_HS_DUMP: &str = include_str!("../recipes/sglang_hs_dump.toml");
 pub const SGLANG_HS_DUMP_FILE: &str = "sglang/srt/models/deepseek_v2.py";
 
 /// The targets of the hidden-state dump for every SGLang architecture with EAGLE-3 aux capture,
-/// chosen by meaning (`[select.*]` tables); [`crate::models::recipe`] adds the helpers of
+/// chosen by meaning (`[select.*]` tables); [`models_recipe`] adds the helpers of
 /// [`SGLANG_HS_DUMP`].
 pub const SGLANG_HS_DUMP_MODELS: &str = include_str!("../recipes/sglang_hs_dump_models.toml");
 
 /// The bundled recipes, for [`pysplice::recipes::load`] and the recipe configuration of a
-/// workspace: [`SGLANG_HS_DUMP`] and the dump for every architecture ([`crate::models::recipe`]).
+/// workspace: [`SGLANG_HS_DUMP`] and the dump for every architecture ([`models_recipe`]).
 ///
 /// ```
 /// let recipe = pysplice::recipes::load("builtin:sglang-hs-dump", pysplice_sglang::recipes::CATALOGUE)?;
@@ -33,8 +33,35 @@ pub const SGLANG_HS_DUMP_MODELS: &str = include_str!("../recipes/sglang_hs_dump_
 /// ```
 pub const CATALOGUE: &[BundledRecipe] = &[
     BundledRecipe::new("sglang-hs-dump", hs_dump),
-    BundledRecipe::new("sglang-hs-dump-models", crate::models::recipe),
+    BundledRecipe::new("sglang-hs-dump-models", models_recipe),
 ];
+
+/// The composed recipe: `imports` and `dump-helpers` of [`SGLANG_HS_DUMP`], then
+/// the selector hooks of [`SGLANG_HS_DUMP_MODELS`], [stamped](stamp).
+///
+/// ```
+/// let recipe = pysplice_sglang::recipes::models_recipe()?;
+/// assert!(recipe.selects());
+/// assert_eq!(recipe.hooks[1].id, "dump-helpers");
+/// # Ok::<(), pysplice::Error>(())
+/// ```
+///
+/// # Errors
+/// [`pysplice::ErrorKind::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
+pub fn models_recipe() -> Result<Recipe, Error> {
+    let base = Recipe::from_bundled_toml("recipes/sglang_hs_dump.toml", SGLANG_HS_DUMP)?;
+    let mut models = Recipe::from_bundled_toml("recipes/sglang_hs_dump_models.toml", SGLANG_HS_DUMP_MODELS)?;
+    let mut hooks: Vec<_> = base
+        .hooks
+        .into_iter()
+        .filter(|h| h.id == "imports" || h.id == "dump-helpers")
+        .collect();
+    hooks.append(&mut models.hooks);
+    models.hooks = hooks;
+    models.notes = base.notes;
+    stamp(&mut models);
+    Ok(models)
+}
 
 /// The names of the bundled recipes of [`CATALOGUE`].
 pub const BUILTIN_NAMES: [&str; 2] = ["sglang-hs-dump", "sglang-hs-dump-models"];
@@ -49,7 +76,7 @@ pub const PYSPLICE_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const VERSION_VAR: &str = "pysplice_version";
 
 /// Gives a dump recipe's [`VERSION_VAR`] this build's [`PYSPLICE_VERSION`]; a recipe without
-/// that variable is left as it is. The bundled recipes ([`builtin`], [`crate::models::recipe`])
+/// that variable is left as it is. The bundled recipes ([`builtin`], [`models_recipe`])
 /// come stamped.
 ///
 /// ```
@@ -122,7 +149,7 @@ mod tests {
         let demo = include_str!("../data/demo_model.py");
         let from_file = Recipe::from_toml("sglang_hs_dump.toml", SGLANG_HS_DUMP).expect("compiles");
         assert_eq!(from_file.vars[VERSION_VAR], "unknown");
-        let models = crate::models::recipe().expect("compiles");
+        let models = models_recipe().expect("compiles");
         assert_eq!(models.vars[VERSION_VAR], PYSPLICE_VERSION);
         for (recipe, version) in [
             (

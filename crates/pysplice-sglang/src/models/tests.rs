@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{faults, patch, recipe, Mode};
+use super::{faults, patch, Mode};
 use pysplice::ErrorKind;
 
 /// What the outside twins hold besides the stand-in's text: a patch made of them would carry it.
@@ -55,7 +55,7 @@ fn swapped(in_sub: bool, at: faults::At, swap: fn(&Path, &Path)) -> (pysplice::E
     let dir = tempfile::tempdir().unwrap();
     let (models, outside) = folders(dir.path(), in_sub);
     let before = snapshot(&outside);
-    let recipe = recipe().unwrap();
+    let recipe = crate::recipes::models_recipe().unwrap();
     // Without a swap every architecture patches, llama.py included.
     let (_, patches) = patch(&recipe, &models, None, Mode::Apply).unwrap();
     assert!(patches.iter().any(|p| p.relative.ends_with("llama.py")));
@@ -110,7 +110,7 @@ fn a_model_file_that_is_a_link_is_an_error_never_followed() {
     let before = snapshot(&outside);
     // There before the run: the walk notes it, nothing reads through it.
     file_for_link(&models, &outside);
-    let Err(err) = patch(&recipe().unwrap(), &models, None, Mode::Apply) else {
+    let Err(err) = patch(&crate::recipes::models_recipe().unwrap(), &models, None, Mode::Apply) else {
         panic!("the link was followed");
     };
     assert!(matches!(err.kind(), ErrorKind::NotRegular { .. }), "{err}");

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use similar::{DiffTag, TextDiff};
 
 pub(crate) fn recipe() -> Recipe {
-    pysplice_sglang::models::recipe().expect("the bundled recipes compile")
+    pysplice_sglang::recipes::models_recipe().expect("the bundled recipes compile")
 }
 
 pub(crate) fn scratch(name: &str) -> PathBuf {
