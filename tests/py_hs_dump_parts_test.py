@@ -30,7 +30,7 @@ sys.modules["torch"] = None  # `import torch` raises ImportError from here on
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "crates", "pysplice-sglang", "python"))
 
-from hs_dump import archive, capture, chunks, debris, files, hooks, settings, status, writer  # noqa: E402
+from hs_dump import archive, capture, chunks, debris, files, hooks, sample, settings, status, writer  # noqa: E402
 
 # The recipe's [vars] as the package writes them (template slots).
 ENV, MAX_ENV, QUEUE_ENV, LAYERS_ENV = "{env}", "{max_env}", "{queue_env}", "{layers_env}"
@@ -152,6 +152,18 @@ class ChunkedRequestIdentity(unittest.TestCase):
         plans = self.planner()
         plan, ends = self.plan(plans, "rid", [4], [0], full=[10], rids=["a"], end=True)
         self.assertEqual(ends, [("end", plan[0][1], 1, ".ckpt.partial")])
+
+
+class HealthProbes(unittest.TestCase):
+    """SGLang's /health and /health_generate prefill one token as "HEALTH_CHECK_<uuid>" (0.5.x):
+    a router polling them must not leave samples in the folder (found on the real 0.5.23 server)."""
+
+    def test_a_health_probe_of_the_server_is_never_a_sample(self):
+        meta = dict(rids=["HEALTH_CHECK_4c2357dc", "conv-1", "health", None, 7])
+        self.assertEqual([sample._pysplice_hs_probe(meta, i) for i in range(6)], [True, False, False, False, False, False])
+
+    def test_without_rids_nothing_is_taken_for_a_probe(self):
+        self.assertFalse(sample._pysplice_hs_probe(dict(rids=None), 0))
 
 
 class Folder(unittest.TestCase):

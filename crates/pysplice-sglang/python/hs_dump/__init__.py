@@ -30,6 +30,7 @@ HELPERS = (
     "sample._pysplice_hs_sample",
     "chunks._pysplice_hs_stitch_how",
     "chunks._pysplice_hs_stitch_keys",
+    "sample._pysplice_hs_probe",
     "sample._pysplice_hs_alone",
     "writer._pysplice_hs_Writer",
     "writer._pysplice_hs_serial",

@@ -137,7 +137,11 @@ def _pysplice_hs_dump_batch(model, input_ids, batch, value):
     # that continues an earlier pass's request (where chunks are stitched: the head of
     # the pass with prefix_len > 0, as the scheduler puts a continuation first). The
     # rest of the pass is dropped.
+    probes = dict(rids=list(rids)) if rids is not None else dict(rids=None)
     starts = [i for i, n in enumerate(lens) if n and not (how is not None and i == 0 and prefix[i] > 0)]
+    starts = [i for i in starts if not _pysplice_hs_probe(probes, i)]
+    if all(not n or _pysplice_hs_probe(probes, i) for i, n in enumerate(lens)):
+        return  # health probes only: nothing to write, nothing queued
     take = len(lens)
     if state["cap"] is not None:
         left = state["cap"] - model._hs_dump_count
@@ -188,4 +192,5 @@ from .chunks import _pysplice_hs_stitch_how, _pysplice_hs_stitch_keys
 from .files import _pysplice_hs_open_dir
 from .parallel import _pysplice_hs_chunk_size, _pysplice_hs_ranks
 from .provenance import _pysplice_hs_provenance
+from .sample import _pysplice_hs_probe
 from .writer import _pysplice_hs_Writer

@@ -34,6 +34,15 @@ def _pysplice_hs_sample(job, i):
     return sample, ".ckpt" if complete[i] else ".ckpt.partial"
 
 
+def _pysplice_hs_probe(meta, i):
+    # Request i of a pass is a server's own health probe, never a sample: SGLang's /health and
+    # /health_generate prefill one token under a rid of "HEALTH_CHECK_<uuid>" (0.5.x; where the
+    # batch carries rids, 0.5.10+), and a router or orchestrator calls them every few seconds.
+    rids = meta.get("rids")
+    rid = rids[i] if rids is not None and i < len(rids) else None
+    return isinstance(rid, str) and rid.startswith("HEALTH_CHECK")
+
+
 def _pysplice_hs_alone(rows):
     # The same memory as a tensor with a storage of its own, so that torch.save
     # writes these rows only, not the whole host buffer, and without a copy.

@@ -134,7 +134,7 @@ class _pysplice_hs_Writer:
             else:
                 for key, t, _ in parts:
                     host[key].copy_(t.detach())
-        todo = [i for i, n in enumerate(meta["lens"]) if n]
+        todo = [i for i, n in enumerate(meta["lens"]) if n and not _pysplice_hs_probe(meta, i)]
         job = dict(
             tensors=host,
             meta=meta,
@@ -257,7 +257,7 @@ class _pysplice_hs_Writer:
                 _pysplice_hs_show(self.state["budget_raw"]),
                 _pysplice_hs_size(self.budget),
             )
-        todo = [i for i, n in enumerate(meta["lens"]) if n]
+        todo = [i for i, n in enumerate(meta["lens"]) if n and not _pysplice_hs_probe(meta, i)]
         job = dict(tensors=dict((k, t.detach().cpu() if t is not None else None) for k, t in tensors.items()), meta=meta)
         job.update(todo=todo, left=len(todo), plan=None, seq=seq)
         try:
@@ -688,7 +688,7 @@ def _pysplice_hs_size(n):
 from .debris import _pysplice_hs_clean
 from .files import _pysplice_hs_write
 from .parts import _pysplice_hs_parts_add, _pysplice_hs_parts_drop, _pysplice_hs_parts_sample
-from .sample import _pysplice_hs_sample
+from .sample import _pysplice_hs_probe, _pysplice_hs_sample
 from .settings import _pysplice_hs_show
 from .status import _pysplice_hs_identity
 from .stitch import _pysplice_hs_stitch_add, _pysplice_hs_stitch_open, _pysplice_hs_stitch_publish
