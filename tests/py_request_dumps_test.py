@@ -59,6 +59,70 @@ AttentionArch.__module__ = "sglang.srt.configs.model_config"
 _module(AttentionArch.__module__).AttentionArch = AttentionArch
 
 
+# 0.5.23: ServerArgs is a msgspec Struct (dict=True) whose __reduce__ is
+# (_rebuild_server_args, (type(self), msgspec.structs.asdict(self), dict(self.__dict__))): its fields,
+# then its resolution bookkeeping, where the resolved CUDA-graph config (a CudaGraphConfig of two
+# PhaseConfigs, declared by _parse_cuda_graph_config) is kept. Named and shaped as the release's
+# (sglang/srt/server_args.py, sglang/srt/model_executor/cuda_graph_config.py).
+CG = "sglang.srt.model_executor.cuda_graph_config"
+PhaseConfig = _cls(CG, "PhaseConfig", ["backend", "max_bs", "bs", "tc_compiler", "max_context_size", "full_prefill_max_req",
+                                       "full_prefill_prefix_chunk_tokens", "max_seq_len"])
+CudaGraphConfig = _cls(CG, "CudaGraphConfig", ["decode", "prefill"])
+
+
+class ServerArgs23:
+    def __init__(self, fields, bookkeeping):
+        self.fields, self.bookkeeping = fields, bookkeeping
+
+    def __reduce__(self):
+        return (_rebuild_server_args, (type(self), dict(self.fields), dict(self.bookkeeping)))
+
+
+def _rebuild_server_args(cls, fields, bookkeeping):
+    raise AssertionError("never called: the test only pickles")
+
+
+ServerArgs23.__module__ = _rebuild_server_args.__module__ = "sglang.srt.server_args"
+ServerArgs23.__qualname__ = ServerArgs23.__name__ = "ServerArgs"
+_module("sglang.srt.server_args")._rebuild_server_args = _rebuild_server_args
+
+
+class _Dtype:
+    def __reduce__(self):
+        return "bfloat16"  # a torch.dtype pickles as the global torch.bfloat16
+
+
+_Dtype.__module__ = "torch"
+_module("torch").bfloat16 = _Dtype()
+
+
+def dump_0523(requests):
+    """A request dump as 0.5.23's TokenizerManager._dump_data_to_file writes it."""
+    cuda_graph = CudaGraphConfig(decode=PhaseConfig(backend="full", tc_compiler="eager"),
+                                 prefill=PhaseConfig(backend="disabled", tc_compiler="eager"))
+    model_config = ModelConfig(hf_config=HfConfig(hidden_size=64, architectures=["Qwen2ForCausalLM"]),
+                               attention_arch=AttentionArch.MHA, dtype=_module("torch").bfloat16)
+    sa = ServerArgs23(dict(model_path="org/m", stream_output=False, cuda_graph_config=None, dump_requests_folder="/d"),
+                      {"_input_frozen": False, "_resolution_finished": True, "_model_config": model_config,
+                       "_resolved_overrides": [("_parse_cuda_graph_config", {"cuda_graph_config": cuda_graph}),
+                                               ("_handle_other_validations", {"skip_server_warmup": True})],
+                       "_cuda_graph_config_locked": {("decode", "backend")}, "_launch_command": "sglang serve --model-path org/m"})
+    return {"server_args": sa, "config_updates": [{"source": "startup", "fields": {}}],
+            "resolved_config": {"model_path": "org/m", "cuda_graph_config": {"decode": {"backend": "full"}}, "model_config": model_config,
+                                "dtype": _module("torch").bfloat16},
+            "requests": requests}
+
+
+def pickled_0523(obj):
+    """`obj` pickled while sglang.srt.server_args.ServerArgs is 0.5.23's (the module holds 0.5.9's)."""
+    module = _module("sglang.srt.server_args")
+    old, module.ServerArgs = module.ServerArgs, ServerArgs23
+    try:
+        return pickle.dumps(obj, protocol=pickle.DEFAULT_PROTOCOL)
+    finally:
+        module.ServerArgs = old
+
+
 def server_args():
     sa = ServerArgs(model_path="org/m", stream_output=False)
     sa.model_config = ModelConfig(hf_config=HfConfig(hidden_size=64, architectures=["Qwen2ForCausalLM"]),
@@ -138,6 +202,37 @@ class Samples(Base):
         self.assertRegex(bad["a.pkl"], r"holds (sglang|transformers)\S* outside the server's arguments")
         self.write("a.pkl", {"server_args": ServerArgs(model_path=hostile_dumps._System("true")), "requests": []})
         self.assertIn("posix.system", self.harvest()[1]["a.pkl"])
+
+    def test_a_0523_dump_keeps_the_servers_resolution_bookkeeping_and_its_cuda_graph_config(self):
+        # as a real 0.5.23 server writes it: the bookkeeping (the third argument of
+        # _rebuild_server_args) holds the resolved CudaGraphConfig, ModelConfig and torch.bfloat16
+        path = os.path.join(self.tmp, "d", "2026-01-01_00-00-00.pkl")
+        os.makedirs(os.path.dirname(path))
+        with open(path, "wb") as f:
+            f.write(pickled_0523(dump_0523([entry(0), entry(1)])))
+        items, bad = self.harvest()
+        self.assertEqual(bad, {})
+        self.assertEqual([i.ids for i in items], [[10, 11, 12, 100, 101, 2], [11, 11, 12, 101, 101, 2]])
+        self.assertEqual({i.source["model_path"] for i in items}, {"org/m"})
+        _, sa, _ = rd.load(pickled_0523(dump_0523([])))
+        self.assertEqual(sa.get("model_path"), "org/m")
+        overrides = sa.bookkeeping["_resolved_overrides"]
+        self.assertEqual(overrides[0][1]["cuda_graph_config"].fields["decode"].get("backend"), "full")
+        # the same classes in a request, or bookkeeping that is not a dict, refuse the file
+        e = entry(2)
+        e[0].sampling_params = {"x": CudaGraphConfig(decode=PhaseConfig(backend="full"))}
+        with self.assertRaisesRegex(rd.DumpError, r"holds sglang.srt.model_executor.cuda_graph_config.CudaGraphConfig outside"):
+            rd.load(pickled_0523(dump_0523([e])))
+        blob = pickled_0523(dump_0523([]))
+        module = _module("sglang.srt.server_args")
+        old, module.ServerArgs = module.ServerArgs, ServerArgs23
+        try:
+            blob = pickle.dumps({"server_args": ServerArgs23({"model_path": "m"}, {}), "requests": []}, protocol=4)
+            blob = blob.replace(b"}\x94\x87", b"]\x94\x87")  # the bookkeeping a list
+        finally:
+            module.ServerArgs = old
+        with self.assertRaisesRegex(rd.DumpError, "_rebuild_server_args"):
+            rd.load(blob)
 
     def test_rids_are_the_same_on_a_second_read(self):
         self.write("a.pkl", [entry(k) for k in range(5)])

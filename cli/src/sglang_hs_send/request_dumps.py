@@ -120,6 +120,7 @@ class Record:
         self = object.__new__(cls)
         self.fields = {}
         self.args = args
+        self.bookkeeping = {}
         return self
 
     def __init__(self, *args, **kwargs):
@@ -158,11 +159,16 @@ def _record_type(module, name):
 
 
 def _rebuild_server_args(cls, fields, bookkeeping=None):
-    """0.5.23's ServerArgs.__reduce__ target, as data: the record of `cls` with `fields`."""
+    """0.5.23's ServerArgs.__reduce__ target, as data: the record of `cls` with `fields`, and
+    the instance's `__dict__` (resolution bookkeeping: the declared overrides with the resolved
+    CudaGraphConfig, the ModelConfig, ...) kept apart in `bookkeeping`."""
     if not (isinstance(cls, type) and issubclass(cls, Record)) or not isinstance(fields, dict):
         raise pickle.UnpicklingError("_rebuild_server_args with arguments of the wrong kind")
+    if bookkeeping is not None and not isinstance(bookkeeping, dict):
+        raise pickle.UnpicklingError("_rebuild_server_args with bookkeeping that is not a dict")
     record = cls()
     record.fields.update(fields)
+    record.bookkeeping.update(bookkeeping or {})
     return record
 
 
@@ -523,6 +529,7 @@ def _opaque_in_metadata(obj, unpickler):
                 kinds.add(v.kind)
             todo.extend(v.fields.values())
             todo.extend(v.args)
+            todo.extend(v.bookkeeping.values())
         elif isinstance(v, dict):
             todo.extend(v.keys())
             todo.extend(v.values())
