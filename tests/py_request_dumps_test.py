@@ -10,6 +10,8 @@ tests/send/hostile_dumps.py.
 
 import dataclasses
 import enum
+import json
+import math
 import os
 import pickle
 import shutil
@@ -358,6 +360,22 @@ class Hostile(Base):
         self.assertEqual((items[0].reason, bad), ("malformed", {}))
         self.assertIn("a tokenizer that fails", items[0].detail)
         self.assertIsNotNone(items[1].ids)
+
+    def test_a_time_that_is_no_finite_number_skips_its_request_and_the_run_goes_on(self):
+        times = [(2 ** 2000, 1.0), (1.0, 10 ** 400), (float("nan"), 1.0), (1.0, float("inf")), (float("-inf"), 1.0)]
+        entries = []
+        for k, (created, finished) in enumerate(times):
+            req, out, _, _ = entry(k)
+            entries.append((req, out, created, finished))
+        self.write("a.pkl", entries + [entry(9)])
+        self.write("b.pkl", [entry(10)])
+        items, bad = self.harvest()
+        self.assertEqual(bad, {})
+        self.assertEqual([i.reason for i in items], ["malformed"] * 5 + [None, None])
+        self.assertIn("not a finite time", items[0].detail)
+        for i in items[5:]:
+            json.dumps(i.source, allow_nan=False)  # a record line is strict JSON
+            self.assertTrue(math.isfinite(i.source["created"]))
 
     def test_names_in_messages_are_printable(self):
         self.assertEqual(rd.quoted("a\x1b[2Jb\n"), "a\\x1b[2Jb\\n")

@@ -26,6 +26,7 @@ tokenizer (transformers) only for requests that reached the server as text.
 
 import hashlib
 import io
+import math
 import os
 import pickle
 import re
@@ -733,7 +734,17 @@ def _text(v, limit=512):
 
 
 def _time(v):
-    return round(float(v), 6) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    """A dumped time (seconds since the epoch) as a JSON number: None when it is not a number,
+    ValueError when it is not a finite one (NaN, an infinity, an int no float holds)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        t = float(v)
+    except OverflowError:
+        t = math.inf
+    if not math.isfinite(t):
+        raise ValueError("not a finite time")
+    return round(t, 6)
 
 
 def harvest(paths, options, tokenizer=None, bad=None):
@@ -766,6 +777,12 @@ def harvest(paths, options, tokenizer=None, bad=None):
             req, out, created, finished = entry
             try:
                 prepare(item, req, out, tokenizer, options)
+                if item.ids is not None:
+                    try:
+                        created, finished = _time(created), _time(finished)
+                    except ValueError:
+                        item.ids = item.mask = None
+                        item.reason, item.detail = "malformed", "created or finished is not a finite time"
             except Exception as exc:  # a value no check above foresaw: named, never a traceback
                 item.ids = item.mask = None
                 item.reason, item.detail = "malformed", "%s: %s" % (type(exc).__name__, quoted(exc, 200))
@@ -773,7 +790,7 @@ def harvest(paths, options, tokenizer=None, bad=None):
                 prod_rid = req.get("rid")
                 prod_rid = prod_rid if isinstance(prod_rid, str) else None
                 digest = _digest(item.ids)
-                key = "%s\0%r\0%s" % (prod_rid, _time(created), digest.hex())
+                key = "%s\0%r\0%s" % (prod_rid, created, digest.hex())
                 if not _keep(options.seed, key, options.sample_fraction):
                     item.reason, item.ids, item.mask = "sampled-out", None, None
                 elif options.dedup and digest[:16] in seen:
@@ -783,7 +800,7 @@ def harvest(paths, options, tokenizer=None, bad=None):
                     item.rid = "hv-" + hashlib.sha256(key.encode("utf-8", "backslashreplace")).hexdigest()[:24]
                     item.source = dict(
                         kind="sglang-request-dump", file=name, path=os.path.abspath(path), index=index,
-                        family=family, created=_time(created), finished=_time(finished),
+                        family=family, created=created, finished=finished,
                         production_rid=_text(prod_rid, 128), model_path=model_path,
                         prompt_tokens=item.prompt_len, completion_tokens=len(item.ids) - item.prompt_len,
                     )
