@@ -10,6 +10,7 @@ tests/send/hostile_dumps.py.
 
 import dataclasses
 import enum
+import io
 import json
 import math
 import os
@@ -17,7 +18,9 @@ import pickle
 import shutil
 import sys
 import tempfile
+import struct
 import time
+import tracemalloc
 import types
 import unittest
 
@@ -123,6 +126,16 @@ def pickled_0523(obj):
         return pickle.dumps(obj, protocol=pickle.DEFAULT_PROTOCOL)
     finally:
         module.ServerArgs = old
+
+
+def pstr(s):
+    """A pickle's SHORT_BINUNICODE of `s`."""
+    return b"\x8c" + bytes([len(s)]) + s.encode()
+
+
+def get(k):
+    """A pickle's LONG_BINGET of memo `k`."""
+    return b"j" + struct.pack("<I", k)
 
 
 def server_args():
@@ -376,6 +389,55 @@ class Hostile(Base):
         for i in items[5:]:
             json.dumps(i.source, allow_nan=False)  # a record line is strict JSON
             self.assertTrue(math.isfinite(i.source["created"]))
+
+    def test_a_call_is_charged_for_what_it_copies(self):
+        # one object stored once in the memo, passed to a builtin again and again: each call
+        # copies it, so the estimate grows by its size each time
+        max_memory = 48 << 20
+
+        def calls(builtin, obj, n):
+            return (b"\x80\x04]\x94" + obj + b"\x94" + b"0" + pstr("builtins") + pstr(builtin) + b"\x93\x94" + b"0"
+                    + (get(2) + get(1) + b"\x85Ra") * n + b".")
+
+        ints = b"](" + b"".join(b"J" + struct.pack("<i", i) for i in range(30000)) + b"e"
+        megabyte = b"\x8e" + struct.pack("<Q", 1 << 20) + b"\x00" * (1 << 20)
+        for builtin, obj, n in (("bytearray", megabyte, 100), ("set", ints, 60), ("frozenset", ints, 60)):
+            with self.subTest(builtin=builtin):
+                rd.load(calls(builtin, obj, 1), max_memory=max_memory)  # one copy is within the bound
+                tracemalloc.start()
+                try:
+                    with self.assertRaisesRegex(rd.DumpError, "would take more than 48 MiB"):
+                        rd.load(calls(builtin, obj, n), max_memory=max_memory)
+                    peak = tracemalloc.get_traced_memory()[1]
+                finally:
+                    tracemalloc.stop()
+                self.assertLess(peak, max_memory)
+
+    def test_the_nesting_bound_holds_through_memo_references(self):
+        # each list memoized empty, then given the one before it through the memo: 2,000 deep
+        blob = b"\x80\x04]\x94" + b"".join(b"]\x94" + get(k - 1) + b"a0" for k in range(1, 2000)) + b"0" + get(1999) + b"."
+        with self.assertRaisesRegex(rd.DumpError, "nested more than 48"):
+            rd.load(blob)
+        # a list given items after it was placed in another
+        blob = b"\x80\x04]\x94]\x94" + get(0) + b"a" + get(0) + b"]a0."
+        with self.assertRaisesRegex(rd.DumpError, "after it was placed"):
+            rd.load(blob)
+
+    def test_no_state_is_set_on_the_readers_own_functions_or_classes(self):
+        named = [("sglang.srt.server_args", "_rebuild_server_args"), ("builtins", "set"), ("collections", "OrderedDict"),
+                 (rd.IO, "GenerateReqInput")]
+        before = [(getattr(rd.RestrictedUnpickler(io.BytesIO()).find_class(*k), "__name__", None)) for k in named]
+        for module, name in named:
+            with self.subTest(name=name):
+                # the global, then BUILD with the state (None, {"__name__": "changed"}), popped
+                blob = (b"\x80\x04]\x94" + pstr(module) + pstr(name) + b"\x93N}" + pstr("__name__") + pstr("changed")
+                        + b"s\x86b0.")
+                with self.assertRaisesRegex(rd.DumpError, "state"):
+                    rd.load(blob)
+        self.assertEqual([(getattr(rd.RestrictedUnpickler(io.BytesIO()).find_class(*k), "__name__", None)) for k in named], before)
+        self.assertNotIn("changed", before)
+        self.write("a.pkl", [entry(0)])
+        self.assertIsNotNone(self.harvest()[0][0].ids)
 
     def test_names_in_messages_are_printable(self):
         self.assertEqual(rd.quoted("a\x1b[2Jb\n"), "a\\x1b[2Jb\\n")

@@ -240,11 +240,93 @@ _REFUSED = {
 # A run of small ints closed by APPENDS, as pickle writes the token lists (1,000 a batch).
 _INT_RUN = re.compile(rb"(?:\((?:K.|M..|J....|G.{8}|\x88|\x89|N)*e)+", re.S)
 _SIZE_ITEM, _SIZE_INT, _SIZE_CONTAINER, _SIZE_TEXT = 8, 32, 72, 56
+# What a call's copy of one item of a container may take: set() and frozenset() grow their table
+# to up to 8 slots of 16 bytes an item, dict() about as much; the bytes of a str or bytes count once.
+_SIZE_COPY = 128
+
+
+class _Made:
+    """What the scan knows of one object the pickle makes (a number, text or bytes is the int
+    of its length instead): its kind, how deep it nests, how many items it holds, the items of a
+    short tuple (a call's arguments), and whether it was placed in another object. Once placed
+    its depth is final: a pickle that adds to it after (through the memo) is refused."""
+
+    __slots__ = ("kind", "depth", "count", "items", "placed")
+
+    def __init__(self, kind, depth=1, count=0, items=None):
+        self.kind, self.depth, self.count, self.items, self.placed = kind, depth, count, items, False
+
+
+_OPEN = {b"]": "list", b"}": "dict", b")": "tuple", b"\x8f": "set"}
+_FROM_MARK = {b"t": "tuple", b"l": "list", b"d": "dict", b"\x91": "frozenset"}
+_GROWS = ("list", "dict", "set", "object")  # what APPEND(S), SETITEM(S), ADDITEMS may add to
+
+
+def _place(v):
+    """`v` goes into another object (an item, a key, a state, an argument): its depth."""
+    if type(v) is int:
+        return 0
+    v.placed = True
+    return v.depth
+
+
+def _grow(target, depth, count, at, what="adds to"):
+    """`target` gains `count` items nested `depth` deep."""
+    if type(target) is int or target.kind not in (_GROWS if what == "adds to" else ("object",)):
+        kind = "a value" if type(target) is int else "a class or function" if target.kind == "global" else "a " + target.kind
+        raise DumpError("byte %d %s %s, which no request dump does" % (at, what, kind))
+    if target.placed:
+        raise DumpError("byte %d %s an object after it was placed in another (through the memo), which no request dump does" % (at, what))
+    if depth >= target.depth:
+        if depth + 1 > MAX_DEPTH:
+            raise DumpError("nested more than %d deep at byte %d" % (MAX_DEPTH, at))
+        target.depth = depth + 1
+    target.count += count
+
+
+def _placed(items):
+    """The items go into another object: the deepest one's depth."""
+    depth = 0
+    for v in items:
+        if type(v) is not int:
+            v.placed = True
+            if v.depth > depth:
+                depth = v.depth
+    return depth
+
+
+def _made(kind, items, at, keep=False):
+    depth = 1 + _placed(items)
+    if depth > MAX_DEPTH:
+        raise DumpError("nested more than %d deep at byte %d" % (MAX_DEPTH, at))
+    return _Made(kind, depth, len(items), list(items) if keep and len(items) <= 3 else None)
+
+
+def _copied(v):
+    """The bytes a call that copies `v` may allocate."""
+    if type(v) is int:
+        return v
+    return _SIZE_CONTAINER + _SIZE_COPY * v.count
+
+
+def _call(args, at):
+    """What a call with the argument tuple `args` may copy (a builtin copies its argument, a
+    record keeps the tuple); DumpError when `args` is not a tuple."""
+    if type(args) is int or args.kind != "tuple":
+        raise DumpError("byte %d calls with arguments that are not a tuple" % at)
+    if args.items is None:
+        return _SIZE_ITEM * args.count
+    return sum(_copied(v) for v in args.items) + _SIZE_ITEM * args.count
 
 
 def scan(data, max_memory=DEFAULT_MAX_MEMORY):
     """Check the pickle `data` before it is unpickled; DumpError naming the offset otherwise.
-    Returns the type code of the top object (b"]" a list, b"}" a dict, ...)."""
+    Returns the type code of the top object (b"]" a list, b"}" a dict, ...).
+
+    The scan plays the pickle's stack and memo with what it knows of each object (`_Made`):
+    the depth of every object, through the memo too, stays within MAX_DEPTH; BUILD sets the
+    state of an object a class made, never of a class or function; and the memory is the sum
+    of what every opcode makes, a call charged for what it copies."""
     n = len(data)
     if n < 2 or data[0:1] != b"\x80" or not 2 <= data[1] <= 5:
         raise DumpError("not a pickle of protocol 2 to 5 (SGLang writes protocol 4 or 5)")
@@ -261,8 +343,9 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
             if op == b"(":
                 m = int_run(data, at)
                 if m is not None and stack:
-                    # MARK, scalars, APPENDS: the list on top gains items of depth 0
-                    stack[-1] = max(stack[-1], 1)
+                    # MARK, scalars, APPENDS: the list on top gains items of depth 0 (at most
+                    # one an opcode byte)
+                    _grow(stack[-1], 0, m.end() - at, at)
                     memory += (m.end() - at) * 12  # at most 36 bytes of int object and reference for 3
                     pos = m.end()
                     if memory > max_memory:
@@ -311,7 +394,7 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
                         "byte %d declares %d bytes, the file has %d left (a truncated or forged file)" % (at, length, n - pos)
                     )
                 pos += length
-                stack.append(0)
+                stack.append(length)
                 memory += _SIZE_TEXT + length
                 if memory > max_memory:
                     raise DumpError("its objects would take more than %d MiB (byte %d)" % (max_memory >> 20, at))
@@ -326,8 +409,8 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
                 if length > n - pos:
                     raise DumpError("byte %d declares a frame of %d bytes, the file has %d left (truncated or forged)" % (at, length, n - pos))
                 continue
-            if op in (b"]", b"}", b")", b"\x8f"):
-                stack.append(1)
+            if op in _OPEN:
+                stack.append(_Made(_OPEN[op], items=[] if op == b")" else None))
                 memory += _SIZE_CONTAINER
                 if top is None and len(stack) == 1:
                     top = op
@@ -340,25 +423,27 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
                 memory += _SIZE_ITEM
             elif op == b"a":  # APPEND
                 v = stack.pop()
-                stack[-1] = _deeper(stack[-1], v, at)
+                _grow(stack[-1], _place(v), 1, at)
                 memory += _SIZE_ITEM
             elif op == b"s":  # SETITEM
                 v = stack.pop()
                 k = stack.pop()
-                stack[-1] = _deeper(stack[-1], max(k, v), at)
+                _grow(stack[-1], max(_place(k), _place(v)), 1, at)
                 memory += 2 * _SIZE_ITEM
             elif op in (b"e", b"u", b"\x90"):  # APPENDS, SETITEMS, ADDITEMS
                 k = marks.pop()
                 items = stack[k:]
                 del stack[k:]
                 if items:
-                    stack[-1] = _deeper(stack[-1], max(items), at)
+                    _grow(stack[-1], _placed(items), len(items), at)
+                elif not stack:
+                    raise IndexError
                 memory += len(items) * _SIZE_ITEM
-            elif op in (b"t", b"l", b"d", b"\x91"):  # TUPLE, LIST, DICT, FROZENSET from a mark
+            elif op in _FROM_MARK:  # TUPLE, LIST, DICT, FROZENSET from a mark
                 k = marks.pop()
                 items = stack[k:]
                 del stack[k:]
-                stack.append(_deeper(1, max(items) if items else 0, at))
+                stack.append(_made(_FROM_MARK[op], items, at, keep=op == b"t"))
                 memory += _SIZE_CONTAINER + len(items) * _SIZE_ITEM
             elif op in (b"\x85", b"\x86", b"\x87"):  # TUPLE1..3
                 count = op[0] - 0x84
@@ -366,30 +451,32 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
                 if len(items) != count:
                     raise IndexError
                 del stack[-count:]
-                stack.append(_deeper(1, max(items), at))
+                stack.append(_made("tuple", items, at, keep=True))
                 memory += _SIZE_CONTAINER + count * _SIZE_ITEM
             elif op == b"\x93":  # STACK_GLOBAL: module and name on the stack
                 stack.pop()
-                stack[-1] = 0
+                stack[-1] = _Made("global", depth=0)
             elif op == b"c":  # GLOBAL: module and name as two lines
                 for _ in range(2):
                     end = data.find(b"\n", pos, pos + MAX_LINE + 1)
                     if end < 0:
                         raise DumpError("byte %d: a GLOBAL without its line" % at)
                     pos = end + 1
-                stack.append(0)
+                stack.append(_Made("global", depth=0))
             elif op in (b"R", b"\x81"):  # REDUCE, NEWOBJ: callable/class, args -> object
                 args = stack.pop()
-                stack[-1] = _deeper(1, args, at)
-                memory += _SIZE_CONTAINER
+                memory += _SIZE_CONTAINER + _call(args, at)
+                _place(stack[-1])
+                stack[-1] = _made("object", [args], at)
             elif op == b"\x92":  # NEWOBJ_EX: class, args, kwargs
                 kwargs = stack.pop()
                 args = stack.pop()
-                stack[-1] = _deeper(1, max(args, kwargs), at)
-                memory += _SIZE_CONTAINER
-            elif op == b"b":  # BUILD
+                memory += _SIZE_CONTAINER + _call(args, at) + _copied(kwargs)
+                _place(stack[-1])
+                stack[-1] = _made("object", [args, kwargs], at)
+            elif op == b"b":  # BUILD: the state of an object a class made
                 state = stack.pop()
-                stack[-1] = _deeper(stack[-1], state, at)
+                _grow(stack[-1], _place(state), 1, at, what="sets the state of")
             elif op == b"0":
                 stack.pop()
             elif op == b"1":
@@ -409,13 +496,6 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
     except IndexError:
         raise DumpError("byte %d: an opcode without the objects it takes (a malformed pickle)" % at) from None
     raise DumpError("truncated: the pickle ends without its STOP at byte %d" % n)
-
-
-def _deeper(container, item, at):
-    depth = max(container, item + 1)
-    if depth > MAX_DEPTH:
-        raise DumpError("nested more than %d deep at byte %d" % (MAX_DEPTH, at))
-    return depth
 
 
 # ---------------------------------------------------------------------------------------
