@@ -439,6 +439,17 @@ class Hostile(Base):
         self.write("a.pkl", [entry(0)])
         self.assertIsNotNone(self.harvest()[0][0].ids)
 
+    def test_no_codec_but_latin_1_is_looked_up(self):
+        # bytearray(str, codec) as protocol 2 writes a bytearray: only latin-1, and never through
+        # the codec registry, which would import the codec's module
+        self.assertEqual(rd.load(b"\x80\x02]\x94" + pstr("builtins") + pstr("bytearray") + b"\x93" + pstr("ab") + pstr("latin-1")
+                                 + b"\x86Ra.")[2], [bytearray(b"ab")])
+        codec = next(c for c in ("bz2_codec", "zlib_codec", "quopri_codec", "uu_codec") if "encodings." + c not in sys.modules)
+        blob = b"\x80\x02]\x94" + pstr("builtins") + pstr("bytearray") + b"\x93" + pstr("ab") + pstr(codec) + b"\x86Ra."
+        with self.assertRaisesRegex(rd.DumpError, "not data|encoding"):
+            rd.load(blob)
+        self.assertFalse("encodings." + codec in sys.modules, "the codec registry imported encodings." + codec)
+
     def test_names_in_messages_are_printable(self):
         self.assertEqual(rd.quoted("a\x1b[2Jb\n"), "a\\x1b[2Jb\\n")
 

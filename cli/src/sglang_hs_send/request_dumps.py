@@ -57,24 +57,47 @@ KNOWN = {
 }
 
 
-def _from_data(make):
-    """A builtin that a REDUCE may call with data only: `bytearray(10**12)` or a generator is
-    refused, `set([1, 2])`, `OrderedDict()` or `bytearray(b"..")` are not."""
+class _Builtin:
+    """A builtin that a REDUCE may call with data only: `takes` gives, for each number of
+    arguments it may have, the types of each (no argument is always allowed).
+    `bytearray(10**12)` or a generator is refused, `set([1, 2])`, `OrderedDict()` or
+    `bytearray(b"..")` are not. It takes no state (BUILD)."""
 
-    def build(*args):
-        if len(args) > 2 or not all(isinstance(a, (list, tuple, dict, str, bytes, set, frozenset)) for a in args):
-            raise pickle.UnpicklingError("%s called with arguments that are not data" % make.__name__)
-        return make(*args)
+    __slots__ = ("name", "make", "takes")
 
-    return build
+    def __init__(self, name, make, *takes):
+        self.name, self.make = name, make
+        self.takes = {len(types): types for types in takes}
+        self.takes[0] = ()
+
+    def __call__(self, *args):
+        types = self.takes.get(len(args))
+        if types is None or not all(isinstance(a, t) for a, t in zip(args, types)):
+            raise pickle.UnpicklingError("%s called with arguments that are not data" % self.name)
+        return self.make(*args)
+
+    def __setstate__(self, state):
+        raise pickle.UnpicklingError("a state given to %s, which takes none" % self.name)
 
 
+def _bytearray(data=b"", encoding=None):
+    """bytearray(bytes) (protocol 3 and later), bytearray(str, "latin-1") (protocol 2): the
+    text is encoded by str.encode's own latin-1, never through the codec registry, which
+    would import the module of any codec named."""
+    if encoding is None:
+        return bytearray(data)
+    if encoding not in ("latin-1", "latin1"):
+        raise pickle.UnpicklingError("bytearray called with the encoding %s, not latin-1" % quoted(encoding, 40))
+    return bytearray(data.encode("latin-1"))
+
+
+_ITEMS = (list, tuple, set, frozenset)
 # Builtins a dump may hold through a global (protocol 2/3 spell sets and OrderedDicts so).
 BUILTINS = {
-    ("collections", "OrderedDict"): _from_data(dict),
-    ("builtins", "set"): _from_data(set),
-    ("builtins", "frozenset"): _from_data(frozenset),
-    ("builtins", "bytearray"): _from_data(bytearray),
+    ("collections", "OrderedDict"): _Builtin("OrderedDict", dict, ((list, tuple, dict),)),
+    ("builtins", "set"): _Builtin("set", set, (_ITEMS,)),
+    ("builtins", "frozenset"): _Builtin("frozenset", frozenset, (_ITEMS,)),
+    ("builtins", "bytearray"): _Builtin("bytearray", _bytearray, ((bytes, bytearray, list, tuple),), (str, str)),
 }
 
 # Why a request gives no sample (the counts the sender prints), in the order printed.
@@ -173,6 +196,9 @@ def _rebuild_server_args(cls, fields, bookkeeping=None):
     return record
 
 
+REBUILD = _Builtin("_rebuild_server_args", _rebuild_server_args, (object, object), (object, object, object))
+
+
 # The server's arguments in a 0.5.x dump carry more than their fields: 0.5.9's ServerArgs keeps
 # the ModelConfig it made (with the model's transformers config, a torch dtype, SGLang enums),
 # 0.5.23's its resolution bookkeeping. Classes of these packages are read there as opaque
@@ -197,7 +223,7 @@ class RestrictedUnpickler(pickle.Unpickler):
         if kind in BUILTINS:
             return BUILTINS[kind]
         if kind == ("sglang.srt.server_args", "_rebuild_server_args"):
-            return _rebuild_server_args
+            return REBUILD
         if kind in KNOWN:
             return _record_type(module, name)
         if module.split(".", 1)[0] in OPAQUE_PACKAGES and kind not in self.opaque_types:
