@@ -33,6 +33,7 @@ import re
 import stat
 import struct
 import time
+import types
 
 MAX_DEPTH = 48  # containers within containers (a dump needs about 12)
 MAX_MARKS = 64  # open MARKs at once
@@ -67,12 +68,12 @@ class _Builtin:
 
     def __init__(self, name, make, *takes):
         self.name, self.make = name, make
-        self.takes = {len(types): types for types in takes}
+        self.takes = {len(each): each for each in takes}
         self.takes[0] = ()
 
     def __call__(self, *args):
-        types = self.takes.get(len(args))
-        if types is None or not all(isinstance(a, t) for a, t in zip(args, types)):
+        each = self.takes.get(len(args))
+        if each is None or not all(isinstance(a, t) for a, t in zip(args, each)):
             raise pickle.UnpicklingError("%s called with arguments that are not data" % self.name)
         return self.make(*args)
 
@@ -139,12 +140,12 @@ class Record:
     """One object of a known SGLang class: its fields, nothing run. `kind` is (module, name)."""
 
     kind = ("", "")
+    bookkeeping = types.MappingProxyType({})  # 0.5.23's ServerArgs: its __dict__ (see _rebuild_server_args)
 
     def __new__(cls, *args, **kwargs):
         self = object.__new__(cls)
         self.fields = {}
         self.args = args
-        self.bookkeeping = {}
         return self
 
     def __init__(self, *args, **kwargs):
@@ -192,7 +193,7 @@ def _rebuild_server_args(cls, fields, bookkeeping=None):
         raise pickle.UnpicklingError("_rebuild_server_args with bookkeeping that is not a dict")
     record = cls()
     record.fields.update(fields)
-    record.bookkeeping.update(bookkeeping or {})
+    record.bookkeeping = dict(bookkeeping or {})
     return record
 
 
