@@ -10,12 +10,17 @@ tests/send/hostile_dumps.py.
 
 import dataclasses
 import enum
+import io
+import json
+import math
 import os
 import pickle
 import shutil
 import sys
 import tempfile
+import struct
 import time
+import tracemalloc
 import types
 import unittest
 
@@ -57,6 +62,80 @@ class AttentionArch(enum.Enum):
 
 AttentionArch.__module__ = "sglang.srt.configs.model_config"
 _module(AttentionArch.__module__).AttentionArch = AttentionArch
+
+
+# 0.5.23: ServerArgs is a msgspec Struct (dict=True) whose __reduce__ is
+# (_rebuild_server_args, (type(self), msgspec.structs.asdict(self), dict(self.__dict__))): its fields,
+# then its resolution bookkeeping, where the resolved CUDA-graph config (a CudaGraphConfig of two
+# PhaseConfigs, declared by _parse_cuda_graph_config) is kept. Named and shaped as the release's
+# (sglang/srt/server_args.py, sglang/srt/model_executor/cuda_graph_config.py).
+CG = "sglang.srt.model_executor.cuda_graph_config"
+PhaseConfig = _cls(CG, "PhaseConfig", ["backend", "max_bs", "bs", "tc_compiler", "max_context_size", "full_prefill_max_req",
+                                       "full_prefill_prefix_chunk_tokens", "max_seq_len"])
+CudaGraphConfig = _cls(CG, "CudaGraphConfig", ["decode", "prefill"])
+
+
+class ServerArgs23:
+    def __init__(self, fields, bookkeeping):
+        self.fields, self.bookkeeping = fields, bookkeeping
+
+    def __reduce__(self):
+        return (_rebuild_server_args, (type(self), dict(self.fields), dict(self.bookkeeping)))
+
+
+def _rebuild_server_args(cls, fields, bookkeeping):
+    raise AssertionError("never called: the test only pickles")
+
+
+ServerArgs23.__module__ = _rebuild_server_args.__module__ = "sglang.srt.server_args"
+ServerArgs23.__qualname__ = ServerArgs23.__name__ = "ServerArgs"
+_module("sglang.srt.server_args")._rebuild_server_args = _rebuild_server_args
+
+
+class _Dtype:
+    def __reduce__(self):
+        return "bfloat16"  # a torch.dtype pickles as the global torch.bfloat16
+
+
+_Dtype.__module__ = "torch"
+_module("torch").bfloat16 = _Dtype()
+
+
+def dump_0523(requests):
+    """A request dump as 0.5.23's TokenizerManager._dump_data_to_file writes it."""
+    cuda_graph = CudaGraphConfig(decode=PhaseConfig(backend="full", tc_compiler="eager"),
+                                 prefill=PhaseConfig(backend="disabled", tc_compiler="eager"))
+    model_config = ModelConfig(hf_config=HfConfig(hidden_size=64, architectures=["Qwen2ForCausalLM"]),
+                               attention_arch=AttentionArch.MHA, dtype=_module("torch").bfloat16)
+    sa = ServerArgs23(dict(model_path="org/m", stream_output=False, cuda_graph_config=None, dump_requests_folder="/d"),
+                      {"_input_frozen": False, "_resolution_finished": True, "_model_config": model_config,
+                       "_resolved_overrides": [("_parse_cuda_graph_config", {"cuda_graph_config": cuda_graph}),
+                                               ("_handle_other_validations", {"skip_server_warmup": True})],
+                       "_cuda_graph_config_locked": {("decode", "backend")}, "_launch_command": "sglang serve --model-path org/m"})
+    return {"server_args": sa, "config_updates": [{"source": "startup", "fields": {}}],
+            "resolved_config": {"model_path": "org/m", "cuda_graph_config": {"decode": {"backend": "full"}}, "model_config": model_config,
+                                "dtype": _module("torch").bfloat16},
+            "requests": requests}
+
+
+def pickled_0523(obj):
+    """`obj` pickled while sglang.srt.server_args.ServerArgs is 0.5.23's (the module holds 0.5.9's)."""
+    module = _module("sglang.srt.server_args")
+    old, module.ServerArgs = module.ServerArgs, ServerArgs23
+    try:
+        return pickle.dumps(obj, protocol=pickle.DEFAULT_PROTOCOL)
+    finally:
+        module.ServerArgs = old
+
+
+def pstr(s):
+    """A pickle's SHORT_BINUNICODE of `s`."""
+    return b"\x8c" + bytes([len(s)]) + s.encode()
+
+
+def get(k):
+    """A pickle's LONG_BINGET of memo `k`."""
+    return b"j" + struct.pack("<I", k)
 
 
 def server_args():
@@ -138,6 +217,37 @@ class Samples(Base):
         self.assertRegex(bad["a.pkl"], r"holds (sglang|transformers)\S* outside the server's arguments")
         self.write("a.pkl", {"server_args": ServerArgs(model_path=hostile_dumps._System("true")), "requests": []})
         self.assertIn("posix.system", self.harvest()[1]["a.pkl"])
+
+    def test_a_0523_dump_keeps_the_servers_resolution_bookkeeping_and_its_cuda_graph_config(self):
+        # as a real 0.5.23 server writes it: the bookkeeping (the third argument of
+        # _rebuild_server_args) holds the resolved CudaGraphConfig, ModelConfig and torch.bfloat16
+        path = os.path.join(self.tmp, "d", "2026-01-01_00-00-00.pkl")
+        os.makedirs(os.path.dirname(path))
+        with open(path, "wb") as f:
+            f.write(pickled_0523(dump_0523([entry(0), entry(1)])))
+        items, bad = self.harvest()
+        self.assertEqual(bad, {})
+        self.assertEqual([i.ids for i in items], [[10, 11, 12, 100, 101, 2], [11, 11, 12, 101, 101, 2]])
+        self.assertEqual({i.source["model_path"] for i in items}, {"org/m"})
+        _, sa, _ = rd.load(pickled_0523(dump_0523([])))
+        self.assertEqual(sa.get("model_path"), "org/m")
+        overrides = sa.bookkeeping["_resolved_overrides"]
+        self.assertEqual(overrides[0][1]["cuda_graph_config"].fields["decode"].get("backend"), "full")
+        # the same classes in a request, or bookkeeping that is not a dict, refuse the file
+        e = entry(2)
+        e[0].sampling_params = {"x": CudaGraphConfig(decode=PhaseConfig(backend="full"))}
+        with self.assertRaisesRegex(rd.DumpError, r"holds sglang.srt.model_executor.cuda_graph_config.CudaGraphConfig outside"):
+            rd.load(pickled_0523(dump_0523([e])))
+        blob = pickled_0523(dump_0523([]))
+        module = _module("sglang.srt.server_args")
+        old, module.ServerArgs = module.ServerArgs, ServerArgs23
+        try:
+            blob = pickle.dumps({"server_args": ServerArgs23({"model_path": "m"}, {}), "requests": []}, protocol=4)
+            blob = blob.replace(b"}\x94\x87", b"]\x94\x87")  # the bookkeeping a list
+        finally:
+            module.ServerArgs = old
+        with self.assertRaisesRegex(rd.DumpError, "_rebuild_server_args"):
+            rd.load(blob)
 
     def test_rids_are_the_same_on_a_second_read(self):
         self.write("a.pkl", [entry(k) for k in range(5)])
@@ -263,6 +373,82 @@ class Hostile(Base):
         self.assertEqual((items[0].reason, bad), ("malformed", {}))
         self.assertIn("a tokenizer that fails", items[0].detail)
         self.assertIsNotNone(items[1].ids)
+
+    def test_a_time_that_is_no_finite_number_skips_its_request_and_the_run_goes_on(self):
+        times = [(2 ** 2000, 1.0), (1.0, 10 ** 400), (float("nan"), 1.0), (1.0, float("inf")), (float("-inf"), 1.0)]
+        entries = []
+        for k, (created, finished) in enumerate(times):
+            req, out, _, _ = entry(k)
+            entries.append((req, out, created, finished))
+        self.write("a.pkl", entries + [entry(9)])
+        self.write("b.pkl", [entry(10)])
+        items, bad = self.harvest()
+        self.assertEqual(bad, {})
+        self.assertEqual([i.reason for i in items], ["malformed"] * 5 + [None, None])
+        self.assertIn("not a finite time", items[0].detail)
+        for i in items[5:]:
+            json.dumps(i.source, allow_nan=False)  # a record line is strict JSON
+            self.assertTrue(math.isfinite(i.source["created"]))
+
+    def test_a_call_is_charged_for_what_it_copies(self):
+        # one object stored once in the memo, passed to a builtin again and again: each call
+        # copies it, so the estimate grows by its size each time
+        max_memory = 48 << 20
+
+        def calls(builtin, obj, n):
+            return (b"\x80\x04]\x94" + obj + b"\x94" + b"0" + pstr("builtins") + pstr(builtin) + b"\x93\x94" + b"0"
+                    + (get(2) + get(1) + b"\x85Ra") * n + b".")
+
+        ints = b"](" + b"".join(b"J" + struct.pack("<i", i) for i in range(30000)) + b"e"
+        megabyte = b"\x8e" + struct.pack("<Q", 1 << 20) + b"\x00" * (1 << 20)
+        for builtin, obj, n in (("bytearray", megabyte, 100), ("set", ints, 60), ("frozenset", ints, 60)):
+            with self.subTest(builtin=builtin):
+                rd.load(calls(builtin, obj, 1), max_memory=max_memory)  # one copy is within the bound
+                tracemalloc.start()
+                try:
+                    with self.assertRaisesRegex(rd.DumpError, "would take more than 48 MiB"):
+                        rd.load(calls(builtin, obj, n), max_memory=max_memory)
+                    peak = tracemalloc.get_traced_memory()[1]
+                finally:
+                    tracemalloc.stop()
+                self.assertLess(peak, max_memory)
+
+    def test_the_nesting_bound_holds_through_memo_references(self):
+        # each list memoized empty, then given the one before it through the memo: 2,000 deep
+        blob = b"\x80\x04]\x94" + b"".join(b"]\x94" + get(k - 1) + b"a0" for k in range(1, 2000)) + b"0" + get(1999) + b"."
+        with self.assertRaisesRegex(rd.DumpError, "nested more than 48"):
+            rd.load(blob)
+        # a list given items after it was placed in another
+        blob = b"\x80\x04]\x94]\x94" + get(0) + b"a" + get(0) + b"]a0."
+        with self.assertRaisesRegex(rd.DumpError, "after it was placed"):
+            rd.load(blob)
+
+    def test_no_state_is_set_on_the_readers_own_functions_or_classes(self):
+        named = [("sglang.srt.server_args", "_rebuild_server_args"), ("builtins", "set"), ("collections", "OrderedDict"),
+                 (rd.IO, "GenerateReqInput")]
+        before = [(getattr(rd.RestrictedUnpickler(io.BytesIO()).find_class(*k), "__name__", None)) for k in named]
+        for module, name in named:
+            with self.subTest(name=name):
+                # the global, then BUILD with the state (None, {"__name__": "changed"}), popped
+                blob = (b"\x80\x04]\x94" + pstr(module) + pstr(name) + b"\x93N}" + pstr("__name__") + pstr("changed")
+                        + b"s\x86b0.")
+                with self.assertRaisesRegex(rd.DumpError, "state"):
+                    rd.load(blob)
+        self.assertEqual([(getattr(rd.RestrictedUnpickler(io.BytesIO()).find_class(*k), "__name__", None)) for k in named], before)
+        self.assertNotIn("changed", before)
+        self.write("a.pkl", [entry(0)])
+        self.assertIsNotNone(self.harvest()[0][0].ids)
+
+    def test_no_codec_but_latin_1_is_looked_up(self):
+        # bytearray(str, codec) as protocol 2 writes a bytearray: only latin-1, and never through
+        # the codec registry, which would import the codec's module
+        self.assertEqual(rd.load(b"\x80\x02]\x94" + pstr("builtins") + pstr("bytearray") + b"\x93" + pstr("ab") + pstr("latin-1")
+                                 + b"\x86Ra.")[2], [bytearray(b"ab")])
+        codec = next(c for c in ("bz2_codec", "zlib_codec", "quopri_codec", "uu_codec") if "encodings." + c not in sys.modules)
+        blob = b"\x80\x02]\x94" + pstr("builtins") + pstr("bytearray") + b"\x93" + pstr("ab") + pstr(codec) + b"\x86Ra."
+        with self.assertRaisesRegex(rd.DumpError, "not data|encoding"):
+            rd.load(blob)
+        self.assertFalse("encodings." + codec in sys.modules, "the codec registry imported encodings." + codec)
 
     def test_names_in_messages_are_printable(self):
         self.assertEqual(rd.quoted("a\x1b[2Jb\n"), "a\\x1b[2Jb\\n")

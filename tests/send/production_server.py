@@ -22,7 +22,8 @@ The pickled objects are instances of classes named and shaped as the release's: 
 `sglang/srt/managers/io_struct.py` (`--wheel`), those of 0.5.9's `ServerArgs` from its
 `sglang/srt/server_args.py` (with the ModelConfig its `__post_init__` keeps on it, an SGLang
 enum inside); 0.5.23's ServerArgs pickles through `_rebuild_server_args` as that
-release's `__reduce__` does. The output dict is the release's for the path a request takes:
+release's `__reduce__` does, its bookkeeping holding the resolved `CudaGraphConfig` (of two
+`PhaseConfig`s, their fields from the wheel's `cuda_graph_config.py`) as a real server's does. The output dict is the release's for the path a request takes:
 0.4.6 `{"text", "meta_info"}` (the detokenized text only); 0.5.9 `{"text", "output_ids",
 "meta_info"}` with only the last delta of `output_ids` for a stream under `--stream-output`;
 0.5.23 the same, text and ids both deltas under `--incremental-streaming-output`.
@@ -129,12 +130,23 @@ class Classes:
             self.AttentionArch = enum.Enum("AttentionArch", [("MLA", 1), ("MHA", 2)], module=mc)
             _module(mc).AttentionArch = self.AttentionArch
         else:  # 0.5.23: a struct whose fields live in namespaces; __reduce__ through the rebuild
+            with zipfile.ZipFile(wheel) as z:
+                cg_tree = ast.parse(z.read("sglang/srt/model_executor/cuda_graph_config.py"))
+            cg = "sglang.srt.model_executor.cuda_graph_config"
+            phase = _dataclass(cg, "PhaseConfig", _fields(cg_tree, "PhaseConfig"))
+            graph = _dataclass(cg, "CudaGraphConfig", _fields(cg_tree, "CudaGraphConfig"))
+
             class ServerArgs:
                 def __init__(self, **fields):
                     self.__dict__["_fields"] = dict(fields)
 
                 def __reduce__(self):
-                    return (_rebuild_server_args, (type(self), dict(self._fields), {"_resolution_sealed": True}))
+                    # the fields, then the instance's __dict__: the resolution bookkeeping,
+                    # with the CUDA-graph config the resolution declared
+                    resolved = graph(decode=phase(backend="full"), prefill=phase(backend="disabled"))
+                    bookkeeping = {"_input_frozen": False, "_resolution_finished": True, "_cuda_graph_config_locked": set(),
+                                   "_resolved_overrides": [("_parse_cuda_graph_config", {"cuda_graph_config": resolved})]}
+                    return (_rebuild_server_args, (type(self), dict(self._fields), bookkeeping))
 
             ServerArgs.__module__, ServerArgs.__qualname__ = SA, "ServerArgs"
             _module(SA).ServerArgs = ServerArgs

@@ -26,12 +26,14 @@ tokenizer (transformers) only for requests that reached the server as text.
 
 import hashlib
 import io
+import math
 import os
 import pickle
 import re
 import stat
 import struct
 import time
+import types
 
 MAX_DEPTH = 48  # containers within containers (a dump needs about 12)
 MAX_MARKS = 64  # open MARKs at once
@@ -56,24 +58,47 @@ KNOWN = {
 }
 
 
-def _from_data(make):
-    """A builtin that a REDUCE may call with data only: `bytearray(10**12)` or a generator is
-    refused, `set([1, 2])`, `OrderedDict()` or `bytearray(b"..")` are not."""
+class _Builtin:
+    """A builtin that a REDUCE may call with data only: `takes` gives, for each number of
+    arguments it may have, the types of each (no argument is always allowed).
+    `bytearray(10**12)` or a generator is refused, `set([1, 2])`, `OrderedDict()` or
+    `bytearray(b"..")` are not. It takes no state (BUILD)."""
 
-    def build(*args):
-        if len(args) > 2 or not all(isinstance(a, (list, tuple, dict, str, bytes, set, frozenset)) for a in args):
-            raise pickle.UnpicklingError("%s called with arguments that are not data" % make.__name__)
-        return make(*args)
+    __slots__ = ("name", "make", "takes")
 
-    return build
+    def __init__(self, name, make, *takes):
+        self.name, self.make = name, make
+        self.takes = {len(each): each for each in takes}
+        self.takes[0] = ()
+
+    def __call__(self, *args):
+        each = self.takes.get(len(args))
+        if each is None or not all(isinstance(a, t) for a, t in zip(args, each)):
+            raise pickle.UnpicklingError("%s called with arguments that are not data" % self.name)
+        return self.make(*args)
+
+    def __setstate__(self, state):
+        raise pickle.UnpicklingError("a state given to %s, which takes none" % self.name)
 
 
+def _bytearray(data=b"", encoding=None):
+    """bytearray(bytes) (protocol 3 and later), bytearray(str, "latin-1") (protocol 2): the
+    text is encoded by str.encode's own latin-1, never through the codec registry, which
+    would import the module of any codec named."""
+    if encoding is None:
+        return bytearray(data)
+    if encoding not in ("latin-1", "latin1"):
+        raise pickle.UnpicklingError("bytearray called with the encoding %s, not latin-1" % quoted(encoding, 40))
+    return bytearray(data.encode("latin-1"))
+
+
+_ITEMS = (list, tuple, set, frozenset)
 # Builtins a dump may hold through a global (protocol 2/3 spell sets and OrderedDicts so).
 BUILTINS = {
-    ("collections", "OrderedDict"): _from_data(dict),
-    ("builtins", "set"): _from_data(set),
-    ("builtins", "frozenset"): _from_data(frozenset),
-    ("builtins", "bytearray"): _from_data(bytearray),
+    ("collections", "OrderedDict"): _Builtin("OrderedDict", dict, ((list, tuple, dict),)),
+    ("builtins", "set"): _Builtin("set", set, (_ITEMS,)),
+    ("builtins", "frozenset"): _Builtin("frozenset", frozenset, (_ITEMS,)),
+    ("builtins", "bytearray"): _Builtin("bytearray", _bytearray, ((bytes, bytearray, list, tuple),), (str, str)),
 }
 
 # Why a request gives no sample (the counts the sender prints), in the order printed.
@@ -115,6 +140,7 @@ class Record:
     """One object of a known SGLang class: its fields, nothing run. `kind` is (module, name)."""
 
     kind = ("", "")
+    bookkeeping = types.MappingProxyType({})  # 0.5.23's ServerArgs: its __dict__ (see _rebuild_server_args)
 
     def __new__(cls, *args, **kwargs):
         self = object.__new__(cls)
@@ -158,12 +184,20 @@ def _record_type(module, name):
 
 
 def _rebuild_server_args(cls, fields, bookkeeping=None):
-    """0.5.23's ServerArgs.__reduce__ target, as data: the record of `cls` with `fields`."""
+    """0.5.23's ServerArgs.__reduce__ target, as data: the record of `cls` with `fields`, and
+    the instance's `__dict__` (resolution bookkeeping: the declared overrides with the resolved
+    CudaGraphConfig, the ModelConfig, ...) kept apart in `bookkeeping`."""
     if not (isinstance(cls, type) and issubclass(cls, Record)) or not isinstance(fields, dict):
         raise pickle.UnpicklingError("_rebuild_server_args with arguments of the wrong kind")
+    if bookkeeping is not None and not isinstance(bookkeeping, dict):
+        raise pickle.UnpicklingError("_rebuild_server_args with bookkeeping that is not a dict")
     record = cls()
     record.fields.update(fields)
+    record.bookkeeping = dict(bookkeeping or {})
     return record
+
+
+REBUILD = _Builtin("_rebuild_server_args", _rebuild_server_args, (object, object), (object, object, object))
 
 
 # The server's arguments in a 0.5.x dump carry more than their fields: 0.5.9's ServerArgs keeps
@@ -190,7 +224,7 @@ class RestrictedUnpickler(pickle.Unpickler):
         if kind in BUILTINS:
             return BUILTINS[kind]
         if kind == ("sglang.srt.server_args", "_rebuild_server_args"):
-            return _rebuild_server_args
+            return REBUILD
         if kind in KNOWN:
             return _record_type(module, name)
         if module.split(".", 1)[0] in OPAQUE_PACKAGES and kind not in self.opaque_types:
@@ -233,11 +267,93 @@ _REFUSED = {
 # A run of small ints closed by APPENDS, as pickle writes the token lists (1,000 a batch).
 _INT_RUN = re.compile(rb"(?:\((?:K.|M..|J....|G.{8}|\x88|\x89|N)*e)+", re.S)
 _SIZE_ITEM, _SIZE_INT, _SIZE_CONTAINER, _SIZE_TEXT = 8, 32, 72, 56
+# What a call's copy of one item of a container may take: set() and frozenset() grow their table
+# to up to 8 slots of 16 bytes an item, dict() about as much; the bytes of a str or bytes count once.
+_SIZE_COPY = 128
+
+
+class _Made:
+    """What the scan knows of one object the pickle makes (a number, text or bytes is the int
+    of its length instead): its kind, how deep it nests, how many items it holds, the items of a
+    short tuple (a call's arguments), and whether it was placed in another object. Once placed
+    its depth is final: a pickle that adds to it after (through the memo) is refused."""
+
+    __slots__ = ("kind", "depth", "count", "items", "placed")
+
+    def __init__(self, kind, depth=1, count=0, items=None):
+        self.kind, self.depth, self.count, self.items, self.placed = kind, depth, count, items, False
+
+
+_OPEN = {b"]": "list", b"}": "dict", b")": "tuple", b"\x8f": "set"}
+_FROM_MARK = {b"t": "tuple", b"l": "list", b"d": "dict", b"\x91": "frozenset"}
+_GROWS = ("list", "dict", "set", "object")  # what APPEND(S), SETITEM(S), ADDITEMS may add to
+
+
+def _place(v):
+    """`v` goes into another object (an item, a key, a state, an argument): its depth."""
+    if type(v) is int:
+        return 0
+    v.placed = True
+    return v.depth
+
+
+def _grow(target, depth, count, at, what="adds to"):
+    """`target` gains `count` items nested `depth` deep."""
+    if type(target) is int or target.kind not in (_GROWS if what == "adds to" else ("object",)):
+        kind = "a value" if type(target) is int else "a class or function" if target.kind == "global" else "a " + target.kind
+        raise DumpError("byte %d %s %s, which no request dump does" % (at, what, kind))
+    if target.placed:
+        raise DumpError("byte %d %s an object after it was placed in another (through the memo), which no request dump does" % (at, what))
+    if depth >= target.depth:
+        if depth + 1 > MAX_DEPTH:
+            raise DumpError("nested more than %d deep at byte %d" % (MAX_DEPTH, at))
+        target.depth = depth + 1
+    target.count += count
+
+
+def _placed(items):
+    """The items go into another object: the deepest one's depth."""
+    depth = 0
+    for v in items:
+        if type(v) is not int:
+            v.placed = True
+            if v.depth > depth:
+                depth = v.depth
+    return depth
+
+
+def _made(kind, items, at, keep=False):
+    depth = 1 + _placed(items)
+    if depth > MAX_DEPTH:
+        raise DumpError("nested more than %d deep at byte %d" % (MAX_DEPTH, at))
+    return _Made(kind, depth, len(items), list(items) if keep and len(items) <= 3 else None)
+
+
+def _copied(v):
+    """The bytes a call that copies `v` may allocate."""
+    if type(v) is int:
+        return v
+    return _SIZE_CONTAINER + _SIZE_COPY * v.count
+
+
+def _call(args, at):
+    """What a call with the argument tuple `args` may copy (a builtin copies its argument, a
+    record keeps the tuple); DumpError when `args` is not a tuple."""
+    if type(args) is int or args.kind != "tuple":
+        raise DumpError("byte %d calls with arguments that are not a tuple" % at)
+    if args.items is None:
+        return _SIZE_ITEM * args.count
+    return sum(_copied(v) for v in args.items) + _SIZE_ITEM * args.count
 
 
 def scan(data, max_memory=DEFAULT_MAX_MEMORY):
     """Check the pickle `data` before it is unpickled; DumpError naming the offset otherwise.
-    Returns the type code of the top object (b"]" a list, b"}" a dict, ...)."""
+    Returns the type code of the top object (b"]" a list, b"}" a dict, ...).
+
+    The scan plays the pickle's stack and memo with what it knows of each object (`_Made`):
+    the depth of every object, through the memo too, stays within MAX_DEPTH; BUILD sets the
+    state of an object a class made, never of a class or function; and the memory is the sum
+    of what every opcode makes, a call charged for what it copies."""
     n = len(data)
     if n < 2 or data[0:1] != b"\x80" or not 2 <= data[1] <= 5:
         raise DumpError("not a pickle of protocol 2 to 5 (SGLang writes protocol 4 or 5)")
@@ -254,8 +370,9 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
             if op == b"(":
                 m = int_run(data, at)
                 if m is not None and stack:
-                    # MARK, scalars, APPENDS: the list on top gains items of depth 0
-                    stack[-1] = max(stack[-1], 1)
+                    # MARK, scalars, APPENDS: the list on top gains items of depth 0 (at most
+                    # one an opcode byte)
+                    _grow(stack[-1], 0, m.end() - at, at)
                     memory += (m.end() - at) * 12  # at most 36 bytes of int object and reference for 3
                     pos = m.end()
                     if memory > max_memory:
@@ -304,7 +421,7 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
                         "byte %d declares %d bytes, the file has %d left (a truncated or forged file)" % (at, length, n - pos)
                     )
                 pos += length
-                stack.append(0)
+                stack.append(length)
                 memory += _SIZE_TEXT + length
                 if memory > max_memory:
                     raise DumpError("its objects would take more than %d MiB (byte %d)" % (max_memory >> 20, at))
@@ -319,8 +436,8 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
                 if length > n - pos:
                     raise DumpError("byte %d declares a frame of %d bytes, the file has %d left (truncated or forged)" % (at, length, n - pos))
                 continue
-            if op in (b"]", b"}", b")", b"\x8f"):
-                stack.append(1)
+            if op in _OPEN:
+                stack.append(_Made(_OPEN[op], items=[] if op == b")" else None))
                 memory += _SIZE_CONTAINER
                 if top is None and len(stack) == 1:
                     top = op
@@ -333,25 +450,27 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
                 memory += _SIZE_ITEM
             elif op == b"a":  # APPEND
                 v = stack.pop()
-                stack[-1] = _deeper(stack[-1], v, at)
+                _grow(stack[-1], _place(v), 1, at)
                 memory += _SIZE_ITEM
             elif op == b"s":  # SETITEM
                 v = stack.pop()
                 k = stack.pop()
-                stack[-1] = _deeper(stack[-1], max(k, v), at)
+                _grow(stack[-1], max(_place(k), _place(v)), 1, at)
                 memory += 2 * _SIZE_ITEM
             elif op in (b"e", b"u", b"\x90"):  # APPENDS, SETITEMS, ADDITEMS
                 k = marks.pop()
                 items = stack[k:]
                 del stack[k:]
                 if items:
-                    stack[-1] = _deeper(stack[-1], max(items), at)
+                    _grow(stack[-1], _placed(items), len(items), at)
+                elif not stack:
+                    raise IndexError
                 memory += len(items) * _SIZE_ITEM
-            elif op in (b"t", b"l", b"d", b"\x91"):  # TUPLE, LIST, DICT, FROZENSET from a mark
+            elif op in _FROM_MARK:  # TUPLE, LIST, DICT, FROZENSET from a mark
                 k = marks.pop()
                 items = stack[k:]
                 del stack[k:]
-                stack.append(_deeper(1, max(items) if items else 0, at))
+                stack.append(_made(_FROM_MARK[op], items, at, keep=op == b"t"))
                 memory += _SIZE_CONTAINER + len(items) * _SIZE_ITEM
             elif op in (b"\x85", b"\x86", b"\x87"):  # TUPLE1..3
                 count = op[0] - 0x84
@@ -359,30 +478,32 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
                 if len(items) != count:
                     raise IndexError
                 del stack[-count:]
-                stack.append(_deeper(1, max(items), at))
+                stack.append(_made("tuple", items, at, keep=True))
                 memory += _SIZE_CONTAINER + count * _SIZE_ITEM
             elif op == b"\x93":  # STACK_GLOBAL: module and name on the stack
                 stack.pop()
-                stack[-1] = 0
+                stack[-1] = _Made("global", depth=0)
             elif op == b"c":  # GLOBAL: module and name as two lines
                 for _ in range(2):
                     end = data.find(b"\n", pos, pos + MAX_LINE + 1)
                     if end < 0:
                         raise DumpError("byte %d: a GLOBAL without its line" % at)
                     pos = end + 1
-                stack.append(0)
+                stack.append(_Made("global", depth=0))
             elif op in (b"R", b"\x81"):  # REDUCE, NEWOBJ: callable/class, args -> object
                 args = stack.pop()
-                stack[-1] = _deeper(1, args, at)
-                memory += _SIZE_CONTAINER
+                memory += _SIZE_CONTAINER + _call(args, at)
+                _place(stack[-1])
+                stack[-1] = _made("object", [args], at)
             elif op == b"\x92":  # NEWOBJ_EX: class, args, kwargs
                 kwargs = stack.pop()
                 args = stack.pop()
-                stack[-1] = _deeper(1, max(args, kwargs), at)
-                memory += _SIZE_CONTAINER
-            elif op == b"b":  # BUILD
+                memory += _SIZE_CONTAINER + _call(args, at) + _copied(kwargs)
+                _place(stack[-1])
+                stack[-1] = _made("object", [args, kwargs], at)
+            elif op == b"b":  # BUILD: the state of an object a class made
                 state = stack.pop()
-                stack[-1] = _deeper(stack[-1], state, at)
+                _grow(stack[-1], _place(state), 1, at, what="sets the state of")
             elif op == b"0":
                 stack.pop()
             elif op == b"1":
@@ -402,13 +523,6 @@ def scan(data, max_memory=DEFAULT_MAX_MEMORY):
     except IndexError:
         raise DumpError("byte %d: an opcode without the objects it takes (a malformed pickle)" % at) from None
     raise DumpError("truncated: the pickle ends without its STOP at byte %d" % n)
-
-
-def _deeper(container, item, at):
-    depth = max(container, item + 1)
-    if depth > MAX_DEPTH:
-        raise DumpError("nested more than %d deep at byte %d" % (MAX_DEPTH, at))
-    return depth
 
 
 # ---------------------------------------------------------------------------------------
@@ -523,6 +637,7 @@ def _opaque_in_metadata(obj, unpickler):
                 kinds.add(v.kind)
             todo.extend(v.fields.values())
             todo.extend(v.args)
+            todo.extend(v.bookkeeping.values())
         elif isinstance(v, dict):
             todo.extend(v.keys())
             todo.extend(v.values())
@@ -726,7 +841,17 @@ def _text(v, limit=512):
 
 
 def _time(v):
-    return round(float(v), 6) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    """A dumped time (seconds since the epoch) as a JSON number: None when it is not a number,
+    ValueError when it is not a finite one (NaN, an infinity, an int no float holds)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        t = float(v)
+    except OverflowError:
+        t = math.inf
+    if not math.isfinite(t):
+        raise ValueError("not a finite time")
+    return round(t, 6)
 
 
 def harvest(paths, options, tokenizer=None, bad=None):
@@ -759,6 +884,12 @@ def harvest(paths, options, tokenizer=None, bad=None):
             req, out, created, finished = entry
             try:
                 prepare(item, req, out, tokenizer, options)
+                if item.ids is not None:
+                    try:
+                        created, finished = _time(created), _time(finished)
+                    except ValueError:
+                        item.ids = item.mask = None
+                        item.reason, item.detail = "malformed", "created or finished is not a finite time"
             except Exception as exc:  # a value no check above foresaw: named, never a traceback
                 item.ids = item.mask = None
                 item.reason, item.detail = "malformed", "%s: %s" % (type(exc).__name__, quoted(exc, 200))
@@ -766,7 +897,7 @@ def harvest(paths, options, tokenizer=None, bad=None):
                 prod_rid = req.get("rid")
                 prod_rid = prod_rid if isinstance(prod_rid, str) else None
                 digest = _digest(item.ids)
-                key = "%s\0%r\0%s" % (prod_rid, _time(created), digest.hex())
+                key = "%s\0%r\0%s" % (prod_rid, created, digest.hex())
                 if not _keep(options.seed, key, options.sample_fraction):
                     item.reason, item.ids, item.mask = "sampled-out", None, None
                 elif options.dedup and digest[:16] in seen:
@@ -776,7 +907,7 @@ def harvest(paths, options, tokenizer=None, bad=None):
                     item.rid = "hv-" + hashlib.sha256(key.encode("utf-8", "backslashreplace")).hexdigest()[:24]
                     item.source = dict(
                         kind="sglang-request-dump", file=name, path=os.path.abspath(path), index=index,
-                        family=family, created=_time(created), finished=_time(finished),
+                        family=family, created=created, finished=finished,
                         production_rid=_text(prod_rid, 128), model_path=model_path,
                         prompt_tokens=item.prompt_len, completion_tokens=len(item.ids) - item.prompt_len,
                     )
