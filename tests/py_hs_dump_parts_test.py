@@ -165,6 +165,13 @@ class HealthProbes(unittest.TestCase):
     def test_without_rids_nothing_is_taken_for_a_probe(self):
         self.assertFalse(sample._pysplice_hs_probe(dict(rids=None), 0))
 
+    def test_before_rids_a_whole_prompt_of_the_one_token_0_is_the_probe(self):
+        # SGLang before 0.5.10 sends input_ids=[0]; the batch has no rids then
+        job = dict(meta=dict(rids=None, lens=[3, 1, 1, 1], prefix=[0, 0, 0, 5]), tensors=dict(ids=[0, 7, 7, 9, 0, 0]))
+        self.assertEqual([sample._pysplice_hs_probe_row(job, i) for i in range(4)], [False, False, True, False])
+        job["meta"]["rids"] = ["a", "b", "c", "d"]  # with rids, only the rid says so
+        self.assertFalse(sample._pysplice_hs_probe_row(job, 2))
+
 
 class Folder(unittest.TestCase):
     def setUp(self):

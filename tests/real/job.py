@@ -188,6 +188,9 @@ class Job:
         self.dump = os.path.join(self.work, "dump")
         self.requests = os.path.join(self.work, "requests")
         self.live = []
+        # Samples carry their request's rid from 0.5.10: before, the sender cannot match them to
+        # what it sent, so it sends with a record only and the masks stay all ones (the guide).
+        self.rids = tuple(int(x) for x in re.findall(r"\d+", self.release)[:3]) >= (0, 5, 10)
 
     def hs_dump(self, *extra, ok=(0,)):
         arch = [] if self.arch in DEEPSEEK else ["--arch", ARCH_CLASS[self.arch]]
@@ -298,7 +301,11 @@ class Job:
             step("patched server ready in %.0f s on %s" % (ready, server.url))
             began = time.monotonic()
             send = [self.bin("sglang-hs-send"), "--python", self.install.python, "--tokenizer", self.model,
-                    "--url", server.url, "--dump-dir", self.dump, "--concurrency", "4", "--progress", "lines"]
+                    "--url", server.url, "--concurrency", "4", "--progress", "lines"]
+            if self.rids:
+                send += ["--dump-dir", self.dump]
+            else:
+                send += ["--record", os.path.join(self.work, "record.jsonl")]
             out = run(send + ["--conversations", self.conv_path], ok=(0,), timeout=900)
             step("sent the conversations in %.0f s: %s" % (time.monotonic() - began, out.stdout.strip().splitlines()[-1]))
             if self.args.live:
@@ -330,6 +337,7 @@ class Job:
         step("sglang-hs-inspect: %d complete, %d tokens, one provenance" % (report["complete"], report["tokens"]["complete"]))
         expect = os.path.join(self.work, "expect.json")
         live = ["--live", os.path.join(self.work, "live.json")] if self.args.live else []
+        live += [] if self.rids else ["--masks-unset"]
         run([self.install.python, os.path.join(HERE, "expect.py"), self.model, self.conv_path, expect] + live)
         proc = subprocess.run([self.install.python, os.path.join(HERE, "reference.py"), self.dump, self.model,
                                "--release", self.release, "--arch", ARCH_CLASS[self.arch], "--expect", expect],
@@ -354,6 +362,8 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--live", action="store_true", help="also the live-traffic route")
     args = parser.parse_args()
+    if args.live and tuple(int(x) for x in re.findall(r"\d+", args.release)[:3]) < (0, 5, 10):
+        parser.error("--live needs 0.5.10 or newer (the sender masks by rid)")
     began = time.monotonic()
     job = Job(args)
     try:

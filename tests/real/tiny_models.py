@@ -8,8 +8,7 @@ layers 1-7 MoE of 8 routed experts, top-2 by sigmoid with `noaux_tc`, one shared
 `deepseek_v2` (DeepseekV2ForCausalLM in V2-Lite's shape: no q LoRA, softmax top-2, two shared
 experts). Each model has 8 layers of width 64 and the byte-level ChatML tokenizer of
 tests/send/tiny_tokenizer.py. The weights are transformers' own random initialisation, rounded to
-bfloat16 and saved so (SGLang serves bfloat16; the reference reads the same numbers in float32),
-with the router's weights scaled up so that top-2 choices are rarely near a tie.
+bfloat16 and saved so (SGLang serves bfloat16; the reference reads the same numbers in float32).
 
 Needs torch, transformers and tokenizers (the SGLang release's own virtual environment has them).
 """
@@ -66,8 +65,8 @@ def _config(arch, tokenizer):
             "rope_type": "yarn",
             "factor": 1.0,
             "original_max_position_embeddings": 4096,
-            "beta_fast": 32,
-            "beta_slow": 1,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
             "mscale": 1.0,
             "mscale_all_dim": 1.0,
         },
@@ -97,10 +96,6 @@ def make(folder, arch, seed=0):
     config = getattr(transformers, config_name)(**fields)
     torch.manual_seed(seed)
     model = getattr(transformers, model_name)(config).to(torch.bfloat16)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if name.endswith("mlp.gate.weight"):
-                param.mul_(20.0)  # well-separated routing scores: few top-2 near-ties
     model.save_pretrained(folder, safe_serialization=True)
     # Keep the DeepSeek fields SGLang reads even where this transformers release renames them.
     path = os.path.join(folder, "config.json")

@@ -31,6 +31,7 @@ HELPERS = (
     "chunks._pysplice_hs_stitch_how",
     "chunks._pysplice_hs_stitch_keys",
     "sample._pysplice_hs_probe",
+    "sample._pysplice_hs_probe_row",
     "sample._pysplice_hs_alone",
     "writer._pysplice_hs_Writer",
     "writer._pysplice_hs_serial",

@@ -43,6 +43,17 @@ def _pysplice_hs_probe(meta, i):
     return isinstance(rid, str) and rid.startswith("HEALTH_CHECK")
 
 
+def _pysplice_hs_probe_row(job, i):
+    # The same probe where the batch carries no rids (before 0.5.10): a whole prompt of the one
+    # token id 0, SGLang's `input_ids=[0]`. One token is no training sample either way.
+    meta = job["meta"]
+    if meta.get("rids") is not None or meta["lens"][i] != 1:
+        return False
+    if meta["prefix"] is not None and meta["prefix"][i] != 0:
+        return False
+    return int(job["tensors"]["ids"][sum(meta["lens"][:i])]) == 0
+
+
 def _pysplice_hs_alone(rows):
     # The same memory as a tensor with a storage of its own, so that torch.save
     # writes these rows only, not the whole host buffer, and without a copy.

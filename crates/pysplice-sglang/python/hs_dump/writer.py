@@ -429,6 +429,8 @@ class _pysplice_hs_Writer:
         # Run request i's op of a planned pass (or an "end" op); the number of files written.
         op = i if isinstance(i, tuple) else job["plan"][i]
         if op[0] == "whole":
+            if _pysplice_hs_probe_row(job, i):
+                return 0
             sample, suffix = _pysplice_hs_sample(job, i)
             _pysplice_hs_write(self.state, sample, suffix, number)
             return 1
@@ -688,7 +690,7 @@ def _pysplice_hs_size(n):
 from .debris import _pysplice_hs_clean
 from .files import _pysplice_hs_write
 from .parts import _pysplice_hs_parts_add, _pysplice_hs_parts_drop, _pysplice_hs_parts_sample
-from .sample import _pysplice_hs_probe, _pysplice_hs_sample
+from .sample import _pysplice_hs_probe, _pysplice_hs_probe_row, _pysplice_hs_sample
 from .settings import _pysplice_hs_show
 from .status import _pysplice_hs_identity
 from .stitch import _pysplice_hs_stitch_add, _pysplice_hs_stitch_open, _pysplice_hs_stitch_publish

@@ -47,7 +47,12 @@ class _SubmoduleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         module = types.ModuleType(spec.name)
         module.__path__ = []
-        module.__getattr__ = lambda name: _Missing("%s.%s" % (spec.name, name))
+        def missing(name):
+            if name.startswith("__"):  # __file__, __spec__, ...: what tools probe a module for
+                raise AttributeError(name)
+            return _Missing("%s.%s" % (spec.name, name))
+
+        module.__getattr__ = missing
         return module
 
     def exec_module(self, module):
