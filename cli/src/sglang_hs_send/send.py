@@ -1209,7 +1209,8 @@ class Run:
         if self.args.request_dumps:
             out(harvest_counts(self))
         if missing and not interrupted:
-            shown = ", ".join("%s (line %s)" % (rid, want[3]) for rid, want in missing[:10])
+            # a conversation's line number, or a harvested request's FILE#INDEX
+            shown = ", ".join("%s (%s)" % (rid, want[3] if isinstance(want[3], str) else "line %s" % want[3]) for rid, want in missing[:10])
             out(
                 "%d sent %s have no complete sample in %s: %s%s; is SGLANG_HS_DUMP_DIR that folder? "
                 "Rerun the same command to send them again" % (
