@@ -273,7 +273,7 @@ def main():
         proc = subprocess.run(command("http://127.0.0.1:9", dirs, tok, os.path.join(tmp, "dry.record"), "--dry-run"),
                               capture_output=True, text=True, timeout=300)
         lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-        check(proc.returncode == 0 and len(lines) == n_stop and "dry run: %d conversations would be sent" % n_stop in proc.stdout,
+        check(proc.returncode == 0 and len(lines) == n_stop and "dry run: %d requests would be sent" % n_stop in proc.stdout,
               "0. dry run: exit %d, %d lines for %d samples: %r" % (proc.returncode, len(lines), n_stop, proc.stdout[-300:]))
         check(all(set(x) == {"rid", "tokens", "generated", "source"} and 0 < x["generated"] < x["tokens"] for x in lines),
               "0. dry run lines: %r" % lines[:1])

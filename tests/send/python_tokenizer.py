@@ -13,6 +13,11 @@ equal the fast tokenizer's and any difference in a loss mask comes from the offs
   class in `auto_map` (this file copied in), which `AutoTokenizer.from_pretrained(folder)`
   loads only with `trust_remote_code=True`.
 
+From the command line, the remote-code folder of a saved fast tokenizer (docs/sglang.md's
+rehearsal: the tiny tokenizer as remote code, loaded with `--trust-remote-code`):
+
+    python3 tests/send/python_tokenizer.py FAST_FOLDER REMOTE_FOLDER
+
 Needs `transformers` and `tokenizers`; no network.
 """
 
@@ -100,3 +105,15 @@ def save_remote(fast, folder):
     with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=1)
     return folder
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from transformers import AutoTokenizer
+
+    p = argparse.ArgumentParser(description="Save a fast tokenizer's twin as a remote-code Python class.")
+    p.add_argument("fast", help="a saved fast tokenizer's folder (tests/send/tiny_tokenizer.py FOLDER)")
+    p.add_argument("folder", help="the folder to write: loaded only with trust_remote_code=True")
+    a = p.parse_args()
+    print(save_remote(AutoTokenizer.from_pretrained(a.fast), a.folder))

@@ -181,9 +181,10 @@ impl Finished<'_> {
     }
 
     /// The launch flags and notes for the release and the hooks that were placed (the demo's
-    /// model is of no release: the flags of current releases).
+    /// model is of no release: the flags of current releases, unless `--sglang-version` names
+    /// one).
     fn launch(&self) -> pysplice_sglang::launch::Launch {
-        if self.demo {
+        if self.demo && self.release.is_none() {
             return pysplice_sglang::launch::launch_current();
         }
         let outcomes = if self.mode == Mode::Revert {

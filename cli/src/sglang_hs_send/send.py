@@ -763,9 +763,9 @@ def answer_problem(rid, status, payload):
 
 
 class Progress:
-    def __init__(self, mode, total):
+    def __init__(self, mode, total, noun="conversations"):
         self.mode = mode if mode != "auto" else ("bar" if sys.stderr.isatty() else "lines")
-        self.total, self.start, self.last = total, time.monotonic(), 0.0
+        self.total, self.start, self.last, self.noun = total, time.monotonic(), 0.0, noun
         self.lock = threading.Lock()
 
     def show(self, stats, final=False):
@@ -782,9 +782,10 @@ class Progress:
         left = self.total - done
         per = elapsed / max(stats["done"] + stats["failed"], 1)
         eta = "--:--" if not stats["done"] else _clock(left * per)
-        text = "%d/%d conversations, %s tokens/s, ETA %s (%d sent, %d done before, %d skipped)" % (
+        text = "%d/%d %s, %s tokens/s, ETA %s (%d sent, %d done before, %d skipped)" % (
             done,
             self.total,
+            self.noun,
             _human(rate),
             eta,
             stats["done"],
@@ -1018,7 +1019,7 @@ class Run:
     def run(self):
         args = self.args
         total = count_lines(args.conversations) if not args.request_dumps else 0
-        self.progress = Progress(args.progress, total)
+        self.progress = Progress(args.progress, total, noun(args))
         server = Server(args.url, args.timeout) if not args.dry_run else None
         if self.folders is not None:
             self.folders.scan()
@@ -1190,9 +1191,10 @@ class Run:
         s = self.stats
         with self.lock:
             missing = sorted(self.pending.items(), key=lambda kv: kv[1][3] or 0)
-        parts = ["%d conversations sent (%d tokens)" % (s["done"], s["tokens"])]
+        what = noun(self.args)  # conversations, or requests of the request dumps
+        parts = ["%d %s sent (%d tokens)" % (s["done"], what, s["tokens"])]
         if self.args.dry_run:
-            parts = ["dry run: %d conversations would be sent (%d tokens)" % (s["done"], s["tokens"])]
+            parts = ["dry run: %d %s would be sent (%d tokens)" % (s["done"], what, s["tokens"])]
         if self.folders is not None:
             parts.append("%d already complete on disk" % s["on_disk"])
         else:
@@ -1207,11 +1209,13 @@ class Run:
         if self.args.request_dumps:
             out(harvest_counts(self))
         if missing and not interrupted:
-            shown = ", ".join("%s (line %s)" % (rid, want[3]) for rid, want in missing[:10])
+            # a conversation's line number, or a harvested request's FILE#INDEX
+            shown = ", ".join("%s (%s)" % (rid, want[3] if isinstance(want[3], str) else "line %s" % want[3]) for rid, want in missing[:10])
             out(
-                "%d sent conversations have no complete sample in %s: %s%s; is SGLANG_HS_DUMP_DIR that folder? "
+                "%d sent %s have no complete sample in %s: %s%s; is SGLANG_HS_DUMP_DIR that folder? "
                 "Rerun the same command to send them again" % (
                     len(missing),
+                    what,
                     ", ".join(self.args.dump_dir),
                     shown,
                     ", ..." if len(missing) > 10 else "",
@@ -1219,9 +1223,14 @@ class Run:
             )
         if interrupted:
             left = self.progress.total - (s["done"] + s["skipped"] + s["failed"])
-            out("interrupted with %d conversations left; rerun the same command to go on (the record is %s)" % (left, self.args.record))
+            out("interrupted with %d %s left; rerun the same command to go on (the record is %s)" % (left, what, self.args.record))
             return 130
         return 1 if s["failed"] or missing else 0
+
+
+def noun(args):
+    """What the run sends, in its messages: conversations, or requests (--request-dumps)."""
+    return "requests" if args.request_dumps else "conversations"
 
 
 def out(text):
@@ -1330,7 +1339,7 @@ def parse(argv):
     args = p.parse_args(argv)
     if args.record is None:
         if not args.dump_dir:
-            p.error("--record FILE is needed without --dump-dir")
+            p.error("--record FILE is needed without --dump-dir (a dry run too: it locks the record as a run does, writing nothing)")
         args.record = os.path.join(args.dump_dir[0], RECORD_NAME)
     if args.masks_only:
         if not args.dump_dir:

@@ -82,7 +82,7 @@ fn cli_demo_patches_a_copy_and_shows_the_diff() {
     assert!(stdout.contains("\nTo use: set SGLANG_HS_DUMP_DIR=/dev/shm/sglang_hs before starting server\n"));
     // The flags of current releases, which all stitch chunked prefill: no `-1`, and one short
     // note on where other releases differ, pointing to every release's flags.
-    let flags = "--disable-cuda-graph --disable-radix-cache --skip-server-warmup";
+    let flags = "--disable-cuda-graph --disable-radix-cache --skip-server-warmup --disable-overlap-schedule";
     assert!(
         stdout.contains(&format!(
             "\n  {flags}\nNote: these are the flags of current releases; add "
@@ -108,6 +108,38 @@ fn cli_demo_patches_a_copy_and_shows_the_diff() {
         .find_map(|l| l.strip_prefix("Successfully patched "))
         .unwrap();
     assert!(!Path::new(copy).parent().unwrap().exists(), "{copy}");
+}
+
+/// The demo honours `--sglang-version`: the flags, notes and launch line of that release (text and
+/// JSON), never the current releases' under the release's name.
+#[test]
+fn cli_demo_gives_the_flags_of_the_release_named() {
+    use pysplice_sglang::launch::{self, ReleaseVersion};
+    let release = ReleaseVersion::parse("0.3.6").unwrap();
+    let own = launch::launch(Some(&release)).flags.join(" ");
+    assert!(own.contains("--chunked-prefill-size -1"), "{own}");
+    let output = run(&["--sglang-version", "0.3.6"]);
+    let stdout = text(&output.stdout);
+    assert_eq!(code(&output), 0, "{stdout}{}", text(&output.stderr));
+    assert!(
+        stdout.contains(&format!(
+            "Server flags for SGLang 0.3.6 (from --sglang-version):\n  {own}\n"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("--model-path MODEL {own}\n")), "{stdout}");
+    assert!(!stdout.contains("flags of current releases"), "{stdout}");
+    let output = run(&["--json", "--sglang-version", "0.3.6"]);
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["demo"], true);
+    assert_eq!(value["release"]["version"], "0.3.6");
+    let flags: Vec<&str> = value["launch"]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert_eq!(flags.join(" "), own);
 }
 
 #[test]

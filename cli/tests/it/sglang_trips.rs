@@ -360,7 +360,7 @@ fn arch_output_matches_the_one_file_output() {
     let out = run(&[m, "--arch", "Qwen3MoeForCausalLM", "--sglang-version", "0.5.23"]);
     assert_eq!(code(&out), 0);
     let text = stdout(&out);
-    let flags = "--disable-cuda-graph --disable-radix-cache --skip-server-warmup";
+    let flags = "--disable-cuda-graph --disable-radix-cache --skip-server-warmup --disable-overlap-schedule";
     assert!(
         text.contains(&format!(
             "Server flags for SGLang 0.5.23 (from --sglang-version):\n  {flags}"

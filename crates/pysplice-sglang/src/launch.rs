@@ -325,9 +325,15 @@ pub struct Launch {
     pub basis: Option<&'static str>,
 }
 
-/// The flags printed when the release is unknown: those of the current releases, which all
-/// stitch chunked prefill (so no `--chunked-prefill-size -1`); the note says where others differ.
-const GENERIC_FLAGS: [&str; 3] = [DISABLE_CUDA_GRAPH, DISABLE_RADIX_CACHE, SKIP_SERVER_WARMUP];
+/// The flags printed when the release is unknown: those of the current releases (the last row
+/// of the flag table), which all stitch chunked prefill (so no `--chunked-prefill-size -1`); the
+/// note says where others differ.
+const GENERIC_FLAGS: [&str; 4] = [
+    DISABLE_CUDA_GRAPH,
+    DISABLE_RADIX_CACHE,
+    SKIP_SERVER_WARMUP,
+    DISABLE_OVERLAP_SCHEDULE,
+];
 
 /// The server flags and notes the dump needs on `release`. A release in the data gets its own
 /// flags; one newer than the newest known release gets the newest known flags, and an unlisted
@@ -407,6 +413,7 @@ fn generic_advice() -> String {
     let piecewise = ranges(|f| f.needs_piecewise_flag(), "-");
     let partial = ranges(|f| f.chunking() == Chunking::Partial, "-");
     let no_warmup = ranges(|f| !f.has(SKIP_SERVER_WARMUP), "-");
+    let no_overlap = ranges(|f| !f.has(DISABLE_OVERLAP_SCHEDULE), "-");
     let mut add = Vec::new();
     if !piecewise.is_empty() {
         add.push(format!("{DISABLE_PIECEWISE_CUDA_GRAPH} on {}", piecewise.join(", ")));
@@ -418,8 +425,15 @@ fn generic_advice() -> String {
     if !add.is_empty() {
         parts.push(format!("add {}", add.join(" and ")));
     }
+    let mut leave = Vec::new();
     if !no_warmup.is_empty() {
-        parts.push(format!("leave out {SKIP_SERVER_WARMUP} on {}", no_warmup.join(", ")));
+        leave.push(format!("{SKIP_SERVER_WARMUP} on {}", no_warmup.join(", ")));
+    }
+    if !no_overlap.is_empty() {
+        leave.push(format!("{DISABLE_OVERLAP_SCHEDULE} on {}", no_overlap.join(", ")));
+    }
+    if !leave.is_empty() {
+        parts.push(format!("leave out {}", leave.join(" and ")));
     }
     parts.push("every release's flags: sglang-hs-dump --flag-table".to_string());
     parts.join("; ")
@@ -618,17 +632,20 @@ mod tests {
     fn the_generic_list_fits_the_current_releases_and_its_note_names_the_others() {
         let unknown = launch_unknown("");
         let newest = dump_releases().last().expect("data");
-        // The newest release's flags, less the optional one.
-        let mut wanted = newest.flags_for_dump();
-        wanted.retain(|f| *f != DISABLE_OVERLAP_SCHEDULE);
-        assert_eq!(unknown.flags, wanted, "the flags of {}", newest.version);
+        // The newest release's flags: the flag table's last row.
+        assert_eq!(
+            unknown.flags,
+            newest.flags_for_dump(),
+            "the flags of {}",
+            newest.version
+        );
         assert!(!unknown.flags.contains(&"-1"), "{:?}", unknown.flags);
         let note = &unknown.notes[0];
         assert_eq!(
             note,
             "SGLang release unknown: add --disable-piecewise-cuda-graph on 0.5.10-0.5.13.post1 and \
-             --chunked-prefill-size -1 on 0.2.13-0.4.5.post3; leave out --skip-server-warmup on 0.2.6-0.4.8.post1; \
-             every release's flags: sglang-hs-dump --flag-table"
+             --chunked-prefill-size -1 on 0.2.13-0.4.5.post3; leave out --skip-server-warmup on 0.2.6-0.4.8.post1 and \
+             --disable-overlap-schedule on 0.2.6-0.3.5.post2; every release's flags: sglang-hs-dump --flag-table"
         );
         // What the note tells to add is what those releases' own flags have.
         for facts in dump_releases() {
