@@ -24,12 +24,16 @@ packages=(aiohttp fastapi uvicorn uvloop orjson msgspec pybase64 pydantic python
     easydict watchfiles python-dateutil nvidia-ml-py openai xgrammar llguidance IPython dill
     compressed-tensors gguf jsonschema soundfile jinja2 torchvision)
 marker="3 sglang==$version specforge==0.2.0 ${packages[*]}"
+# One installer per release at a time (CI starts one early, and a job may ask for it meanwhile):
+# the second waits for the first and then finds the venv complete.
+mkdir -p "$root"
+exec 9>"$root/.lock-$version"
+flock 9
 if [ -f "$venv/.pysplice-complete" ] && [ "$(cat "$venv/.pysplice-complete")" = "$marker" ]; then
     echo "$venv"
     exit 0
 fi
 rm -rf "$venv"
-mkdir -p "$root"
 python3 -m venv "$venv"
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 "${pip[@]}" --no-deps "sglang==$version" "specforge==0.2.0"

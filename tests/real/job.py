@@ -244,12 +244,15 @@ class Job:
         step("unpatched server ready in %.0f s on %s" % (ready, server.url))
         os.makedirs(self.requests, mode=0o700)
         prompts = [self.chat_prompt(i) for i in range(8)]
+        # Some requests stop naturally: on the token greedy decoding gives third (found before the
+        # request dump is on, so that it holds the traffic alone).
+        stops = {i: self.third_token(server, prompts[i]) for i in range(1, len(prompts), 2)}
         http(server.url + "/configure_logging", {"dump_requests_folder": self.requests, "dump_requests_threshold": len(prompts)})
 
         def ask(i):
             body = {"text": prompts[i], "sampling_params": {"max_new_tokens": 6 + i, "temperature": 0}}
-            if i % 2:  # some stop naturally, on the token greedy decoding gives third
-                body["sampling_params"]["stop_token_ids"] = [self.third_token(server, prompts[i])]
+            if i in stops:
+                body["sampling_params"]["stop_token_ids"] = [stops[i]]
             status, raw = http(server.url + "/generate", body, timeout=300)
             answer = json.loads(raw)
             return {"prompt": prompts[i], "output_ids": answer["output_ids"], "meta": answer["meta_info"]}

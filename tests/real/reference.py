@@ -20,8 +20,8 @@ rows must be APART times further off, so that the check tells one layer from the
 where two routing scores are nearly equal: a token whose float32 top-k margin (the k-th score less
 the next one, relative to the k-th) is under TIE_MARGIN (bfloat16's 1/256) at any MoE layer below
 the compared one is a routing-tie token.
-Those rows are counted and reported, held to the loose TOL_TIE, and must stay a small share
-(MAX_TIE_SHARE of the rows); every other row meets TOL_TOKEN.
+Those rows are counted and reported and held to the loose TOL_TIE; the ones that need it (over the
+row limit) must stay a small share (MAX_TIE_SHARE of the rows); every other row meets the limit.
 
 Also checked: the layer numbering (`layers_to_capture` is SGLang's default [2, N//2, N-3] unless
 the expectation says otherwise, and the provenance's EAGLE-3 ids are those minus one), the
@@ -146,7 +146,7 @@ def check_sample(path, sample, ref, expect, args):
         if prov.get(key) != want:
             problems.append("provenance %s is %r, expected %r" % (key, prov.get(key), want))
     hidden, final, margins, half_hidden, half_final = ref.run(ids)
-    stats = {"rows": 0, "tie_rows": 0, "worst": 0.0, "errors": []}
+    stats = {"rows": 0, "tie_rows": 0, "excused": 0, "worst": 0.0, "errors": []}
     compared = [("hidden_state", sample["hidden_state"][0], final[0], half_final[0], n)]
     aux = sample.get("aux_hidden_state")
     if aux is None:
@@ -166,6 +166,7 @@ def check_sample(path, sample, ref, expect, args):
         token_limit = max(TOL_TOKEN, SLACK * yardstick[-1])
         for t, e in enumerate(errors):
             limit = TOL_TIE if t in tied else token_limit
+            stats["excused"] += t in tied and e > token_limit
             if e > limit:
                 problems.append("%s token %d: relative error %.4f over %.3f%s" % (name, t, e, limit, " (routing tie)" if t in tied else ""))
                 break
@@ -207,11 +208,12 @@ def main():
         expect[("ids", tuple(req["input_ids"]))] = req
     ref = Reference(args.model_dir)
     paths = sorted(glob.glob(os.path.join(glob.escape(args.dump_dir), "**", "*.ckpt"), recursive=True))
-    failed, rows, ties, errors = 0, 0, 0, []
+    failed, rows, ties, excused, errors = 0, 0, 0, 0, []
     for path in paths:
         sample = torch.load(path, weights_only=True)
         problems, stats = check_sample(path, sample, ref, expect, args)
         rows, ties, errors = rows + stats["rows"], ties + stats["tie_rows"], errors + stats["errors"]
+        excused += stats["excused"]
         name = os.path.relpath(path, args.dump_dir)
         if problems:
             failed += 1
@@ -222,14 +224,14 @@ def main():
     if spec.get("count") is not None and len(paths) != spec["count"]:
         failed += 1
         print("FAIL %d samples, expected %d" % (len(paths), spec["count"]))
-    if rows and ties > MAX_TIE_SHARE * rows:
+    if rows and excused > MAX_TIE_SHARE * rows:
         failed += 1
-        print("FAIL %d of %d rows are routing ties (over %.0f%%)" % (ties, rows, 100 * MAX_TIE_SHARE))
+        print("FAIL %d of %d rows are over the limit, excused as routing ties (over %.0f%%)" % (excused, rows, 100 * MAX_TIE_SHARE))
     errors.sort()
     median = errors[len(errors) // 2] if errors else float("nan")
     print(
-        "%s: %d samples, %d rows compared, median relative error %.4f, worst %.4f, %d routing-tie rows; %d failed"
-        % ("FAIL" if failed else "OK", len(paths), rows, median, errors[-1] if errors else float("nan"), ties, failed)
+        "%s: %d samples, %d rows compared, median relative error %.4f, worst %.4f (routing ties aside), %d routing-tie rows, %d of them over the limit; %d failed"
+        % ("FAIL" if failed else "OK", len(paths), rows, median, errors[-1] if errors else float("nan"), ties, excused, failed)
     )
     sys.exit(1 if failed or not paths else 0)
 
