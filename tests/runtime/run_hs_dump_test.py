@@ -2004,6 +2004,49 @@ def case_four_requests_chunked_in_turns_rids(mod, ref, tmp):
     _stitched(out, rows, ref, prompts)
 
 
+def case_a_taken_stitch_name_is_skipped_never_followed(mod, ref, tmp):
+    # a file or a symlink already at the names a chunked prompt's hidden file would take (a
+    # restarted process that reuses a pid, whatever left them): the next free name is used, the
+    # dump stays on, nothing there is followed or written over
+    out = os.path.join(tmp, "dump")
+    os.makedirs(out, mode=0o700)
+    target = os.path.join(tmp, "target")
+    with open(target, "wb") as f:
+        f.write(b"not yours")
+    prompts = _prompts(3, [20, 6, 30])
+    before = len(WARNINGS.records)
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0, chunk=8)
+        model = build(mod, "list")
+        state = model.model._hs_dump_state
+        # the serials this process hands out next (count(N)'s repr), and some after them
+        first = int(re.search(r"\d+", repr(mod._pysplice_hs_Writer.serials)).group())
+        planted = []
+        for k in range(first, first + 24):
+            path = os.path.join(out, ".data_dp0_pid%d_%s_s%d.stitch.tmp" % (os.getpid(), state["token"], k))
+            if k % 2:
+                os.symlink(target, path)
+            else:
+                with open(path, "wb") as f:
+                    f.write(b"an earlier file")
+            planted.append(path)
+        rows, _passes, model = _run_chunked(mod, out, "0.5.18", 8, prompts, model=model)
+    drain()
+    got = [r.getMessage() for r in WARNINGS.records[before:]]
+    check(not got, "warnings %s" % got)
+    check(model.model._hs_dump_dir is not None, "the dump turned off")
+    with open(target, "rb") as f:
+        check(f.read() == b"not yours", "a symlink at a stitched file's name was followed")
+    for path in planted:
+        if os.path.islink(path):
+            check(os.readlink(path) == target, "%s was replaced" % path)
+        else:
+            with open(path, "rb") as f:
+                check(f.read() == b"an earlier file", "%s was written over" % path)
+        os.unlink(path)
+    _stitched(out, rows, ref, prompts)
+
+
 def case_chunked_request_aborted(mod, ref, tmp):
     # 0.5.18: an abort stops the chunked request before its next chunk and its slot goes to
     # the next prompt (LIFO); it ends as .ckpt.partial with the rows it has, the others whole
