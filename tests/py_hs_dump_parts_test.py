@@ -114,6 +114,27 @@ class ChunkedRequestIdentity(unittest.TestCase):
         plan, _ = self.plan(plans, "rid", [3], [5], full=[10], rids=["a"])  # rows 5.., not 4..
         self.assertEqual(plan[0], ("whole",))
 
+    def test_two_prompts_given_one_rid_are_kept_apart_by_their_slots(self):
+        # SGLang refuses a rid in flight; should two prompts of one rid come all the same, each
+        # in its own pool slot (kept across chunks from 0.5.9), their chunks taking turns: each
+        # chunk goes to its own prompt's file, neither prompt ends the other
+        plans = self.planner()
+        plan, ends = self.plan(plans, "rid", [4], [0], full=[12], rids=["a"], slots=[1])
+        first = plan[0][1]
+        plan, ends = self.plan(plans, "rid", [4], [0], full=[12], rids=["a"], slots=[2])
+        second = plan[0][1]
+        self.assertIsNot(second, first)
+        self.assertEqual(ends, [])
+        for p, last in ((4, False), (8, True)):
+            for slot, entry in ((1, first), (2, second)):
+                plan, ends = self.plan(plans, "rid", [4], [p], full=[12], rids=["a"], slots=[slot])
+                self.assertEqual((plan[0][0], plan[0][1], plan[0][3], ends), ("add", entry, last, []), (p, slot))
+        self.assertEqual(plans.held, {})
+        # a chunk of the rid in another slot than the request held is not stitched into it
+        self.plan(plans, "rid", [4], [0], full=[12], rids=["b"], slots=[3])
+        plan, _ = self.plan(plans, "rid", [4], [4], full=[12], rids=["b"], slots=[5])
+        self.assertEqual(plan[0], ("whole",))
+
     def test_a_request_is_linked_by_kv_locations(self):
         plans = self.planner()
         # its last token's KV location (77) is what the next chunk's pool row shows before it

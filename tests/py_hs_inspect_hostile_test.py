@@ -11,8 +11,10 @@ that hangs, blows the memory or crashes the reader fails its test. tests/py_hs_i
 runs the same hostile files through the built command with PyTorch.
 """
 
+import hashlib
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,7 @@ sys.path.insert(0, HERE)
 import py_hs_inspect_samples as S  # noqa: E402
 
 H = S.checker()
+RECORD = ".hs_send_record.jsonl"  # sglang-hs-send's record, by default in its first --dump-dir
 
 # The command in a child process, torch.load replaced by nothing (the reader's verdict stands).
 RUN = """
@@ -267,6 +270,78 @@ class HostileSamples(unittest.TestCase):
         self.refused("a.ckpt", S.sample_bytes(S.sample(aux_hidden_state=S.T("BFloat16Storage", (1, 4, 24)))), "sample")
         os.unlink(os.path.join(self.dir, "a.ckpt"))
         self.refused("l.ckpt", S.sample_bytes(S.sample(layers_to_capture=["2"])), "sample")
+
+    # ---- ownership: the sender's record says which samples it made and masked
+
+    def owned_sample(self, name, ids, rid, mask=None, partial=False):
+        """A sample of these ids and rid, its loss_mask `mask` (all ones, as the dump writes it)."""
+        n = len(ids)
+        mask = [1] * n if mask is None else mask
+        value = S.sample(tokens=n, rid=rid, input_ids=S.T("LongStorage", (n,), data=struct.pack("<%dq" % n, *ids)),
+                         loss_mask=S.T("LongStorage", (n,), data=struct.pack("<%dq" % n, *mask)))
+        return self.put(name + (".ckpt.partial" if partial else ".ckpt"), S.sample_bytes(value))
+
+    def sent(self, rid, ids, runs):
+        digest = hashlib.sha256(struct.pack("<%dq" % len(ids), *ids)).hexdigest()
+        return json.dumps(dict(event="sent", rid=rid, line=1, tokens=len(ids), ids_sha256=digest, mask=runs, time=1.0))
+
+    def test_samples_no_record_owns_or_masks_are_named(self):
+        a, b, c = [3, 1, 4, 1, 5], [9, 2, 6, 5], [5, 3, 5, 8, 9, 7]
+        good = self.owned_sample("good", a, "a", mask=[0, 0, 1, 1, 1])
+        unmasked = self.owned_sample("unmasked", b, "b")  # the sender never set it: all ones
+        other = self.owned_sample("other", list(range(8)), "someone-else")  # another client's request
+        no_rid = self.owned_sample("no-rid", [7, 7, 7], None)
+        wrong = self.owned_sample("wrong", c[:5], "c")  # rid c, other tokens than were sent
+        self.owned_sample("cut", [1, 2], "x", partial=True)  # partial: resent by the sender, not checked
+        record = [self.sent("a", a, [[2, 5]]), self.sent("b", b, [[1, 3]]), self.sent("c", c, [[0, 6]]),
+                  json.dumps(dict(event="masked", rid="a", file="good.ckpt")), "{damaged", "[" * 100000]
+        S.write(os.path.join(self.dir, RECORD), ("\n".join(record) + "\n").encode())
+        code, r, _ = run_json(self.dir)
+        self.assertEqual(code, 1, r)
+        own = r["ownership"]
+        self.assertEqual((own["checked"], own["records"], own["owned"], own["record_lines_skipped"]),
+                         (True, [os.path.join(self.dir, RECORD)], 1, 2))
+        self.assertEqual(sorted((n["file"], n["rid"]) for n in own["not_owned"]),
+                         sorted([(other, "someone-else"), (no_rid, None), (wrong, "c")]))
+        self.assertEqual([(n["file"], n["rid"]) for n in own["mask_not_set"]], [(unmasked, "b")])
+        self.assertIn("all ones", own["mask_not_set"][0]["why"])
+        self.assertFalse(r["ok"])
+        self.assertEqual(r["unreadable"], [])
+        code, text, _, _ = run(self.dir)
+        self.assertEqual(code, 1)
+        text = text.decode()
+        for path in (other, no_rid, wrong):
+            self.assertIn("NOT OWNED %s: " % path, text)
+        self.assertIn("MASK NOT SET %s: rid b: " % unmasked, text)
+        self.assertNotIn(good, text)
+        # the same record given with --record from elsewhere, the folder's own gone
+        elsewhere = os.path.join(self.tmp.name, "sent.jsonl")
+        os.rename(os.path.join(self.dir, RECORD), elsewhere)
+        code, r, _ = run_json("--record", elsewhere, self.dir)
+        self.assertEqual((code, r["ownership"]["records"], len(r["ownership"]["not_owned"])), (1, [elsewhere], 3))
+        # only the samples the record owns and masked: OK
+        for path in (unmasked, other, no_rid, wrong):
+            os.unlink(path)
+        code, r, _ = run_json("--record", elsewhere, self.dir)
+        self.assertEqual((code, r["ok"], r["ownership"]["owned"]), (0, True, 1), r)
+
+    def test_without_a_record_ownership_is_not_checked_and_not_an_error(self):
+        self.owned_sample("other", list(range(8)), "someone-else")
+        code, r, _ = run_json(self.dir)
+        self.assertEqual((code, r["ok"]), (0, True), r)
+        self.assertEqual(r["ownership"], dict(checked=False, records=[], record_lines_skipped=0, owned=0, not_owned=[], mask_not_set=[]))
+        code, text, _, _ = run(self.dir)
+        self.assertEqual(code, 0)
+        self.assertIn(b"ownership: not checked", text)
+
+    def test_a_record_that_is_a_fifo_is_named_without_blocking(self):
+        self.owned_sample("a", [1, 2, 3], "a")
+        os.mkfifo(os.path.join(self.dir, RECORD))
+        code, r, _ = run_json(self.dir, timeout=30)
+        self.assertEqual(code, 1)
+        self.assertEqual([u["kind"] for u in r["unreadable"]], ["record"])
+        code, _out, err, _ = run("--record", os.path.join(self.tmp.name, "missing.jsonl"), self.dir)
+        self.assertEqual(code, 2, err)
 
     # ---- the folder: regular files only, never blocked, every sub-folder listed
 

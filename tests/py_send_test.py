@@ -419,6 +419,65 @@ class SendTest(unittest.TestCase):
         self.assertIn("an answer for rid someone-else", proc.stderr)
         self.assertNotIn("\x1b", proc.stderr)
 
+    def test_a_200_cut_mid_body_is_not_skipped_and_no_sample_is_lost_or_doubled(self):
+        # The server did the request and its answer was cut (the connection closed before its
+        # Content-Length, or before the last chunk): the sample may be on disk already.
+        # "landed", "kept-alive" and "chunked": dumped, then cut; "lost": cut before it was
+        # dumped, then answered when sent again. Each ends as one sample, masked, counted sent.
+        dump = self.path("dump")
+        os.makedirs(dump, mode=0o700)
+        tries, lock = dict(), threading.Lock()
+
+        def dumped(rid, ids):
+            tmp = os.path.join(dump, ".%s.tmp" % rid)
+            write_sample(tmp, ids, rid)
+            os.rename(tmp, os.path.join(dump, "data_%s_%d.ckpt" % (rid, tries[rid])))
+
+        def cutting(conn, server, body):
+            req = json.loads(body)
+            rid, ids = req["rid"], req["input_ids"]
+            with lock:
+                tries[rid] = tries.get(rid, 0) + 1
+                n = tries[rid]
+            whole = json.dumps({"text": "", "meta_info": {"id": rid, "prompt_tokens": len(ids)}}).encode()
+            if rid == "lost" and n == 1:
+                answer(conn, 200, whole[:10], length=len(whole))
+                return
+            dumped(rid, ids)
+            if rid == "landed" and n == 1:
+                answer(conn, 200, whole[: len(whole) // 2], length=len(whole))
+            elif rid == "kept-alive" and n == 1:  # no "connection: close": the sender read b"" at the cut
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(whole)
+                             + whole[:12])
+            elif rid == "chunked" and n == 1:
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+                             + b"%x\r\n" % 8 + whole[:8] + b"\r\n")
+            else:
+                answer(conn, 200, whole)
+
+        srv = RawServer(cutting)
+        self.addCleanup(srv.close)
+        rids = ("fine", "landed", "lost", "chunked", "kept-alive")
+        conv = self.conversations([self.good(r, "words of %s" % r) for r in rids])
+        proc = self.run_job(conv, srv.url, "--dump-dir", dump, "--retries", "2", "--concurrency", "1", "--land-grace", "1")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(tries, {"fine": 1, "landed": 1, "lost": 2, "chunked": 1, "kept-alive": 1}, proc.stderr)
+        self.assertEqual(sorted(self.sent_rids()), sorted(rids))
+        entries = [json.loads(line) for line in self.record().split(b"\n") if line.strip()]
+        masks = dict((e["rid"], e["mask"]) for e in entries if e["event"] == "sent")
+        samples = sorted(n for n in os.listdir(dump) if n.endswith(".ckpt"))
+        self.assertEqual(samples, sorted("data_%s_1.ckpt" % r if r != "lost" else "data_lost_2.ckpt" for r in rids))
+        for name in samples:
+            sample = slm.Sample(os.path.join(dump, name))
+            rid = sample.data["rid"]
+            want = [0] * len(sample.mask())
+            for a, b in masks[rid]:
+                want[a:b] = [1] * (b - a)
+            self.assertEqual(sample.mask(), want, name)
+            self.assertNotEqual(want, [1] * len(want))
+        self.assertIn("5 conversations sent", proc.stdout)
+        self.assertIn("5 loss masks set", proc.stdout)
+
     # --- 4. samples: a bounded reader, each bad one named and skipped
 
     def masks_only(self, dump, record_lines, **kw):

@@ -1928,6 +1928,49 @@ def case_two_requests_chunked_interleaved_rids(mod, ref, tmp):
     _stitched(out, rows, ref, prompts)
 
 
+def case_two_prompts_of_one_rid_interleaved_kept_apart(mod, ref, tmp):
+    # SGLang refuses a rid in flight, but should two prompts of one rid come all the same, in
+    # their own pool slots (kept across chunks from 0.5.9), their chunks taking turns with equal
+    # lengths and chunks: each is stitched from its own chunks only, none mixed into the other
+    out = os.path.join(tmp, "dump")
+    prompts = _prompts(2, [12, 12], seed=3)
+    toks = dict(prompts)
+    slot = dict(r0=1, r1=2)
+    plan = [[("r0", 0, 4)], [("r1", 0, 4)], [("r0", 4, 4)], [("r1", 4, 4)], [("r0", 8, 4)], [("r1", 8, 4)]]
+    rows = dict()
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0, chunk=4)
+        model = build(mod, "list")
+        for reqs in plan:
+            ids = torch.cat([torch.tensor(toks[r][p : p + n]) for r, p, n in reqs]).to(DEVICE)
+            batch = mod.ForwardBatch(
+                forward_mode=mod.ForwardMode.EXTEND, input_ids=ids, positions=torch.arange(ids.shape[0], device=DEVICE),
+                extend_seq_lens_cpu=[n for _, _, n in reqs], extend_prefix_lens_cpu=[p for _, p, _ in reqs],
+                rids=["same" for _ in reqs], orig_seq_lens=[len(toks[r]) for r, _, _ in reqs],
+            )
+            batch.req_pool_indices = torch.tensor([slot[r] for r, _, _ in reqs], dtype=torch.int64, device=DEVICE)
+            with torch.no_grad():
+                hidden, aux = model.model(ids, batch.positions, batch)
+            aux = torch.cat(aux, dim=-1)
+            b = 0
+            for r, _p, n in reqs:
+                part = [ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
+                rows[r] = [torch.cat([x, y]) for x, y in zip(rows[r], part)] if r in rows else part
+                b += n
+    paths = files_in(out)
+    names = [os.path.basename(p) for p in paths]
+    check(len(paths) == 2 and all(n.endswith(".ckpt") for n in names), "files %s" % names)
+    for path in paths:
+        s = load_sample(path)
+        match = [r for r, got in rows.items() if torch.equal(got[0], s["input_ids"])]
+        check(len(match) == 1 and s["rid"] == "same", "%s: ids of %s, rid %r" % (os.path.basename(path), match, s["rid"]))
+        ids, hidden, aux = rows[match[0]]
+        check(torch.equal(_bits(s["hidden_state"][0]), _bits(hidden)), "%s: hidden_state mixes the prompts" % match[0])
+        check(torch.equal(_bits(s["aux_hidden_state"][0]), _bits(aux)), "%s: aux_hidden_state mixes the prompts" % match[0])
+        check_archive(path, s)
+    check(not leftovers(out), "left: %s" % leftovers(out))
+
+
 def case_four_requests_chunked_in_turns_rids(mod, ref, tmp):
     # four prompts whose chunks take turns, one chunk a pass (A B C D A B C D ...): each misses
     # three passes between its chunks, more than the grace of a request held alone, and is
@@ -1958,6 +2001,49 @@ def case_four_requests_chunked_in_turns_rids(mod, ref, tmp):
                 part = [ids[b : b + n].cpu().long(), hidden[b : b + n].cpu(), aux[b : b + n].cpu()]
                 rows[r] = [torch.cat([x, y]) for x, y in zip(rows[r], part)] if r in rows else part
                 b += n
+    _stitched(out, rows, ref, prompts)
+
+
+def case_a_taken_stitch_name_is_skipped_never_followed(mod, ref, tmp):
+    # a file or a symlink already at the names a chunked prompt's hidden file would take (a
+    # restarted process that reuses a pid, whatever left them): the next free name is used, the
+    # dump stays on, nothing there is followed or written over
+    out = os.path.join(tmp, "dump")
+    os.makedirs(out, mode=0o700)
+    target = os.path.join(tmp, "target")
+    with open(target, "wb") as f:
+        f.write(b"not yours")
+    prompts = _prompts(3, [20, 6, 30])
+    before = len(WARNINGS.records)
+    with Env(SGLANG_HS_DUMP_DIR=out):
+        set_ranks(0, 0, chunk=8)
+        model = build(mod, "list")
+        state = model.model._hs_dump_state
+        # the serials this process hands out next (count(N)'s repr), and some after them
+        first = int(re.search(r"\d+", repr(mod._pysplice_hs_Writer.serials)).group())
+        planted = []
+        for k in range(first, first + 24):
+            path = os.path.join(out, ".data_dp0_pid%d_%s_s%d.stitch.tmp" % (os.getpid(), state["token"], k))
+            if k % 2:
+                os.symlink(target, path)
+            else:
+                with open(path, "wb") as f:
+                    f.write(b"an earlier file")
+            planted.append(path)
+        rows, _passes, model = _run_chunked(mod, out, "0.5.18", 8, prompts, model=model)
+    drain()
+    got = [r.getMessage() for r in WARNINGS.records[before:]]
+    check(not got, "warnings %s" % got)
+    check(model.model._hs_dump_dir is not None, "the dump turned off")
+    with open(target, "rb") as f:
+        check(f.read() == b"not yours", "a symlink at a stitched file's name was followed")
+    for path in planted:
+        if os.path.islink(path):
+            check(os.readlink(path) == target, "%s was replaced" % path)
+        else:
+            with open(path, "rb") as f:
+                check(f.read() == b"an earlier file", "%s was written over" % path)
+        os.unlink(path)
     _stitched(out, rows, ref, prompts)
 
 

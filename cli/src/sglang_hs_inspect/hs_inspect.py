@@ -1,6 +1,6 @@
 """sglang-hs-inspect: check a hidden-state dump folder before training on it.
 
-    sglang-hs-inspect DIR... [--json] [--png FILE] [--png-size WxH] [--python PY]
+    sglang-hs-inspect DIR... [--json] [--png FILE] [--png-size WxH] [--record FILE]... [--python PY]
 
 Reads every sample under the folders (recursive *.ckpt and *.ckpt.partial; hidden temporaries
 are skipped), one at a time. Each file is first read without PyTorch, within fixed bounds: a
@@ -15,13 +15,22 @@ layers_to_capture and SpecForge's eagle_aux_hidden_state_layer_ids), the dtype a
 hidden_state and what it is (post-norm), the recipe's format version, and whether the file has
 a provenance at all (files of older dumps have none: a mix of both is a mix).
 
-Exit status: 0 when the folders hold samples that all agree; 1 when they disagree (the odd files
-are named, with the key that differs and the majority's value), a file cannot be read, or there
-is no sample; 2 for a usage error, an interpreter without PyTorch, or a PNG that cannot be
+With the sender's record (sglang-hs-send's JSONL of what it sent: `--record FILE`, repeatable,
+and DIR/.hs_send_record.jsonl, its default, wherever a folder has one) it also checks who made
+each complete sample: every sample that no record owns (no rid, a rid the records do not hold,
+or other tokens than were sent with that rid: another client of the same server) and every
+sample whose loss_mask is not the one the sender recorded (never set: the dump writes all ones)
+is named. Without a record, the report says that ownership was not checked.
+
+Exit status: 0 when the folders hold samples that all agree (and, with a record, that it owns
+and masked); 1 when they disagree (the odd files are named, with the key that differs and the
+majority's value), a file or record cannot be read, a sample is not owned or not masked, or
+there is no sample; 2 for a usage error, an interpreter without PyTorch, or a PNG that cannot be
 written.
 """
 
 import argparse
+import hashlib
 import io
 import json
 import math
@@ -51,6 +60,10 @@ CHECKED = (
     ("aux_width", "tensor"),
 )
 SUFFIXES = (".ckpt", ".ckpt.partial")
+# sglang-hs-send's record: its default name in the first --dump-dir, and the longest line it reads
+RECORD_NAME = ".hs_send_record.jsonl"
+MAX_RECORD_LINE = 64 << 20
+HEX64 = set("0123456789abcdef")
 SHOWN = 10  # odd files named per value in the text report (all of them in --json)
 
 # Bounds on one sample, far above what the dump writes (a data.pkl of about 2 KB, ten zip
@@ -255,6 +268,107 @@ class TorchReader:
                 continue
             if not same:
                 raise TorchError("torch.load reads %s otherwise than the checker" % quoted(key))
+
+
+# ---------------------------------------------------------------------------------------
+# Ownership: the sender's record says which samples it made and what mask each must have.
+
+
+class Records:
+    """The "sent" entries of sglang-hs-send's records (JSONL, one event a line): per rid, the
+    token count, the SHA-256 of the ids (little-endian int64) and the mask as [start, end) runs.
+    Lines that are not such an entry (other events, damaged lines) are counted and skipped."""
+
+    def __init__(self):
+        self.paths, self.sent, self.skipped = [], dict(), 0
+
+    def read(self, path):
+        """Add the record at `path`; NotAFile / OSError when it cannot be read."""
+        fd = slm.open_regular(path, follow_links=True)
+        self.paths.append(path)
+        with os.fdopen(fd, "rb") as f:
+            while True:
+                raw = f.readline(MAX_RECORD_LINE + 1)
+                if not raw:
+                    return
+                if len(raw) > MAX_RECORD_LINE:
+                    self.skipped += 1
+                    while raw and not raw.endswith(b"\n"):  # the rest of the long line
+                        raw = f.readline(MAX_RECORD_LINE + 1)
+                    continue
+                if not raw.strip():
+                    continue
+                try:
+                    entry = json.loads(raw.decode("utf-8"))
+                except (ValueError, RecursionError):
+                    self.skipped += 1
+                    continue
+                if not isinstance(entry, dict) or entry.get("event") != "sent":
+                    self.skipped += not (isinstance(entry, dict) and isinstance(entry.get("event"), str))
+                    continue
+                if not sent_entry(entry):
+                    self.skipped += 1
+                    continue
+                self.sent.setdefault(entry["rid"], []).append(entry)
+
+
+def sent_entry(entry):
+    """Whether a "sent" line is one the sender writes (a rid, a token count, a digest, runs)."""
+    rid, tokens, digest, mask = entry.get("rid"), entry.get("tokens"), entry.get("ids_sha256"), entry.get("mask")
+    if not (isinstance(rid, str) and 0 < len(rid.encode("utf-8", "surrogatepass")) <= slm.MAX_RID):
+        return False
+    if not (is_int(tokens) and 1 <= tokens <= slm.MAX_TOKENS) or not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= HEX64):
+        return False
+    if not isinstance(mask, list) or len(mask) > tokens:
+        return False
+    last = 0
+    for run in mask:
+        if not (isinstance(run, list) and len(run) == 2 and is_int(run[0]) and is_int(run[1]) and last <= run[0] < run[1] <= tokens):
+            return False
+        last = run[1]
+    return True
+
+
+def read_longs(fd, sample, key):
+    """The values of the sample's 1-d int64 tensor `key` (input_ids, loss_mask), read from the
+    open file: 8 bytes a token, within the reader's bounds."""
+    ref = sample.get(key)
+    if not isinstance(ref, Tensor) or ref.dtype != "int64" or len(ref.shape) != 1 or (ref.stride != (1,) and ref.shape[0] > 1):
+        raise ShapeError("%s is not a 1-d int64 tensor" % key)
+    archive = slm.Archive(fd)
+    info = archive.entry("data/" + ref.storage.key)
+    n = ref.shape[0]
+    if n > slm.MAX_TOKENS or info.size < (ref.offset + n) * 8:
+        raise ShapeError("%s reaches past its storage" % key)
+    raw = slm.pread(fd, n * 8, archive.data_at(info) + ref.offset * 8) if n else b""
+    return list(struct.unpack("<%dq" % n, raw))
+
+
+def ownership(fd, sample, records):
+    """(verdict, rid, why) of a complete sample against the records: "owned", "not-owned" or
+    "mask-not-set"."""
+    rid = sample.get("rid")
+    if rid is None:
+        return "not-owned", None, "no rid (a request without one, or SGLang before 0.5.10)"
+    if not isinstance(rid, str):
+        return "not-owned", None, "its rid is not a string"
+    entries = records.sent.get(rid)
+    if not entries:
+        return "not-owned", rid, "no record holds rid %s (another client's request?)" % rid
+    ids = read_longs(fd, sample, "input_ids")
+    digest = hashlib.sha256(struct.pack("<%dq" % len(ids), *ids)).hexdigest()
+    mine = [e for e in entries if e["tokens"] == len(ids) and e["ids_sha256"] == digest]
+    if not mine:
+        return "not-owned", rid, "%d tokens, not the %s sent with rid %s" % (len(ids), " or ".join(str(e["tokens"]) + " tokens" for e in entries[:3]), rid)
+    mask = read_longs(fd, sample, "loss_mask")
+    for e in mine:
+        want = [0] * e["tokens"]
+        for a, b in e["mask"]:
+            want[a:b] = [1] * (b - a)
+        if mask == want:
+            return "owned", rid, None
+    ones = len(mask) and all(m == 1 for m in mask)
+    return "mask-not-set", rid, "its loss_mask is %s, not the one the sender recorded" % ("all ones (never set)" if ones else "another")
 
 
 # ---------------------------------------------------------------------------------------
@@ -580,14 +694,37 @@ def main(argv, reader=None, out=None):
     p.add_argument("--png", metavar="FILE", help="write the length histogram as a PNG bar chart into a new file "
                    "(an existing one is not replaced; nothing is written without it)")
     p.add_argument("--png-size", type=size_of, default=(640, 320), metavar="WxH", help="the PNG's size in pixels (default 640x320)")
+    p.add_argument("--record", action="append", default=[], metavar="FILE", help="sglang-hs-send's record of what it sent "
+                   "(repeatable; DIR/%s is read too where a folder has one): name the samples it does not own or "
+                   "did not mask" % RECORD_NAME)
     p.add_argument("--python", metavar="PY", help="the interpreter (read by the launcher)")
     args = p.parse_args(argv)
     for folder in args.folders:
         if not os.path.isdir(folder):
             p.error("%s: not a folder" % folder)
+    for path in args.record:
+        if not os.path.exists(path):
+            p.error("--record %s: no such file" % path)
     if args.png and png_problem(args.png):
         p.error(png_problem(args.png))
     samples, unreadable = list_samples(args.folders)
+    # The records: those named, then each folder's own (the sender's default), each file once.
+    records, seen = None, set()
+    for path in args.record + [os.path.join(f, RECORD_NAME) for f in args.folders]:
+        if path not in args.record and not os.path.lexists(path):
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            continue
+        seen.add(key)
+        records = records or Records()
+        try:
+            records.read(path)
+        except SampleError as exc:
+            unreadable.append(dict(file=path, kind="record", error="the record: %s" % exc))
+        except OSError as exc:
+            unreadable.append(dict(file=path, kind="record", error="the record: cannot read it: %s" % (exc.strerror or exc)))
+    owned, not_owned, unmasked = 0, [], []
     if samples and reader is None:
         try:
             reader = TorchReader()
@@ -605,6 +742,7 @@ def main(argv, reader=None, out=None):
                 sample = read_sample(fd, st.st_size)
                 tokens, f = facts(sample)
                 reader.confirm(fd, path, sample)
+                verdict = ownership(fd, sample, records) if records is not None and done else None
             finally:
                 os.close(fd)
         except SampleError as exc:
@@ -615,6 +753,12 @@ def main(argv, reader=None, out=None):
             continue
         size += st.st_size
         values.append((path, f))
+        if verdict is not None:
+            what, rid, why = verdict
+            if what == "owned":
+                owned += 1
+            else:
+                (not_owned if what == "not-owned" else unmasked).append(dict(file=path, rid=rid, why=why))
         version = f.get("pysplice_version")
         if version is not None:
             version = version if isinstance(version, str) else show(version)
@@ -647,7 +791,15 @@ def main(argv, reader=None, out=None):
         except OSError as exc:
             sys.stderr.write("sglang-hs-inspect: cannot write --png %s: %s\n" % (printable(args.png), printable(exc.strerror or exc)))
             return 2
-    ok = bool(values) and not mixed and not unreadable
+    ok = bool(values) and not mixed and not unreadable and not not_owned and not unmasked
+    ownership_report = dict(
+        checked=records is not None,
+        records=[json_name(r) for r in records.paths] if records is not None else [],
+        record_lines_skipped=records.skipped if records is not None else 0,
+        owned=owned,
+        not_owned=[dict(n, file=json_name(n["file"]), rid=json_name(n["rid"]) if n["rid"] else None, why=json_name(n["why"])) for n in not_owned],
+        mask_not_set=[dict(n, file=json_name(n["file"]), rid=json_name(n["rid"]), why=json_name(n["why"])) for n in unmasked],
+    )
     if args.json:
         out.write(json.dumps(dict(
             ok=ok,
@@ -664,6 +816,7 @@ def main(argv, reader=None, out=None):
             lengths=stats,
             histogram=[dict(low=a, high=b, count=c) for a, b, c in bins],
             png=dict(path=json_name(args.png), width=args.png_size[0], height=args.png_size[1], renderer=renderer) if args.png else None,
+            ownership=ownership_report,
         ), sort_keys=True) + "\n")
         return 0 if ok else 1
     out.write("%d complete samples (%d tokens), %d partial (%d tokens), %s in %s\n" % (
@@ -691,11 +844,21 @@ def main(argv, reader=None, out=None):
             names = [printable(x) for x in other["files"][:SHOWN]]
             more = len(other["files"]) - len(names)
             out.write("  %s in %d files: %s%s\n" % (show(other["value"]), len(other["files"]), ", ".join(names), " and %d more" % more if more else ""))
+    if records is None:
+        out.write("ownership: not checked (no sender record: --record FILE, or %s in a folder)\n" % RECORD_NAME)
+    else:
+        out.write("ownership: %d of %d complete samples sent and masked by %s%s\n" % (
+            owned, owned + len(not_owned) + len(unmasked), ", ".join(printable(r) for r in records.paths) or "no readable record",
+            "; %d record lines skipped" % records.skipped if records.skipped else ""))
+    for n in not_owned:
+        out.write("NOT OWNED %s: %s\n" % (printable(n["file"]), printable(n["why"])))
+    for n in unmasked:
+        out.write("MASK NOT SET %s: rid %s: %s\n" % (printable(n["file"]), printable(n["rid"]), printable(n["why"])))
     for u in unreadable:
         out.write("UNREADABLE %s: %s\n" % (printable(u["file"]), printable(u["error"])))
     if not samples:
         out.write("no samples (*.ckpt, *.ckpt.partial) found\n")
-    out.write("OK: every file agrees\n" if ok else "NOT OK\n")
+    out.write(("OK: every file agrees%s\n" % (" and is the sender's, masked" if records is not None else "")) if ok else "NOT OK\n")
     return 0 if ok else 1
 
 

@@ -1,23 +1,24 @@
 //! `sglang-hs-inspect`: check a hidden-state dump folder before training on it.
 //!
 //! ```text
-//! sglang-hs-inspect DIR... [--json] [--png FILE] [--png-size WxH] [--python PY]
+//! sglang-hs-inspect DIR... [--json] [--png FILE] [--png-size WxH] [--record FILE]... [--python PY]
 //! ```
 //!
 //! Counts the complete and partial samples, their tokens and bytes, draws a histogram of the
-//! lengths (as text, and as a PNG with `--png`), and checks that every file agrees on what it
-//! was dumped from (the provenance the recipe writes into each sample: SGLang release,
-//! architecture, layer ids in both conventions, dtype, hidden size, ...); exit status 1 names
-//! the odd files of a mixed folder. Each file is read within fixed bounds (regular files only,
-//! torch.save's stored zip layout, a restricted reader of its pickle, provenance values that are
-//! scalars or flat lists) before `torch.load` sees it: docs/safety.md says what a hostile file or
-//! folder cannot do. Reading the samples needs PyTorch, so the checker is a Python
-//! program (`hs_inspect.py` beside this file; not `inspect.py`, which would shadow the standard
-//! module when the file is run on its own), built into this command with the sample reader it
-//! imports (`scripts/specforge_loss_mask.py`, the one `sglang-hs-send` embeds too); the command
-//! starts the interpreter on it as `sglang-hs-send` does: `--python PY` picks the interpreter (default
-//! `python3`), the one of the environment that has `torch`. On Unix the interpreter replaces
-//! this process, so its exit status is the checker's own.
+//! lengths (as text, and as a PNG with `--png`), and checks that every file agrees on what it was
+//! dumped from (the provenance the recipe writes into each sample: SGLang release, architecture,
+//! layer ids in both conventions, dtype, hidden size, ...); exit status 1 names the odd files of a
+//! mixed folder. With `sglang-hs-send`'s record (`--record FILE`, or the one in a folder) it names
+//! every sample the sender did not send or mask (exit status 1 too). Each file is read within fixed
+//! bounds (regular files only, torch.save's stored zip layout, a restricted reader of its pickle,
+//! provenance values that are scalars or flat lists) before `torch.load` sees it: docs/safety.md
+//! says what a hostile file or folder cannot do. Reading the samples needs PyTorch, so the checker
+//! is a Python program (`hs_inspect.py` beside this file; not `inspect.py`, which would shadow the
+//! standard module when the file is run on its own), built into this command with the sample reader
+//! it imports (`scripts/specforge_loss_mask.py`, the one `sglang-hs-send` embeds too); the command
+//! starts the interpreter on it as `sglang-hs-send` does: `--python PY` picks the interpreter
+//! (default `python3`), the one of the environment that has `torch`. On Unix the interpreter
+//! replaces this process, so its exit status is the checker's own.
 
 use std::process::ExitCode;
 

@@ -624,12 +624,26 @@ class TooLarge(str):
     """An answer body over MAX_ANSWER bytes (not read further)."""
 
 
+class CutAnswer(http.client.HTTPException):
+    """An answer whose body ended before its declared length or last chunk: the connection closed
+    mid-body. The server may have done the request (a 200 is sent once it is done)."""
+
+    def __init__(self, status, why):
+        super().__init__("HTTP %d, %s" % (status, why))
+        self.status = status
+
+
 class _DeadlineReader(io.RawIOBase):
     """The socket, read with what is left of the request's deadline as the timeout of each
-    read: a server that sends one byte a second still ends the exchange at the deadline."""
+    read: a server that sends one byte a second still ends the exchange at the deadline.
 
-    def __init__(self, sock, deadline):
-        self.sock, self.deadline = sock, deadline
+    `held` is the socket's file that http.client opened for the answer: it keeps the socket open
+    (a reference, as sock.makefile counts them) until the answer is read, also where the
+    connection closes itself at once (an answer with "connection: close"), and is closed with
+    this reader."""
+
+    def __init__(self, sock, deadline, held):
+        self.sock, self.deadline, self.held = sock, deadline, held
 
     def readable(self):
         return True
@@ -640,6 +654,12 @@ class _DeadlineReader(io.RawIOBase):
             raise socket.timeout("no whole answer within --timeout")
         self.sock.settimeout(left)
         return self.sock.recv_into(buf)
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            self.held.close()
 
 
 class Server:
@@ -673,8 +693,7 @@ class Server:
 
         def response(sock, *args, **kwargs):
             resp = http.client.HTTPResponse(sock, *args, **kwargs)
-            resp.fp.close()
-            resp.fp = io.BufferedReader(_DeadlineReader(sock, box[0]))
+            resp.fp = io.BufferedReader(_DeadlineReader(sock, box[0], resp.fp))
             return resp
 
         conn.response_class = response
@@ -701,12 +720,18 @@ class Server:
             conn.request(method, self.base + path, body=data, headers=headers)
             resp = conn.getresponse()
             chunks, size = [], 0
-            while size <= MAX_ANSWER:
-                part = resp.read(MAX_ANSWER + 1 - size)
-                if not part:
-                    break
-                chunks.append(part)
-                size += len(part)
+            try:
+                while size <= MAX_ANSWER:
+                    part = resp.read(MAX_ANSWER + 1 - size)
+                    if not part:
+                        break
+                    chunks.append(part)
+                    size += len(part)
+            except http.client.IncompleteRead as exc:  # a chunked body cut before its last chunk
+                raise CutAnswer(resp.status, "its body cut after %d bytes" % (size + len(exc.partial))) from None
+            # read() gives b"" where the connection closed before Content-Length was reached
+            if size <= MAX_ANSWER and resp.length:
+                raise CutAnswer(resp.status, "its body cut after %d bytes, %d short of its length" % (size, resp.length))
         except socket.timeout:
             self._drop()
             raise socket.timeout("no whole answer within --timeout (%g s)" % self.timeout) from None
@@ -958,6 +983,13 @@ class Run:
                 return None
             try:
                 status, payload = server.request("POST", "/generate", body)
+            except CutAnswer as exc:
+                # Not an answer: the request may have been done, and its sample dumped. If it
+                # lands, it is masked and the conversation counted sent; if not, it is sent
+                # again with the same rid (a second sample of it would be removed on landing).
+                if exc.status == 200 and self.landed_after_cut(rid):
+                    return dict(meta_info=dict(id=rid))
+                status, payload = None, "an answer cut mid-body (%s)" % exc
             except (OSError, http.client.HTTPException) as exc:
                 status, payload = None, "%s: %s" % (type(exc).__name__, exc)
             if status == 200:
@@ -971,6 +1003,29 @@ class Run:
                 time.sleep(delay)
                 delay = min(delay * 2, 30.0)
         raise Skip("no answer after %d tries: %s" % (self.args.retries + 1, error_text(payload)))
+
+    def landed_after_cut(self, rid):
+        """After a 200 whose body was cut: wait for the sample of `rid` (the server answers once
+        the prefill is done, the dump writes the sample soon after) until the lander has masked
+        it, or the dump folders are idle without it (at most FIRST_SAMPLE_WAIT, or
+        --land-timeout if shorter). True when it landed; False without a dump folder."""
+        if self.folders is None:
+            return False
+        start, idle_since = time.monotonic(), None
+        limit = min(self.args.land_timeout, FIRST_SAMPLE_WAIT)
+        while not self.stop.is_set():
+            now = time.monotonic()
+            with self.lock:
+                if rid in self.complete:
+                    return True
+                idle = now - start >= 1.0 and self.folders.idle()
+            if idle and idle_since is None:
+                idle_since = now
+            if (idle_since is not None and now - idle_since >= 0.5) or now - start >= limit:
+                break  # idle for two scans of the lander, or waited long enough
+            time.sleep(0.1)
+        with self.lock:
+            return rid in self.complete
 
     def worker(self, server, jobs):
         while True:

@@ -31,8 +31,13 @@ def _pysplice_hs_stitch_how(batch):
 
 def _pysplice_hs_stitch_keys(batch, how, take):
     # Device tensors for the writer to tell a continuation from a new request: gathers
-    # launched here and copied with the rows (no host read in the forward).
-    slots = batch.req_pool_indices[:take]
+    # launched here and copied with the rows (no host read in the forward). With rids,
+    # the slot too where the batch has one (kept across chunks from 0.5.9): two prompts
+    # given one rid are told apart by it.
+    slots = getattr(batch, "req_pool_indices", None)
+    if how == "rid":
+        return dict(slots=slots[:take]) if isinstance(slots, torch.Tensor) and slots.shape[0] >= take else dict()
+    slots = slots[:take]
     out = dict(slots=slots)
     if how == "kv":
         lens = batch.extend_seq_lens[:take]

@@ -166,7 +166,7 @@ def _pysplice_hs_dump_batch(model, input_ids, batch, value):
         tensors["full"] = full[:take]
     elif full is not None:
         meta["full"] = [int(n) for n in list(full)[:take]]
-    if how is not None and how != "rid":
+    if how is not None:
         tensors.update(_pysplice_hs_stitch_keys(batch, how, take))
     model._hs_dump_count += sum(1 for i in starts if i < take)
     # The pass that reaches the cap is the last one handed over: the writer ends the

@@ -50,9 +50,18 @@ def _pysplice_hs_stitch_open(state, entry, job, i):
     sizes += [("version", 2), (".data/serialization_id", len(ident))]
     entries, at = _pysplice_hs_zip_layout(sizes)
     end = _pysplice_hs_zip_end(entries, [0] * len(entries), at)
-    name = ".%s_s%d.stitch.tmp" % (_pysplice_hs_stem(state), _pysplice_hs_serial())
+    # A name already taken (a file or a link left there) is skipped for the next serial,
+    # never followed or written over, as a sample's temporary is (_pysplice_hs_write).
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(name, flags, 0o600, dir_fd=state["dir_fd"])
+    for _ in range(1000):
+        name = ".%s_s%d.stitch.tmp" % (_pysplice_hs_stem(state), _pysplice_hs_serial())
+        try:
+            fd = os.open(name, flags, 0o600, dir_fd=state["dir_fd"])
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError("no free name for a chunked request's file after 1000 tries")
     st = dict(name=name, fd=fd, map=None, ref=None, base=None, entries=entries, at=at, size=at + len(end))
     st.update(shapes=shapes, crcs=dict(), data=dict(), row=dict(), record=dict())
     try:

@@ -356,7 +356,9 @@ class _pysplice_hs_Writer:
         plan, touched, ends = dict(), [], []
 
         def key(i):  # what the request's next chunk shows of it
-            return rids[i] if how == "rid" else last[i] if how == "kv" else slots[i]
+            if how == "rid":  # with its slot where the batch has one: a rid is the client's to give
+                return (rids[i], slots[i]) if slots is not None else rids[i]
+            return last[i] if how == "kv" else slots[i]
 
         for i, n in enumerate(lens):
             if not n:
@@ -365,7 +367,7 @@ class _pysplice_hs_Writer:
             goes_on = p + n < int(full[i]) if full is not None else i == maybe
             entry = None
             if how is not None and p > 0:
-                probe = rids[i] if how == "rid" else prev[i] if how == "kv" else slots[i]
+                probe = prev[i] if how == "kv" else key(i)
                 entry = self.held.get(probe)
                 fits = entry is not None and (entry["total"] is None or full is not None and int(full[i]) == entry["total"])
                 if fits and entry["rows"] == p and not any(e is entry for e in touched):
