@@ -76,8 +76,9 @@ def _config(arch, tokenizer):
         return "DeepseekV3Config", "DeepseekV3ForCausalLM", dict(
             deepseek, q_lora_rank=32, n_shared_experts=1, topk_method="noaux_tc", scoring_func="sigmoid"
         )
+    # V2-Lite routes by softmax and does not renormalise its top-k weights (norm_topk_prob false)
     return "DeepseekV2Config", "DeepseekV2ForCausalLM", dict(
-        deepseek, q_lora_rank=None, n_shared_experts=2, topk_method="greedy", scoring_func="softmax"
+        deepseek, q_lora_rank=None, n_shared_experts=2, topk_method="greedy", scoring_func="softmax", norm_topk_prob=False
     )
 
 
@@ -101,7 +102,7 @@ def make(folder, arch, seed=0):
     path = os.path.join(folder, "config.json")
     with open(path) as f:
         written = json.load(f)
-    for key in ("rope_scaling", "moe_layer_freq", "topk_method", "scoring_func", "q_lora_rank"):
+    for key in ("rope_scaling", "moe_layer_freq", "topk_method", "scoring_func", "q_lora_rank", "norm_topk_prob"):
         if key in fields and key not in written:
             written[key] = fields[key]
     written["architectures"] = [model_name]
