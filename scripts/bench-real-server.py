@@ -4,13 +4,13 @@
     VENV/bin/python scripts/bench-real-server.py --venv VENV --release X --bin DIR [--arch deepseek_v3]
         [--rounds 5 --prompts 16 --tokens 512 --concurrency 4]
 
-One install, patched by `sglang-hs-dump --installed`, serves the same tiny model (tests/real) twice
-at once on a CPU, with the flags it printed: one server with SGLANG_HS_DUMP_DIR set (dump on), one
-without (the patched file then does one attribute test per forward). Rounds alternate between the
-two (off, on, off, on, ...), each round the same prompts (random token ids, distinct per request,
-radix cache off) sent `--concurrency` at a time with max_new_tokens 1, so that prefill is almost
-all the work; a round's throughput is its prompt tokens over its wall time. Prints each round, the
-median of each side and their ratio (on / off), and reverts the install at the end.
+One install, patched by `sglang-hs-dump --installed`, serves the same tiny model (tests/real) on a
+CPU with the flags it printed, launched alternately with SGLANG_HS_DUMP_DIR set (dump on) and
+without (the patched file then does one attribute test per forward): off, on, off, on. Each launch
+runs `--rounds` rounds of the same prompts (random token ids, radix cache off) sent
+`--concurrency` at a time with max_new_tokens 1, so that prefill is almost all the work; a round's
+throughput is its prompt tokens over its wall time. Prints each round, the median of each side and
+their ratio (on / off), and reverts the install at the end.
 """
 
 import argparse
@@ -46,8 +46,9 @@ def main():
     parser.add_argument("--release", required=True)
     parser.add_argument("--bin", required=True)
     parser.add_argument("--arch", default="deepseek_v3", choices=sorted(real.ARCH_CLASS))
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--prompts", type=int, default=16)
+    parser.add_argument("--passes", type=int, default=2, help="launches of each side (default %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per launch (default %(default)s)")
+    parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=512)
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
@@ -59,26 +60,30 @@ def main():
         real.run([job.bin("sglang-hs-dump"), "--installed", "--python", job.install.python, "--revert"], ok=(0, 1, 2))
         real.run([job.install.python, os.path.join(real.HERE, "tiny_models.py"), job.model, args.arch])
         job.patch()
-        off = real.Server(job, None, job.flags, "off")
-        on = real.Server(job, job.dump, job.flags, "on")
-        servers = [off, on]
-        for s in servers:
-            s.wait_ready()
         rng = random.Random(0)
         prompts = [[rng.randrange(10, 1000) for _ in range(args.tokens)] for _ in range(args.prompts)]
-        for s in servers:  # warm up: first passes allocate and import
-            send_round(s.url, prompts[:2], 2, "warm")
         rates = {"off": [], "on": []}
-        for r in range(args.rounds):
-            for name, s in (("off", off), ("on", on)):
-                rate = send_round(s.url, prompts, args.concurrency, "r%d" % r)
-                rates[name].append(rate)
-                print("round %d dump %-3s %8.0f prompt tokens/s" % (r, name, rate), flush=True)
+        # One server at a time: SGLang's scheduler polls while idle, so a second one would take a
+        # core from the first. Launches alternate off, on, off, on, ... (`--passes` of each).
+        for p in range(args.passes):
+            for name in ("off", "on"):
+                server = real.Server(job, job.dump if name == "on" else None, job.flags, "%s-%d" % (name, p))
+                servers = [server]
+                server.wait_ready()
+                send_round(server.url, prompts[:2], 2, "warm-%s-%d" % (name, p))  # first passes allocate
+                for r in range(args.rounds):
+                    rate = send_round(server.url, prompts, args.concurrency, "%s-%d-%d" % (name, p, r))
+                    rates[name].append(rate)
+                    print("launch %d dump %-3s round %d %8.0f prompt tokens/s" % (p, name, r, rate), flush=True)
+                if name == "on":
+                    job.wait_idle()
+                server.stop()
+                servers = []
         job.wait_idle()
         files = len([n for n in os.listdir(job.dump) if n.endswith(".ckpt")])
         med_off, med_on = statistics.median(rates["off"]), statistics.median(rates["on"])
         print(json.dumps({"release": args.release, "arch": real.ARCH_CLASS[args.arch], "prompts": args.prompts,
-                          "tokens": args.tokens, "concurrency": args.concurrency, "rounds": args.rounds,
+                          "tokens": args.tokens, "concurrency": args.concurrency, "passes": args.passes, "rounds": args.rounds,
                           "off_median": round(med_off), "on_median": round(med_on),
                           "ratio_on_over_off": round(med_on / med_off, 3), "samples_written": files}))
     finally:
