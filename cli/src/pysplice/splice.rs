@@ -239,16 +239,16 @@ fn report_failures(recipe: &Recipe, batch: &Batch, json: bool, words: Words, bod
 /// prints what happened and gives the exit code.
 fn write_changed(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body: fn(Splice) -> Body) -> Result<(), u8> {
     match batch.write() {
-        // Called after `report_failures` found none.
-        None => Ok(()),
-        Some(Ok(written)) => {
+        Ok(written) => {
             hard_link_notes(&written);
             Ok(())
         }
-        Some(Err(err)) => {
+        // Called after `report_failures` found no failed file: a write that failed.
+        Err(err) => {
+            let err = err.error();
             if json {
                 for d in &batch.files {
-                    outln!("{}", failure(recipe, d, words, body, ErrorInfo::from(&err)).to_line());
+                    outln!("{}", failure(recipe, d, words, body, ErrorInfo::from(err)).to_line());
                 }
             } else {
                 errln!("{err}");
@@ -256,7 +256,7 @@ fn write_changed(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body:
                     errln!("nothing was written");
                 }
             }
-            Err(exit_code(&err))
+            Err(exit_code(err))
         }
     }
 }

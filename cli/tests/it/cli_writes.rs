@@ -829,7 +829,7 @@ fn a_folder_swapped_between_read_and_write_redirects_nothing() {
         fs::rename(&d, &moved).unwrap();
         std::os::unix::fs::symlink(&victim, &d).unwrap();
         let err = if through_batch {
-            batch.write().expect("every file succeeded").unwrap_err()
+            pysplice::Error::from(batch.write().unwrap_err())
         } else {
             let patched = pysplice::apply(&recipe, read.source().clone()).unwrap();
             read.write(patched.output()).unwrap_err()
