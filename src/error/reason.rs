@@ -118,6 +118,14 @@ pub enum PlacementReason {
         /// The capture's name.
         name: String,
     },
+    /// A capture lands inside a string literal of the code, and the literal cannot hold its
+    /// text as written: the hook says `capture-in-string = "refuse"`, or the literal is raw
+    /// (which escapes nothing).
+    #[error("`{{${name}}}` lands inside a string literal of the code, and the captured text would end or change that literal as written (the hook refuses to escape it there, or the literal is raw); write `{{${name}!r}}` for the capture as a string literal of its own")]
+    CaptureInString {
+        /// The capture's name.
+        name: String,
+    },
     /// A `wrap-returns` target has no return statement to wrap (`left_alone` returns were left
     /// alone: inside `unless-inside`, or bare returns of a generator).
     #[error("`{path}` has no return statement to wrap{}", left_alone_words(*left_alone))]

@@ -157,7 +157,7 @@ fn spec_warnings_go_to_stderr_and_the_run_goes_on() {
     let t = Temp::new();
     let spec = t.write(
         "w.toml",
-        b"[recipe]\nid = \"w\"\nsummary = \"s\"\n\n[[hook]]\nid = \"say\"\nsummary = \"Said it\"\nin = \"f\"\nat = { after = \"x = $V\" }\ncode = \"print('x is {$V}')\"\n",
+        b"[recipe]\nid = \"w\"\nsummary = \"s\"\n\n[[hook]]\nid = \"say\"\nsummary = \"Said it\"\nin = \"f\"\nat = { after = \"x = $V\" }\ncode = \"print('x is {$V}')\"\ncapture-in-string = \"refuse\"\n",
     );
     let file = t.write("m.py", b"def f():\n    x = 1\n");
     for command in ["check", "apply"] {
