@@ -6,6 +6,7 @@
 //! ```
 
 use std::path::Path;
+use std::process::ExitCode;
 
 use pysplice::batch::{Batch, Op, RunOptions};
 use pysplice::{report, Recipe};
@@ -39,7 +40,19 @@ fn package(root: &Path) -> std::io::Result<()> {
     std::fs::write(root.join("pkg/tests/test_model.py"), MODEL)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> ExitCode {
+    // An error returned from `main` would be printed in its `Debug` form (`Error(Parts { kind:
+    // ...`); its `Display` form is the message: `file:line:column: message [hook id]`.
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     package(dir.path())?;
     let folder = dir.path().join("pkg");
@@ -60,16 +73,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("{}: {}", name.display(), report::outcome_line(outcome));
         }
     }
-    // Written all or none, each file only if it is still as it was read.
-    let written = batch.write().expect("no file failed")?;
+    // The run's diff, each file named relative to the folder (`Patched::diff` names it by the
+    // path it was read from; `with_name` gives it another).
+    let mut diff = String::new();
+    for (file, patched) in batch.successes() {
+        let name = file.path().strip_prefix(&folder).unwrap_or(file.path());
+        diff += &patched.clone().with_name(name.to_string_lossy()).diff();
+    }
+    print!("{diff}");
+    assert!(diff.starts_with("--- a/model.py\n+++ b/model.py\n"));
+    // Written all or none, each file only if it is still as it was read; a failed file is an
+    // error naming it (`WriteError::Failed`), and nothing is written.
+    let written = batch.write()?;
     assert_eq!(written.len(), 1);
     // `__init__.py` and `util.py` define no target: read, left as they are.
     assert_eq!(batch.not_targeted.len(), 2);
 
     // Reverting the folder gives back the original bytes.
-    Batch::run(&recipe, &paths, Op::Revert)
-        .write()
-        .expect("no file failed")?;
+    Batch::run(&recipe, &paths, Op::Revert).write()?;
     // [end]
     assert_eq!(std::fs::read_to_string(folder.join("model.py"))?, MODEL);
     assert_eq!(std::fs::read_to_string(folder.join("tests/test_model.py"))?, MODEL);

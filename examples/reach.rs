@@ -4,10 +4,24 @@
 //! cargo run --example reach
 //! ```
 
+use std::process::ExitCode;
+
 use pysplice::project::{Project, ScanOptions};
 use pysplice::Conventions;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> ExitCode {
+    // An error returned from `main` would be printed in its `Debug` form; its `Display` form is
+    // the message.
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let package = dir.path().join("pkg");
     std::fs::create_dir_all(&package)?;

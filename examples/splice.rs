@@ -4,6 +4,8 @@
 //! cargo run --example splice
 //! ```
 
+use std::process::ExitCode;
+
 use pysplice::{apply, revert, Recipe, SourceFile};
 
 const RECIPE: &str = r#"
@@ -26,7 +28,19 @@ code = "logging.debug('forward %s', {param.1})"
 
 const SOURCE: &str = "class Model:\n    def forward(self, x):\n        return x * 2\n";
 
-fn main() -> Result<(), pysplice::Error> {
+fn main() -> ExitCode {
+    // An error returned from `main` would be printed in its `Debug` form; its `Display` form is
+    // the message: `file:line:column: message [hook id]`.
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), pysplice::Error> {
     let recipe = Recipe::from_toml("trace.toml", RECIPE)?;
     let patched = apply(&recipe, SourceFile::new("model.py", SOURCE))?;
     print!("{}", patched.output());

@@ -21,9 +21,19 @@
 //! summary = "Imported os"
 //! ensure-imports = ["os"]
 //! "#)?;
-//! let batch = Batch::run(&recipe, &[a.clone(), b], Op::Apply);
+//! let batch = Batch::run(&recipe, &[dir.path().to_path_buf()], Op::Apply);
 //! assert!(batch.first_error().is_none());
-//! assert_eq!(batch.write().expect("every file succeeded")?.len(), 2);
+//! // The run's diff, each file named relative to the folder: `Patched::diff` names a file by
+//! // the path it was read from, `with_name` by another.
+//! let mut diff = String::new();
+//! for (file, patched) in batch.successes() {
+//!     let name = file.path().strip_prefix(dir.path()).unwrap_or(file.path());
+//!     diff += &patched.clone().with_name(name.to_string_lossy()).diff();
+//! }
+//! assert!(diff.starts_with("--- a/a.py\n+++ b/a.py\n"), "{diff}");
+//! assert!(diff.contains("\n--- a/b.py\n+++ b/b.py\n"), "{diff}");
+//! // Written all or none; a failed file would be an error naming it, nothing written.
+//! assert_eq!(batch.write()?.len(), 2);
 //! assert!(std::fs::read_to_string(&a).unwrap().contains("import os"));
 //! # Ok::<(), pysplice::Error>(())
 //! ```
@@ -94,6 +104,58 @@ pub struct Batch {
     /// What failed the run as a whole: a folder that cannot be walked, a required hook whose
     /// target no file of the folders defines.
     pub errors: Vec<Error>,
+}
+
+/// Why [`Batch::write`] wrote nothing (or, for a [`PartialWrite`](crate::ErrorKind::PartialWrite),
+/// not everything). `?` turns it into the [`Error`] underneath ([`WriteError::error`]).
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// A file of the run, or the run as a whole, failed: nothing was written. The whole report
+    /// stays in the [`Batch`]: each file's result and its hooks' outcomes in [`Batch::files`].
+    #[error("{error}; nothing was written{}", others_failed(failed))]
+    Failed {
+        /// The file that failed first; `None` when the run failed as a whole (a folder that
+        /// cannot be walked, a required hook whose target no file defines).
+        path: Option<PathBuf>,
+        /// The first failure ([`Batch::first_error`]), with its file, line, column and hook.
+        error: Error,
+        /// Every file of the run that failed, in the run's order.
+        failed: Vec<PathBuf>,
+    },
+    /// Every file succeeded and writing failed (see [`crate::files::write_all`]).
+    #[error(transparent)]
+    Write(Error),
+}
+
+impl WriteError {
+    /// The error underneath: the first failure of the run, or the write's.
+    #[must_use]
+    pub fn error(&self) -> &Error {
+        match self {
+            WriteError::Failed { error, .. } | WriteError::Write(error) => error,
+        }
+    }
+}
+
+impl From<WriteError> for Error {
+    fn from(err: WriteError) -> Error {
+        match err {
+            WriteError::Failed { error, .. } | WriteError::Write(error) => error,
+        }
+    }
+}
+
+/// ` (3 files of the run failed)` when more than one did.
+fn others_failed(failed: &[PathBuf]) -> String {
+    if failed.len() > 1 {
+        format!(
+            " ({} of the run failed)",
+            crate::printable::counted(failed.len(), "file", "files")
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// The first path of `paths` that names the same file as an earlier one (as given, or once
@@ -323,20 +385,38 @@ impl Batch {
             .filter_map(|f| Some((f.file.as_ref()?, f.result.as_ref().ok()?)))
     }
 
-    /// Writes every changed file, all or nothing, and gives the files written; `None` (nothing
-    /// written) when a file failed ([`Batch::first_error`] says why).
+    /// Writes every changed file, all or nothing, and gives the files written. When a file (or
+    /// the run) failed, nothing is written and the error is [`WriteError::Failed`], naming the
+    /// first failure and its file; every file's result and outcomes stay in [`Batch::files`].
     ///
     /// # Errors
     ///
-    /// Those of [`crate::files::write_all`]: [`Changed`](crate::ErrorKind::Changed),
-    /// [`Locked`](crate::ErrorKind::Locked), [`Io`](crate::ErrorKind::Io), ... leave every file as
-    /// it was, [`PartialWrite`](crate::ErrorKind::PartialWrite) names the files that were written.
-    #[must_use = "a failed write must be reported"]
-    pub fn write(&self) -> Option<Result<Vec<&DiskFile>, Error>> {
-        if self.first_error().is_some() {
-            return None;
+    /// [`WriteError::Failed`] when a file or the run failed (nothing written);
+    /// [`WriteError::Write`] with those of [`crate::files::write_all`]:
+    /// [`Changed`](crate::ErrorKind::Changed), [`Locked`](crate::ErrorKind::Locked),
+    /// [`Io`](crate::ErrorKind::Io), ... leave every file as it was,
+    /// [`PartialWrite`](crate::ErrorKind::PartialWrite) names the files that were written.
+    pub fn write(&self) -> Result<Vec<&DiskFile>, WriteError> {
+        if let Some(error) = self.first_error() {
+            let failed: Vec<PathBuf> = self
+                .files
+                .iter()
+                .filter(|f| f.result.is_err())
+                .map(|f| f.path.clone())
+                .collect();
+            // A failure of the run as a whole (listed first) names a folder, not a file.
+            let path = if self.errors.is_empty() {
+                failed.first().cloned()
+            } else {
+                None
+            };
+            return Err(WriteError::Failed {
+                path,
+                error: error.clone(),
+                failed,
+            });
         }
-        Some(self.write_changed())
+        self.write_changed().map_err(WriteError::Write)
     }
 
     fn write_changed(&self) -> Result<Vec<&DiskFile>, Error> {
@@ -593,7 +673,15 @@ mod tests {
             !batch.files[1].outcomes.is_empty(),
             "a failed file still says what became of its hooks"
         );
-        assert!(batch.write().is_none());
+        let err = batch.write().unwrap_err();
+        let WriteError::Failed { path, error, failed } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(path.as_ref(), Some(&paths[1]), "the error names the file that failed");
+        assert!(matches!(error.kind(), ErrorKind::Ambiguous { .. }), "{err}");
+        assert_eq!(failed, &[paths[1].clone()]);
+        assert_eq!(err.error().location().file, paths[1].display().to_string());
+        assert!(err.to_string().ends_with("; nothing was written"), "{err}");
         assert_eq!(std::fs::read_to_string(&paths[0]).unwrap(), "def f():\n    pass\n");
     }
 
@@ -602,12 +690,12 @@ mod tests {
         let recipe = Recipe::from_toml("r.toml", RECIPE).unwrap();
         let original = "def f():\n    pass\n";
         let (_dir, paths) = files(&[original, original]);
-        let written = Batch::run(&recipe, &paths, Op::Apply).write().unwrap().unwrap().len();
+        let written = Batch::run(&recipe, &paths, Op::Apply).write().unwrap().len();
         assert_eq!(written, 2);
         assert_ne!(std::fs::read_to_string(&paths[1]).unwrap(), original);
         let again = Batch::run(&recipe, &paths, Op::Apply);
-        assert!(again.write().unwrap().unwrap().is_empty(), "nothing left to write");
-        Batch::run(&recipe, &paths, Op::Revert).write().unwrap().unwrap();
+        assert!(again.write().unwrap().is_empty(), "nothing left to write");
+        Batch::run(&recipe, &paths, Op::Revert).write().unwrap();
         assert_eq!(std::fs::read_to_string(&paths[1]).unwrap(), original);
     }
 
@@ -623,14 +711,18 @@ mod tests {
         // The file given by name as well as its folder is run once.
         let both = Batch::run(&recipe, &[dir.path().to_path_buf(), paths[0].clone()], Op::Apply);
         assert_eq!(both.files.len(), 1);
-        assert_eq!(both.write().unwrap().unwrap().len(), 1);
+        assert_eq!(both.write().unwrap().len(), 1);
         // No file of the folder defines the target: the run fails, naming the folder.
         let other = Recipe::from_toml("r.toml", &RECIPE.replace("in = \"f\"", "in = \"h\"")).unwrap();
         let none = Batch::run(&other, &[dir.path().to_path_buf()], Op::Apply);
         let err = none.first_error().expect("no target anywhere");
         assert!(matches!(err.kind(), ErrorKind::NotInFolder { files: 3, .. }), "{err}");
         assert_eq!(err.location().line, 0);
-        assert!(none.write().is_none());
+        let err = none.write().unwrap_err();
+        assert!(
+            matches!(&err, WriteError::Failed { path: None, error, .. } if matches!(error.kind(), ErrorKind::NotInFolder { .. })),
+            "a failure of the whole run names no file: {err}"
+        );
         // A mistyped target: the closest definitions of the files scanned are suggested.
         let typo = Recipe::from_toml("r.toml", &RECIPE.replace("in = \"f\"", "in = \"ff\"")).unwrap();
         let batch = Batch::run(&typo, &[dir.path().to_path_buf()], Op::Apply);
@@ -696,7 +788,7 @@ mod tests {
         let err = batch.first_error().expect("the swap is an error");
         assert!(matches!(err.kind(), ErrorKind::FileReplaced), "{err}");
         assert_eq!(err.location().file, inside.display().to_string());
-        assert!(batch.write().is_none());
+        assert!(matches!(batch.write(), Err(WriteError::Failed { .. })));
         assert_eq!(std::fs::read_to_string(&precious).unwrap(), "def f():\n    pass\n");
     }
 
@@ -710,7 +802,7 @@ mod tests {
         let err = batch.first_error().expect("the swap is an error");
         assert!(matches!(err.kind(), ErrorKind::FolderReplaced { .. }), "{err}");
         assert_eq!(err.location().file, inside.display().to_string());
-        assert!(batch.write().is_none());
+        assert!(matches!(batch.write(), Err(WriteError::Failed { .. })));
         assert_eq!(std::fs::read_to_string(&precious).unwrap(), "def f():\n    pass\n");
     }
 
@@ -728,7 +820,7 @@ mod tests {
                 std::fs::rename(&inside, tree.join("zz/m.py.away")).unwrap();
                 std::os::unix::fs::symlink(&precious, &inside).unwrap();
             }
-            let err = batch.write().expect("read fine").unwrap_err();
+            let err = Error::from(batch.write().unwrap_err());
             assert!(
                 matches!(
                     err.kind(),

@@ -48,6 +48,19 @@ pub(crate) fn anchor_pattern(at: &Anchor) -> Option<&Pattern> {
     }
 }
 
+/// Refuses `template` where a capture lands inside a string literal of the code that cannot hold
+/// it as the hook says (see [`Template::refused_in_string`]).
+pub(crate) fn check_strings(
+    template: &Template,
+    vars: &std::collections::BTreeMap<String, String>,
+    bindings: &crate::template::Bindings<'_>,
+) -> Result<(), PlacementReason> {
+    match template.refused_in_string(vars, bindings) {
+        Some(name) => Err(PlacementReason::CaptureInString { name }),
+        None => Ok(()),
+    }
+}
+
 /// Refuses `code` (`template` rendered with `captures`) when a capture brought a line that
 /// looks like a marker comment: the template and the variables were checked when the recipe
 /// was read, so such a line is a captured comment, which the next read would take for a marker.

@@ -124,5 +124,5 @@ pub use spec::{
     SpecWarningKind, StatementSelector,
 };
 pub use syntax::{is_identifier, Node};
-pub use template::Template;
+pub use template::{StringCapture, Template};
 pub use verify::VerifyReason;

@@ -170,7 +170,10 @@ impl ParsedFile {
             (_, Some(n)) if n <= found.len() => Ok(found[n - 1]),
             (count, Some(n)) => Err(ErrorKind::BadPath {
                 path: text.to_string(),
-                reason: format!("asks for occurrence {n} but it is defined {count} time(s)"),
+                reason: format!(
+                    "asks for occurrence {n} but it is defined {}",
+                    crate::printable::counted(count, "time", "times")
+                ),
             }
             .at(self.source().location(found[0].range().start))),
             (_, None) => Err(ErrorKind::Ambiguous {

@@ -60,6 +60,19 @@ fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
+/// `n` with the noun for that many, as a message counts things: `1 named parameter`,
+/// `0 named parameters`, `2 named parameters`.
+///
+/// ```
+/// use pysplice::report::counted;
+/// assert_eq!(counted(1, "return", "returns"), "1 return");
+/// assert_eq!(counted(0, "class", "classes"), "0 classes");
+/// ```
+#[must_use]
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `name` inside a message: [`printable`], cut after 80 chars with `...` and the full length
 /// in bytes, so that an untrusted name can neither fill the screen nor drive the terminal.
 ///

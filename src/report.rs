@@ -31,7 +31,7 @@ use std::fmt::Write;
 use crate::engine::{HookOutcome, Patched, Status};
 
 pub use crate::diff::unified_diff;
-pub use crate::printable::{printable, printable_lines, shown};
+pub use crate::printable::{counted, printable, printable_lines, shown};
 
 /// The patch-script style report of an apply: `Successfully patched FILE` and one `  - summary`
 /// line per hook placed; skipped hooks with their reason.

@@ -28,7 +28,6 @@
 mod build;
 mod conventions;
 mod hook;
-mod lexical;
 mod raw;
 mod selectors;
 mod warnings;
@@ -45,7 +44,7 @@ use crate::location::Location;
 use crate::marker;
 use crate::pattern::{Depth, Pattern};
 use crate::source::SourceFile;
-use crate::template::Template;
+use crate::template::{StringCapture, Template};
 
 pub use build::{HookBuilder, RecipeBuilder};
 pub use conventions::Conventions;
@@ -204,6 +203,8 @@ pub struct Hook {
     pub when: Option<Pattern>,
     /// Definition paths that must exist in the file, or the hook is skipped.
     pub requires: Vec<String>,
+    /// What a capture inside a string literal of the code becomes (`capture-in-string`).
+    pub capture_in_string: StringCapture,
     /// Where the hook is written in the spec.
     pub location: Location,
 }
@@ -462,8 +463,9 @@ impl Recipe {
     }
 
     /// What the spec says but likely does not mean, each naming its hook and where in the spec
-    /// it is written: a `{$NAME}` inside a string literal of the code, or inside a comment for a
-    /// capture that may span lines (both better written `{$NAME!r}`). The recipe works as
+    /// it is written: a `{$NAME}` inside a string literal of the code where it is not escaped (a
+    /// raw string, or `capture-in-string = "refuse"`), or inside a comment for a capture that
+    /// may span lines (both better written `{$NAME!r}`). The recipe works as
     /// written; a program shows these before it runs it.
     ///
     /// ```
@@ -480,6 +482,7 @@ impl Recipe {
     /// in = "f"
     /// at = { after = "x = $V" }
     /// code = "print('x is {$V}')"
+    /// capture-in-string = "refuse"
     /// "#)?;
     /// let warning = &recipe.warnings()[0];
     /// assert_eq!(warning.kind, SpecWarningKind::CaptureInString { name: "V".into() });
@@ -613,16 +616,35 @@ mod tests {
     /// The warnings of a recipe with one hook after `x = $V` (`self.$A = $B` when `attr`) whose
     /// code is `code` (a TOML literal string's content).
     fn warnings_of(code: &str, attr: bool) -> Vec<SpecWarning> {
+        warnings_with(code, attr, "")
+    }
+
+    /// [`warnings_of`] with `more` (TOML lines) after the code.
+    fn warnings_with(code: &str, attr: bool, more: &str) -> Vec<SpecWarning> {
         let at = if attr { "self.$A = $B" } else { "x = $V" };
         let text = format!(
-            "{HEAD}\n[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"f\"\nat = {{ after = \"{at}\" }}\ncode = '''{code}'''\n"
+            "{HEAD}\n[[hook]]\nid = \"h\"\nsummary = \"x\"\nin = \"f\"\nat = {{ after = \"{at}\" }}\ncode = '''{code}'''\n{more}"
         );
         Recipe::from_toml("s.toml", &text).unwrap().warnings().to_vec()
     }
 
+    /// The warnings of a hook that refuses captures inside string literals.
+    fn refusing_warnings_of(code: &str) -> Vec<SpecWarning> {
+        warnings_with(code, false, "capture-in-string = \"refuse\"\n")
+    }
+
     #[test]
-    fn a_capture_in_a_string_literal_is_a_warning_at_its_placeholder() {
-        let warnings = warnings_of("print('x is {$V}', {$V})", false);
+    fn an_escaped_capture_in_a_string_literal_is_no_warning_but_in_a_raw_one() {
+        assert_eq!(warnings_of("print('x is {$V}', {$V})", false), []);
+        assert_eq!(warnings_of("s = f'{{{$V}}} is {$V}'", false), []);
+        let raw = warnings_of("print(r'x is {$V}')", false);
+        assert_eq!(raw.len(), 1);
+        assert_eq!(raw[0].kind, SpecWarningKind::CaptureInString { name: "V".into() });
+    }
+
+    #[test]
+    fn a_refused_capture_in_a_string_literal_is_a_warning_at_its_placeholder() {
+        let warnings = refusing_warnings_of("print('x is {$V}', {$V})");
         assert_eq!(
             warnings,
             [SpecWarning {
@@ -639,12 +661,12 @@ mod tests {
             "{text}"
         );
         // At the placeholder in the string, not at an earlier one in code.
-        let warnings = warnings_of("print({$V}, 'x is {$V}')", false);
+        let warnings = refusing_warnings_of("print({$V}, 'x is {$V}')");
         assert_eq!(warnings[0].location, Location::new("s.toml", 10, 29));
         // Twice in strings: one warning. In a triple-quoted string and an f-string's text too.
-        assert_eq!(warnings_of("print('{$V}', '{$V}')", false).len(), 1);
-        assert_eq!(warnings_of("s = \"\"\"a\n{$V}\"\"\"", false).len(), 1);
-        assert_eq!(warnings_of("s = f'{{{$V}}} is {$V}'", false).len(), 1);
+        assert_eq!(refusing_warnings_of("print('{$V}', '{$V}')").len(), 1);
+        assert_eq!(refusing_warnings_of("s = \"\"\"a\n{$V}\"\"\"").len(), 1);
+        assert_eq!(refusing_warnings_of("s = f'{{{$V}}} is {$V}'").len(), 1);
     }
 
     #[test]

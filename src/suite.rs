@@ -78,7 +78,12 @@ pub(crate) fn compose(
                 value: None,
                 params: &params,
                 captures: &captures,
+                in_strings: hook.capture_in_string,
             };
+            crate::captures::check_strings(code, &recipe.vars, &bindings).map_err(|reason| Refusal {
+                offset: def.range().start,
+                cause: crate::place::Refused::Placement(reason),
+            })?;
             let text = code.render(&recipe.vars, &bindings).map_err(|e| {
                 let what = "the code, with the target's parameter names and the pattern's captures filled in,";
                 crate::place::oversized(def.range().start, what, e.bytes, e.limit)
@@ -120,6 +125,7 @@ pub(crate) fn compose(
                                 value: Some(value),
                                 params,
                                 captures: &captures,
+                                in_strings: hook.capture_in_string,
                             },
                         )
                     }),

@@ -12,7 +12,11 @@
 //! `(1 + 2) * 2`, while `print({$X})` stays `print(1 + 2)`. The code is parsed with the capture
 //! as written; where no node of the capture's kind spans it exactly, the code around it would
 //! bind into it, and it is parenthesized (see [`Template::render`]). Sequences (`$$$ARGS`) and
-//! identifiers are always inserted as written, and so is a capture inside a string or a comment.
+//! identifiers are always inserted as written, and so is a capture inside a comment.
+//!
+//! A capture inside a string literal of the code is escaped for that literal by default, so
+//! that the literal holds the captured source text and nothing of it can end the literal
+//! ([`StringCapture`]: `capture-in-string` chooses between escaping and refusing).
 //!
 //! Rendering is bounded: [`Template::rendered_len`] adds up the length first (with checked
 //! arithmetic), and [`Template::render`] refuses text over [`MAX_RENDERED_BYTES`] before it
@@ -24,8 +28,14 @@ use std::ops::Range;
 
 pub use crate::pattern::{Capture, Captures};
 
+use serde::Deserialize;
+
 use crate::parse::parse_snippet;
 use crate::syntax::Node;
+
+pub(crate) mod lexical;
+
+use lexical::{region_at, regions, Literal, Region};
 
 pub(crate) use crate::limits::MAX_RENDERED_BYTES;
 
@@ -37,6 +47,26 @@ pub struct Template {
     text: String,
 }
 
+/// What becomes of a capture (`{$NAME}`) that lands inside a string literal of the hook's code
+/// (`capture-in-string` in a `[[hook]]` table, `HookBuilder::capture_in_string` in code). The
+/// capture is source text: as written, a quote, a backslash or a line break in it would end or
+/// change the literal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum StringCapture {
+    /// Escaped for the literal it lands in (the default), which then holds the captured text as
+    /// it is: backslashes, the literal's quote, line breaks and control characters escaped,
+    /// braces doubled in an f-string, a non-ASCII character as its UTF-8 bytes in a bytes
+    /// literal. A raw literal escapes nothing: where it cannot hold the text as written (a
+    /// backslash, its quote, a line break, a brace of an f-string), the hook is refused there.
+    #[default]
+    Escape,
+    /// Refused wherever the captured text is not what the literal holds as written (it would
+    /// need escaping): a required hook fails there, an optional one is skipped.
+    Refuse,
+}
+
 /// Built-in values available while rendering a template at one place in a file.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Bindings<'a> {
@@ -46,6 +76,8 @@ pub(crate) struct Bindings<'a> {
     pub params: &'a Parameters,
     /// `{$NAME}`: what the hook's pattern captured where the code goes.
     pub captures: &'a Captures,
+    /// What a capture inside a string literal of the code becomes.
+    pub in_strings: StringCapture,
 }
 
 /// The parameters of a hook's target function, as `{param.N}` counts them: `param.0` is the
@@ -202,6 +234,14 @@ impl Template {
     ) -> Result<String, TooLong> {
         let bytes = self.rendered_len(vars, bindings);
         let len = bytes.filter(|&n| n <= limit).ok_or(TooLong { bytes, limit })?;
+        let escaped = match bindings.in_strings {
+            StringCapture::Escape => self.escaped(vars, bindings),
+            StringCapture::Refuse => Vec::new(),
+        };
+        // Each escaped capture in place of its text as written (at most four times as long).
+        let len = escaped.iter().flatten().fold(len, |n, (text, written)| {
+            n.saturating_add(text.len()).saturating_sub(*written)
+        });
         let wrap = self.parenthesized(vars, bindings, len);
         let len = len.saturating_add(2 * wrap.iter().filter(|&&w| w).count());
         if len > limit {
@@ -210,7 +250,80 @@ impl Template {
                 limit,
             });
         }
-        Ok(self.write(vars, bindings, len, &Insert::Wrapped(&wrap)).0)
+        let insert = Insert::Final {
+            wrap: &wrap,
+            escaped: &escaped,
+        };
+        Ok(self.write(vars, bindings, len, &insert).0)
+    }
+
+    /// For each capture, in order of its placeholder: where it lands inside a string literal
+    /// and its text is not what that literal holds as written, the text escaped for it and the
+    /// length of the text as written; `None` elsewhere, and where the literal cannot escape it
+    /// (a raw string: see [`Template::refused_in_string`]).
+    fn escaped(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Vec<Option<(String, usize)>> {
+        let mut texts: Vec<&str> = Vec::new();
+        self.pieces(vars, bindings, &mut |piece| {
+            if let Piece::Capture(_, capture) = piece {
+                texts.push(&capture.text);
+            }
+        });
+        let literals = self.string_literals(vars, bindings, texts.len());
+        texts
+            .iter()
+            .zip(literals)
+            .map(|(text, literal)| {
+                let escaped = escape_in(text, literal?)?;
+                (escaped != *text).then_some((escaped, text.len()))
+            })
+            .collect()
+    }
+
+    /// For each of the `count` captures, in order of its placeholder, the string literal of the
+    /// code it lands in, if any: found with each capture written as a name, which changes no
+    /// literal around it.
+    fn string_literals(
+        &self,
+        vars: &BTreeMap<String, String>,
+        bindings: &Bindings<'_>,
+        count: usize,
+    ) -> Vec<Option<Literal>> {
+        if count == 0 {
+            return Vec::new();
+        }
+        let (named, spans) = self.write(vars, bindings, 0, &Insert::Named);
+        let found = regions(&named);
+        spans
+            .iter()
+            .map(|span| match region_at(&found, span.start) {
+                Some(Region::String(literal)) => Some(literal),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The name of the first capture that lands inside a string literal of the code where the
+    /// hook cannot place it: with [`StringCapture::Refuse`], one whose text the literal would
+    /// not hold as written; with [`StringCapture::Escape`], one in a raw literal that cannot
+    /// hold it as written (raw strings escape nothing).
+    #[must_use]
+    pub(crate) fn refused_in_string(&self, vars: &BTreeMap<String, String>, bindings: &Bindings<'_>) -> Option<String> {
+        let mut captures: Vec<(&str, &str)> = Vec::new();
+        self.pieces(vars, bindings, &mut |piece| {
+            if let Piece::Capture(name, capture) = piece {
+                captures.push((name, &capture.text));
+            }
+        });
+        let literals = self.string_literals(vars, bindings, captures.len());
+        captures.iter().zip(literals).find_map(|((name, text), literal)| {
+            let literal = literal?;
+            let refused = match (bindings.in_strings, escape_in(text, literal)) {
+                (_, None) => true,
+                (StringCapture::Refuse, Some(escaped)) => escaped != *text,
+                (StringCapture::Escape, Some(_)) => false,
+            };
+            refused.then(|| (*name).to_string())
+        })
     }
 
     /// Which expression captures, in order of their placeholders, go in parentheses: those at
@@ -271,7 +384,7 @@ impl Template {
             Piece::Literal(text) => push_literal(&mut out, text),
             Piece::Capture(_, capture) => {
                 let i = spans.len();
-                let wrapped = matches!(insert, Insert::Wrapped(wrap) if wrap.get(i) == Some(&true));
+                let wrapped = matches!(insert, Insert::Final { wrap, .. } if wrap.get(i) == Some(&true));
                 if wrapped {
                     out.push('(');
                 }
@@ -280,6 +393,13 @@ impl Template {
                     Insert::Probe if capture.expression.is_some() => {
                         let _ = write!(out, "{PROBE_PREFIX}{i}__");
                     }
+                    Insert::Named => {
+                        let _ = write!(out, "{PROBE_PREFIX}{i}__");
+                    }
+                    Insert::Final { escaped, .. } => match escaped.get(i) {
+                        Some(Some((text, _))) => out.push_str(text),
+                        _ => out.push_str(&capture.text),
+                    },
                     _ => out.push_str(&capture.text),
                 }
                 spans.push(start..out.len());
@@ -311,11 +431,11 @@ impl Template {
 
     /// Calls `emit` with the rendered text piece by piece: literal runs, unescaped braces and
     /// the values of placeholders (never rendered again: a variable's value is taken as written).
-    fn pieces<'t>(
+    fn pieces<'t: 's, 's>(
         &'t self,
-        vars: &BTreeMap<String, String>,
-        bindings: &Bindings<'_>,
-        emit: &mut dyn FnMut(Piece<'t, '_>),
+        vars: &'s BTreeMap<String, String>,
+        bindings: &Bindings<'s>,
+        emit: &mut dyn FnMut(Piece<'t, 's>),
     ) {
         let text_of = |text| Piece::Text(text);
         let text = &self.text;
@@ -430,14 +550,21 @@ enum Value<'s> {
     Capture(&'s Capture),
 }
 
-/// How [`Template::write`] writes the captures of expressions.
+/// How [`Template::write`] writes the captures.
 enum Insert<'a> {
-    /// Each as a name of its own, [`PROBE_PREFIX`] and its index, to find where each goes.
+    /// Each capture of an expression as a name of its own, [`PROBE_PREFIX`] and its index, to
+    /// find where each goes.
     Probe,
+    /// Every capture as such a name, to find the string literals they land in.
+    Named,
     /// Each as written.
     AsWritten,
-    /// Those marked `true` in parentheses, in order.
-    Wrapped(&'a [bool]),
+    /// Those marked `true` in `wrap` in parentheses, those with an escaped text as that text,
+    /// in order.
+    Final {
+        wrap: &'a [bool],
+        escaped: &'a [Option<(String, usize)>],
+    },
 }
 
 /// The names that stand for captures of expressions while finding their places.
@@ -507,6 +634,51 @@ fn literal_len(text: &str) -> usize {
     })
 }
 
+/// `text` as `literal` holds it: inside it, the literal's value has `text` where it stands
+/// (for a bytes literal, its UTF-8 bytes), and nothing of it ends the literal or opens a field;
+/// `None` for a raw literal that cannot hold it as written.
+fn escape_in(text: &str, literal: Literal) -> Option<String> {
+    let quote = char::from(literal.quote);
+    if literal.raw {
+        let holds = !text.chars().any(|c| {
+            c == '\\'
+                || c == quote
+                || (!literal.triple && matches!(c, '\n' | '\r'))
+                || (literal.f && matches!(c, '{' | '}'))
+        });
+        return holds.then(|| text.to_string());
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            '{' | '}' if literal.f => {
+                out.push(c);
+                out.push(c);
+            }
+            // Control characters are all below U+0100: `\xNN` in a str and in bytes alike.
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c if literal.bytes && !c.is_ascii() => {
+                let mut utf8 = [0; 4];
+                for byte in c.encode_utf8(&mut utf8).bytes() {
+                    let _ = write!(out, "\\x{byte:02x}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
 /// How one character is written inside a single-quoted Python string literal.
 enum Escape {
     Short(&'static str),
@@ -548,6 +720,7 @@ mod tests {
             value: Some("(a, b)"),
             params: &params,
             captures: &Captures::new(),
+            in_strings: StringCapture::Escape,
         };
         assert_eq!(
             t.render(&vars, &b).unwrap(),
@@ -570,6 +743,7 @@ mod tests {
             value: None,
             params: &params,
             captures: &captures,
+            in_strings: StringCapture::Escape,
         };
         let t = Template::new("print('set', {$ATTR!r}, self.{$ATTR}, ({$ARGS}), {$S!r}, {$GONE}, {$})");
         assert_eq!(
@@ -591,6 +765,87 @@ mod tests {
         );
     }
 
+    /// `template` rendered with `$T` captured as `text`, captures in strings as `choice` says:
+    /// the code, or the capture refused.
+    fn in_string(template: &str, text: &str, choice: StringCapture) -> Result<String, String> {
+        let captures = Captures::from([("T".to_string(), Capture::text(text))]);
+        let params = Parameters::default();
+        let b = Bindings {
+            value: None,
+            params: &params,
+            captures: &captures,
+            in_strings: choice,
+        };
+        let t = Template::new(template);
+        match t.refused_in_string(&BTreeMap::new(), &b) {
+            Some(name) => Err(name),
+            None => Ok(t.render(&BTreeMap::new(), &b).unwrap()),
+        }
+    }
+
+    #[test]
+    fn a_capture_in_a_string_literal_is_escaped_for_that_literal() {
+        let escape = |template, text| in_string(template, text, StringCapture::Escape).unwrap();
+        let cases = [
+            // (template, captured text, rendered)
+            (r"print('got {$T}')", r"f('a')", r"print('got f(\'a\')')"),
+            (
+                r#"print("got {$T}")"#,
+                r#"f('a', "b")"#,
+                r#"print("got f('a', \"b\")")"#,
+            ),
+            ("print('{$T}')", "a\\n\nb\t\u{1}", r"print('a\\n\nb\t\x01')"),
+            (r"print('''{$T}''')", r"x = '''y'''", r"print('''x = \'\'\'y\'\'\'''')"),
+            (
+                r"print(f'{$T} is {{v}}')",
+                r"{k: 1}['k']",
+                r"print(f'{{k: 1}}[\'k\'] is {v}')",
+            ),
+            (r"print(b'{$T}')", "'\u{e9}'", r"print(b'\'\xc3\xa9\'')"),
+            // Outside a literal, in an f-string's field, in a raw literal that holds it: as written.
+            (r"print({$T}, '{$T}')", "a + b", r"print(a + b, 'a + b')"),
+            (r"print(f'{ {$T} }')", r#"d["k"]"#, r#"print(f'{ d["k"] }')"#),
+            (r"print(r'{$T}')", "a.b", r"print(r'a.b')"),
+        ];
+        for (template, text, rendered) in cases {
+            assert_eq!(escape(template, text), rendered, "{template} with {text}");
+        }
+        // The length is known before rendering, escapes included.
+        let captures = Captures::from([("T".to_string(), Capture::text("'".repeat(40)))]);
+        let params = Parameters::default();
+        let b = Bindings {
+            value: None,
+            params: &params,
+            captures: &captures,
+            in_strings: StringCapture::Escape,
+        };
+        let t = Template::new("s = '{$T}'");
+        assert_eq!(t.render_within(&BTreeMap::new(), &b, 86).unwrap().len(), 86);
+        assert_eq!(t.render_within(&BTreeMap::new(), &b, 85).unwrap_err().bytes, Some(86));
+    }
+
+    #[test]
+    fn a_capture_a_literal_cannot_hold_as_written_is_refused_as_the_hook_says() {
+        let refuse = |template, text| in_string(template, text, StringCapture::Refuse);
+        assert_eq!(refuse(r"print('got {$T}')", r"f('a')"), Err("T".to_string()));
+        assert_eq!(
+            refuse(r#"print("got {$T}")"#, r"f('a')"),
+            Ok(r#"print("got f('a')")"#.to_string())
+        );
+        assert_eq!(refuse(r"print({$T})", r"f('a')"), Ok(r"print(f('a'))".to_string()));
+        assert_eq!(refuse(r"print(f'<{$T}>')", "d"), Ok(r"print(f'<d>')".to_string()));
+        assert_eq!(refuse(r"print(f'<{$T}>')", "{}"), Err("T".to_string()));
+        // A raw literal escapes nothing: refused whatever the choice, where it cannot hold the text.
+        for choice in [StringCapture::Escape, StringCapture::Refuse] {
+            assert_eq!(in_string(r"print(r'{$T}')", r"f('a')", choice), Err("T".to_string()));
+            assert_eq!(in_string(r"print(r'{$T}')", r"a\b", choice), Err("T".to_string()));
+            assert_eq!(
+                in_string(r"print(r'''{$T}''')", "a\nb", choice),
+                Ok("print(r'''a\nb''')".to_string())
+            );
+        }
+    }
+
     /// `template` rendered with `$X` an expression of `kind` written `text`, and `$S` a sequence.
     fn with_capture(template: &str, text: &str, kind: &'static str) -> String {
         let captures = Captures::from([
@@ -602,6 +857,7 @@ mod tests {
             value: None,
             params: &params,
             captures: &captures,
+            in_strings: StringCapture::Escape,
         };
         Template::new(template).render(&BTreeMap::new(), &b).unwrap()
     }
@@ -665,6 +921,7 @@ mod tests {
             value: None,
             params: &params,
             captures: &captures,
+            in_strings: StringCapture::Escape,
         };
         let t = Template::new("{$X} * 2");
         assert_eq!(t.rendered_len(&BTreeMap::new(), &b), Some(9));
@@ -714,6 +971,7 @@ mod tests {
             value: Some("(a + b)"),
             params: &params,
             captures: &captures,
+            in_strings: StringCapture::Escape,
         };
         let rendered = t.render(&vars, &b).unwrap();
         assert_eq!(t.unrender(&vars, &b, &rendered).as_deref(), Some("(a + b)"));
@@ -731,6 +989,7 @@ mod tests {
             value: Some("v"),
             params: &params,
             captures: &Captures::new(),
+            in_strings: StringCapture::Escape,
         };
         let len = t.rendered_len(&vars, &b).unwrap();
         assert_eq!(len, 2004);

@@ -88,6 +88,9 @@ def main(pysplice, dump):
 
         [v] = objects(pysplice, "apply", "--dry-run", "--json", "--spec", spec, py, code=0, command="apply")
         assert v["status"] == "would-patch" and not v["written"] and v["diff"].startswith("--- a/")
+        # a dry run says what applying would do, never that a hook was applied
+        dry = {h["hook"]: h["status"] for h in v["hooks"]}
+        assert "would-apply" in dry.values() and "applied" not in dry.values(), dry
         [v] = objects(pysplice, "apply", "--json", "--spec", spec, py, code=0, command="apply")
         assert v["status"] == "patched" and v["written"] and v["changed"]
         [v] = objects(pysplice, "apply", "--json", "--spec", spec, py, code=0, command="apply")
@@ -181,6 +184,7 @@ def main(pysplice, dump):
         shutil.copytree(ROOT / "tests" / "runtime" / "families", families)
         values = objects(dump, families, "--arch", "all", "--dry-run", "--json", code=0, command="sglang-hs-dump")
         assert len(values) >= 4 and all(v["status"] == "would-patch" and v["architectures"] for v in values), values
+        assert all(h["status"] != "applied" for v in values for h in v["hooks"]), values
         _, text, _ = run(dump, families, "--arch", "all", "--check", code=1)
         values = objects(dump, families, "--arch", "LlamaForCausalLM", "--check", "--json", code=1)
         assert [v["architectures"] for v in values] == [["LlamaForCausalLM"]], values

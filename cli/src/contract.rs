@@ -28,8 +28,15 @@ pub struct Output {
     /// The version of this layout ([`SCHEMA_VERSION`]).
     #[schemars(range(min = 1, max = 1))]
     pub schema_version: u32,
-    /// The file, source tree or directory this object is about.
+    /// The file, source tree or directory this object is about. A byte of the name that is not
+    /// UTF-8 is written `\xNN` here (see `fs_path`).
     pub path: String,
+    /// `path` as Python's `os.fsdecode` gives it, present only when the name is not UTF-8: each
+    /// byte that is not UTF-8 is the lone surrogate U+DC80 to U+DCFF (`\udcff` in the JSON), the
+    /// rest as in `path`, so that `os.fsencode` gives back the name's bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub fs_path: Option<Box<serde_json::value::RawValue>>,
     /// Whether the command succeeded for `path`.
     pub ok: bool,
     /// Why it did not (`null` on success).
@@ -170,8 +177,10 @@ pub struct HookResult {
 }
 
 /// A hook's status. `apply`, `matrix` and `sglang-hs-dump` say `applied`, `already-applied`,
-/// `updated`; `check` says `missing`, `outdated`, `applied`, `to-remove`; `revert` says
-/// `reverted` and `not-present`; all may say `skipped`, `failed` and `not-run`.
+/// `updated`; `apply --dry-run` says what applying would do: `would-apply`, `already-applied`,
+/// `would-update`, `would-remove`; `check` says `missing`, `outdated`, `applied`, `to-remove`;
+/// `revert` says `reverted` and `not-present` (`revert --dry-run`: `would-revert`); all may say
+/// `skipped`, `failed` and `not-run`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum HookStatus {
@@ -189,6 +198,14 @@ pub enum HookStatus {
     ToRemove,
     /// Removed (`revert`; `apply` for a hook no longer in the recipe).
     Reverted,
+    /// Would be placed (`apply --dry-run`: nothing was written).
+    WouldApply,
+    /// There with old code, would be replaced (`apply --dry-run`).
+    WouldUpdate,
+    /// In the file but no longer in the recipe, would be removed (`apply --dry-run`).
+    WouldRemove,
+    /// Would be removed (`revert --dry-run`).
+    WouldRevert,
     /// Nothing to remove (`revert`).
     NotPresent,
     /// Optional and not applicable here; `reason` says why.
@@ -204,22 +221,30 @@ pub enum HookStatus {
 pub enum Words {
     /// `apply`, `matrix`, `sglang-hs-dump`.
     Apply,
+    /// `apply --dry-run`: what applying would do.
+    DryRun,
     /// `check`.
     Check,
     /// `revert`.
     Revert,
+    /// `revert --dry-run` (`sglang-hs-dump`): what reverting would do.
+    RevertDryRun,
 }
 
 impl HookResult {
     /// The result of `outcome` in the words of `words`.
     #[must_use]
     pub fn new(outcome: &HookOutcome, words: Words) -> HookResult {
-        // `check` reports an apply made in memory as a plan says it.
+        // `check` and a dry run report an apply made in memory as a plan says it.
         let status = match words {
-            Words::Check => outcome.status.clone().planned(),
-            Words::Apply | Words::Revert => outcome.status.clone(),
+            Words::Check | Words::DryRun => outcome.status.clone().planned(),
+            Words::Apply | Words::Revert | Words::RevertDryRun => outcome.status.clone(),
         };
         let (status, reason) = match (status, words) {
+            (Status::WouldApply, Words::DryRun) => (HookStatus::WouldApply, None),
+            (Status::WouldUpdate, Words::DryRun) => (HookStatus::WouldUpdate, None),
+            (Status::WouldRemove, Words::DryRun) => (HookStatus::WouldRemove, None),
+            (Status::Reverted, Words::RevertDryRun) => (HookStatus::WouldRevert, None),
             (Status::Applied, _) => (HookStatus::Applied, None),
             // `check`'s word for a hook in place and up to date.
             (Status::AlreadyApplied, Words::Check) => (HookStatus::Applied, None),
@@ -266,7 +291,12 @@ impl HookResult {
     pub fn is_pending(&self) -> bool {
         matches!(
             self.status,
-            HookStatus::Missing | HookStatus::Outdated | HookStatus::ToRemove
+            HookStatus::Missing
+                | HookStatus::Outdated
+                | HookStatus::ToRemove
+                | HookStatus::WouldApply
+                | HookStatus::WouldUpdate
+                | HookStatus::WouldRemove
         )
     }
 }
@@ -405,6 +435,7 @@ impl Output {
         Output {
             schema_version: SCHEMA_VERSION,
             path: path.into(),
+            fs_path: None,
             ok: true,
             error: None,
             body,
@@ -417,17 +448,59 @@ impl Output {
         Output {
             schema_version: SCHEMA_VERSION,
             path: path.into(),
+            fs_path: None,
             ok: false,
             error: Some(error),
             body,
         }
     }
 
+    /// The same object, with `fs_path` set when `path`, the name this object is about, is not
+    /// UTF-8.
+    #[must_use]
+    pub fn named(mut self, path: &std::path::Path) -> Output {
+        self.fs_path = fs_path(path);
+        self
+    }
+
     /// The object as one line of compact JSON (without the newline).
     #[must_use]
     pub fn to_line(&self) -> String {
-        // Only strings, numbers, booleans, arrays and string-keyed maps: serializing cannot fail.
+        // Only strings, numbers, booleans, arrays, string-keyed maps and `fs_path`'s JSON string:
+        // serializing cannot fail.
         serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// `path` as a JSON string of its `os.fsdecode` form, when it is not UTF-8: each byte that is not
+/// UTF-8 written as the escape of its lone surrogate (`\udc80` to `\udcff`, Python's
+/// `surrogateescape`), which no Rust string can hold.
+#[must_use]
+pub fn fs_path(path: &std::path::Path) -> Option<Box<serde_json::value::RawValue>> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        if std::str::from_utf8(bytes).is_ok() {
+            return None;
+        }
+        let mut json = String::from("\"");
+        for chunk in bytes.utf8_chunks() {
+            // A valid run as serde_json writes a string, without its quotes.
+            let valid = serde_json::to_string(chunk.valid()).unwrap_or_default();
+            json.push_str(valid.get(1..valid.len().saturating_sub(1)).unwrap_or_default());
+            for byte in chunk.invalid() {
+                json.push_str(&format!("\\udc{byte:02x}"));
+            }
+        }
+        json.push('"');
+        serde_json::value::RawValue::from_string(json).ok()
+    }
+    #[cfg(not(unix))]
+    {
+        // Elsewhere a path that `path` cannot show is not bytes: none is written.
+        let _ = path;
+        None
     }
 }
 
@@ -435,4 +508,33 @@ impl Output {
 #[must_use]
 pub fn output_schema() -> schemars::schema::RootSchema {
     schemars::schema_for!(Output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn word(status: Status, words: Words) -> HookStatus {
+        let outcome = HookOutcome {
+            hook: "h".into(),
+            summary: "s".into(),
+            status,
+            lines: None,
+        };
+        HookResult::new(&outcome, words).status
+    }
+
+    /// A dry run says what applying (or reverting) would do; the runs that write say what they did.
+    #[test]
+    fn a_dry_run_words_its_hooks_as_a_plan() {
+        assert_eq!(word(Status::Applied, Words::DryRun), HookStatus::WouldApply);
+        assert_eq!(word(Status::Updated, Words::DryRun), HookStatus::WouldUpdate);
+        assert_eq!(word(Status::Reverted, Words::DryRun), HookStatus::WouldRemove);
+        assert_eq!(word(Status::AlreadyApplied, Words::DryRun), HookStatus::AlreadyApplied);
+        assert_eq!(word(Status::Reverted, Words::RevertDryRun), HookStatus::WouldRevert);
+        assert_eq!(word(Status::NotPresent, Words::RevertDryRun), HookStatus::NotPresent);
+        assert_eq!(word(Status::Applied, Words::Apply), HookStatus::Applied);
+        assert_eq!(word(Status::Reverted, Words::Revert), HookStatus::Reverted);
+        assert_eq!(word(Status::Applied, Words::Check), HookStatus::Missing);
+    }
 }

@@ -413,6 +413,7 @@ pub(crate) fn check_orphans(recipe: &Recipe, prepared: &Prepared<'_>, hooks: &Ho
                         value: None,
                         params: &params,
                         captures: &captures,
+                        in_strings: hook.capture_in_string,
                     };
                     let value = text[range.clone()].strip_prefix("return ");
                     value

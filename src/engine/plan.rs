@@ -285,7 +285,12 @@ impl OnTarget<'_> {
             value: None,
             params: self.params,
             captures: &captures,
+            in_strings: self.hook.capture_in_string,
         };
+        crate::captures::check_strings(template, &self.recipe.vars, &bindings).map_err(|reason| Refusal {
+            offset,
+            cause: Refused::Placement(reason),
+        })?;
         let code = template.render(&self.recipe.vars, &bindings).map_err(|too_long| {
             let what = "the code, with the target's parameter names and the pattern's captures filled in,";
             oversized(offset, what, too_long.bytes, too_long.limit)
@@ -315,15 +320,23 @@ impl OnTarget<'_> {
         let exclude: Vec<Range<usize>> = unless_inside
             .map(|p| p.find_in(body, Depth::Nested).into_iter().map(Node::range).collect())
             .unwrap_or_default();
-        // The parameters are checked once; each return then substitutes its value.
+        // The parameters and the captures are checked once; each return then substitutes its
+        // value (an expression: it opens or closes no literal).
         self.check_params(template)?;
+        let bindings = Bindings {
+            value: None,
+            params: self.params,
+            captures: self.when,
+            in_strings: self.hook.capture_in_string,
+        };
+        crate::captures::check_strings(template, &self.recipe.vars, &bindings)
+            .map_err(|reason| refused(self.file, self.hook, def.range().start, reason))?;
         let wrap = |value: &str| {
             template.render(
                 &self.recipe.vars,
                 &Bindings {
                     value: Some(value),
-                    params: self.params,
-                    captures: self.when,
+                    ..bindings
                 },
             )
         };

@@ -90,7 +90,7 @@ pub enum PlacementReason {
     NeedsDefinition,
     /// The code names a parameter the target does not have: `{param.N}` past the target's
     /// named parameters (`*args` and `**kwargs` are not counted).
-    #[error("the template uses `{{param.{index}}}` but the target has {count} named parameters after the bound one (`*args` and `**kwargs` are not counted; use `{{param.args}}`, `{{param.kwargs}}`)")]
+    #[error("the template uses `{{param.{index}}}` but the target has {} after the bound one (`*args` and `**kwargs` are not counted; use `{{param.args}}`, `{{param.kwargs}}`)", crate::printable::counted(*count, "named parameter", "named parameters"))]
     MissingParameter {
         /// The parameter index the template uses.
         index: usize,
@@ -115,6 +115,14 @@ pub enum PlacementReason {
     /// comment (a captured comment), which would confuse the next read of the file.
     #[error("the code, with `{{${name}}}` filled in with what the pattern captured, has a line that looks like a marker comment")]
     CapturedMarker {
+        /// The capture's name.
+        name: String,
+    },
+    /// A capture lands inside a string literal of the code, and the literal cannot hold its
+    /// text as written: the hook says `capture-in-string = "refuse"`, or the literal is raw
+    /// (which escapes nothing).
+    #[error("`{{${name}}}` lands inside a string literal of the code, and the captured text would end or change that literal as written (the hook refuses to escape it there, or the literal is raw); write `{{${name}!r}}` for the capture as a string literal of its own")]
+    CaptureInString {
         /// The capture's name.
         name: String,
     },
@@ -145,8 +153,10 @@ fn depth_words(depth: Depth) -> &'static str {
 fn left_alone_words(left_alone: usize) -> String {
     if left_alone == 0 {
         String::new()
+    } else if left_alone == 1 {
+        ": its 1 return is inside `unless-inside` or is a bare return of a generator, which is left alone".to_string()
     } else {
-        format!(": its {left_alone} return(s) are inside `unless-inside` or are bare returns of a generator, which are left alone")
+        format!(": its {left_alone} returns are inside `unless-inside` or are bare returns of a generator, which are left alone")
     }
 }
 
@@ -539,6 +549,19 @@ pub enum SelectionReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counts of one read in the singular, others in the plural.
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        let missing = |count| PlacementReason::MissingParameter { index: 3, count }.to_string();
+        assert!(missing(1).contains("has 1 named parameter after"), "{}", missing(1));
+        assert!(missing(0).contains("has 0 named parameters after"), "{}", missing(0));
+        assert_eq!(
+            left_alone_words(1),
+            ": its 1 return is inside `unless-inside` or is a bare return of a generator, which is left alone"
+        );
+        assert!(left_alone_words(2).starts_with(": its 2 returns are inside"));
+    }
 
     /// The reasons whose text has braces or quotes read as the messages always have.
     #[test]

@@ -8,6 +8,7 @@ use super::facts::{AttributeKind, MethodKind, UseKind};
 use super::graph::{ClassGraph, ClassId, RunPath};
 use super::{Project, QueryError, Scope};
 use crate::locate::DottedPath;
+use crate::printable::counted;
 use crate::syntax::is_identifier;
 
 mod chains;
@@ -212,7 +213,7 @@ impl fmt::Display for Reach {
         for d in &self.defined_at {
             writeln!(f, "  defined at {d}")?;
         }
-        writeln!(f, "runs in {} class(es):", self.runners.len())?;
+        writeln!(f, "runs in {}:", counted(self.runners.len(), "class", "classes"))?;
         for r in &self.runners {
             let how = match &r.via {
                 RunVia::Defines => "defines it".to_string(),
@@ -236,7 +237,11 @@ impl fmt::Display for Reach {
                 writeln!(f, "  {} ({}:{}){draft}", r.class, r.evidence.file, r.evidence.line)?;
             }
         }
-        writeln!(f, "reached from {} entry class(es):", self.entries.len())?;
+        writeln!(
+            f,
+            "reached from {}:",
+            counted(self.entries.len(), "entry class", "entry classes")
+        )?;
         for e in &self.entries {
             let draft = if e.draft { "  [draft]" } else { "" };
             writeln!(f, "  {}{draft}", e.chain)?;
@@ -299,7 +304,11 @@ impl fmt::Display for Forwarding {
         if let Some(d) = &self.dynamic {
             writeln!(f, "  note: the wrapper defines __getattr__ ({}:{})", d.file, d.line)?;
         }
-        writeln!(f, "  missing {} public method(s):", self.missing.len())?;
+        writeln!(
+            f,
+            "  missing {}:",
+            counted(self.missing.len(), "public method", "public methods")
+        )?;
         for m in &self.missing {
             let kind = if m.kind == "method" {
                 String::new()

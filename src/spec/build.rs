@@ -23,6 +23,7 @@ use crate::source::SourceFile;
 
 use super::raw::{RawAnchor, RawAt, RawConventions, RawHook, RawIn, RawSelect, RawSelectIn, RawSpec};
 use super::{Anchor, ClassSelector, Conventions, Hook, Nth, Recipe};
+use crate::template::StringCapture;
 
 /// A recipe being built in code; [`RecipeBuilder::build`] checks it.
 #[derive(Debug)]
@@ -64,6 +65,7 @@ pub struct HookBuilder {
     when: Option<Pattern>,
     optional: bool,
     requires: Vec<String>,
+    capture_in_string: Option<StringCapture>,
     /// The first call made twice.
     twice: Option<&'static str>,
 }
@@ -347,6 +349,7 @@ impl Hook {
             when: None,
             optional: false,
             requires: Vec::new(),
+            capture_in_string: None,
             twice: None,
         }
     }
@@ -429,6 +432,19 @@ impl HookBuilder {
             via: via.to_string(),
         };
         self.place(FORWARDER, placement)
+    }
+
+    /// What a capture (`{$NAME}`) inside a string literal of the code becomes
+    /// (`capture-in-string`): escaped for the literal ([`StringCapture::Escape`], the default)
+    /// or refused where it would need escaping ([`StringCapture::Refuse`]).
+    pub fn capture_in_string(mut self, choice: StringCapture) -> HookBuilder {
+        set(
+            &mut self.capture_in_string,
+            choice,
+            ".capture_in_string(...)",
+            &mut self.twice,
+        );
+        self
     }
 
     /// Skips the hook (with the reason) instead of failing where it cannot be placed.
@@ -534,6 +550,7 @@ impl HookBuilder {
             optional: self.optional,
             when: self.when.as_ref().map(|p| p.text().to_string()),
             requires: self.requires.clone(),
+            capture_in_string: self.capture_in_string,
             ..RawHook::default()
         };
         let Some((_, placement)) = self.placements.first() else {
@@ -784,7 +801,8 @@ via = "model"
                 Hook::builder("say", "s")
                     .target("f")
                     .at(Anchor::after(pattern("x = $V")))
-                    .code("print('x is {$V}')"),
+                    .code("print('x is {$V}')")
+                    .capture_in_string(StringCapture::Refuse),
             )
             .build()
             .unwrap();

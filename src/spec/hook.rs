@@ -13,12 +13,12 @@ use crate::parse::parse_snippet;
 use crate::pattern::Pattern;
 use crate::source::SourceFile;
 use crate::syntax::{is_identifier, kind};
-use crate::template::{Bindings, Capture, Captures, Parameters, Template, MAX_RENDERED_BYTES};
+use crate::template::{Bindings, Capture, Captures, Parameters, StringCapture, Template, MAX_RENDERED_BYTES};
 
-use super::lexical::{region_at, regions, Region};
 use super::raw::{RawAt, RawHook, RawIn};
 use super::{check_id, check_line, key_offset, spec_error, MAX_RECIPE_CODE_BYTES};
 use super::{Action, Anchor, ClassSelector, Hook, ImportLine, SpecWarning, SpecWarningKind, StatementSelector};
+use crate::template::lexical::{region_at, regions, Region};
 
 /// What compiling a recipe keeps across its hooks: the bytes of rendered code the recipe may
 /// still have, and the warnings so far.
@@ -49,7 +49,9 @@ pub(super) fn compile_hook(
         probe,
         budget: &ledger.budget,
         warnings: &ledger.warnings,
+        in_strings: raw.capture_in_string.unwrap_or_default(),
     };
+    let in_strings = table.in_strings;
     check_id(file, &raw.id, table.at_key("id"), Some(&raw.id))?;
     check_line(file, &raw.summary, table.at_key("summary"), "summary", Some(&raw.id))?;
     table.check_fields(&raw)?;
@@ -77,6 +79,7 @@ pub(super) fn compile_hook(
         optional: raw.optional,
         when,
         requires: raw.requires,
+        capture_in_string: in_strings,
         location,
     })
 }
@@ -93,6 +96,8 @@ struct HookTable<'a> {
     budget: &'a Cell<usize>,
     /// Where the hook's warnings go.
     warnings: &'a RefCell<Vec<SpecWarning>>,
+    /// `capture-in-string`.
+    in_strings: StringCapture,
 }
 
 impl HookTable<'_> {
@@ -172,6 +177,7 @@ impl HookTable<'_> {
             value: Some("__value__"),
             params: &params,
             captures: &probes,
+            in_strings: self.in_strings,
         };
         self.take_budget(key, template.rendered_len(vars, &bindings))?;
         let rendered = template.render(vars, &bindings).map_err(|too_long| {
@@ -195,8 +201,9 @@ impl HookTable<'_> {
     }
 
     /// Warns of each `{$NAME}` of `template` (rendered with `bindings`) inside a string literal
-    /// of the code, or inside a comment unless it only ever stands for a name (one line): once
-    /// per name and place, at the placeholder in the spec.
+    /// of the code where it is not escaped (a raw literal, or `capture-in-string = "refuse"`),
+    /// or inside a comment unless it only ever stands for a name (one line): once per name and
+    /// place, at the placeholder in the spec.
     fn warn_captures(&self, key: &str, template: &Template, bindings: &Bindings<'_>, identifiers: &[String]) {
         if template.capture_names().is_empty() {
             return;
@@ -210,7 +217,9 @@ impl HookTable<'_> {
             let nth = seen.iter().filter(|n| **n == name).count();
             seen.push(name);
             let kind = match region_at(&found, span.start) {
-                Some(Region::String) => SpecWarningKind::CaptureInString { name: name.to_string() },
+                Some(Region::String(literal)) if literal.raw || self.in_strings == StringCapture::Refuse => {
+                    SpecWarningKind::CaptureInString { name: name.to_string() }
+                }
                 Some(Region::Comment) if !identifiers.iter().any(|n| n == name) => {
                     SpecWarningKind::CaptureInComment { name: name.to_string() }
                 }

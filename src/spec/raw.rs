@@ -7,6 +7,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::pattern::Depth;
+use crate::template::StringCapture;
 
 use super::Nth;
 
@@ -146,6 +147,11 @@ pub(super) struct RawHook {
     /// Paths that must exist, or the hook is skipped.
     #[serde(default)]
     pub(super) requires: Vec<String>,
+    /// What a capture (`{$NAME}`) inside a string literal of the code becomes: `escape` (the
+    /// default: escaped for that literal, which then holds the captured text as it is) or
+    /// `refuse` (the hook is refused where the text would need escaping). A raw literal escapes
+    /// nothing: where it cannot hold the text, the hook is refused either way.
+    pub(super) capture_in_string: Option<StringCapture>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -24,8 +24,10 @@ pub struct SpecWarning {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub enum SpecWarningKind {
-    /// `{$NAME}` inside a string literal of the code: the capture is source text, so a string
-    /// (or a quote) in it ends the literal early; `{$NAME!r}` writes it as a literal of its own.
+    /// `{$NAME}` inside a string literal of the code where it is not escaped (a raw literal, or
+    /// the hook says `capture-in-string = "refuse"`): where the captured source text holds a
+    /// quote, a backslash or a line break, the hook is refused; `{$NAME!r}` writes it as a
+    /// literal of its own.
     CaptureInString {
         /// The capture's name, without `$`.
         name: String,
@@ -43,9 +45,10 @@ impl fmt::Display for SpecWarningKind {
         match self {
             SpecWarningKind::CaptureInString { name } => write!(
                 f,
-                "`{{${name}}}` is inside a string literal of the code: the capture is inserted as source \
-                 text, so a quote or a string in it ends that literal; write `{{${name}!r}}` for the \
-                 capture as a string literal of its own"
+                "`{{${name}}}` is inside a string literal of the code where it is not escaped (a raw \
+                 string, or `capture-in-string = \"refuse\"`): where the captured text holds a quote, a \
+                 backslash or a line break, the hook is refused; write `{{${name}!r}}` for the capture \
+                 as a string literal of its own"
             ),
             SpecWarningKind::CaptureInComment { name } => write!(
                 f,

@@ -482,3 +482,28 @@ fn the_library_docs_show_the_crate_doc_test() {
         "the README must show the crate root's doc test as it is"
     );
 }
+
+/// Regression: the examples returned their errors from `main`, which prints the `Debug` dump of
+/// an error (`Error(Parts { kind: ...`) instead of its message; they print `{err}` and exit.
+#[test]
+fn the_examples_print_errors_as_their_message() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut seen = 0;
+    for entry in std::fs::read_dir(root.join("examples")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        seen += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("fn main() -> ExitCode {") && text.contains("eprintln!(\"error: {err}\");"),
+            "{} must print its error with `{{err}}`, not return it from main",
+            path.display()
+        );
+    }
+    assert!(seen >= 3);
+    let docs = std::fs::read_to_string(root.join("docs/library.md")).unwrap();
+    let shown = markdown_block(&docs, "## Showing an error");
+    assert!(shown.contains("eprintln!(\"error: {err}\");"), "{shown}");
+}

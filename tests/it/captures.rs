@@ -2,7 +2,7 @@
 //! match, sealed as rendered (a second apply is a no-op, a changed capture an update, revert
 //! exact), and a name no pattern binds a spec error naming the hook and the TOML line.
 
-use pysplice::{apply, revert, ErrorKind, PlacementReason, Recipe, SourceFile, SpecReason, Status};
+use pysplice::{apply, revert, ErrorKind, PlacementReason, Recipe, SourceFile, SpecReason, Status, StringCapture};
 
 use crate::engine::{assert_invariants, inline_recipe};
 
@@ -203,4 +203,95 @@ fn a_captured_expression_keeps_its_meaning_where_the_template_puts_it() {
     assert!(!again.changed());
     let back = revert(&recipe, SourceFile::new("m.py", patched.output())).unwrap();
     assert_eq!(back.output(), input);
+}
+
+/// A hook that prints the source text of what `x = $V` assigns, inside a string literal;
+/// `more` (TOML lines) added to the hook.
+fn printing_hook(more: &str) -> Recipe {
+    inline_recipe(&format!(
+        "[[hook]]\nid = \"h\"\nsummary = \"s\"\nin = \"f\"\nat = {{ after = \"x = $V\" }}\ncode = '''print('x is {{$V}}')'''\n{more}"
+    ))
+}
+
+const QUOTED: &str = "def f():\n    x = dict(a='1', b=\"it's\\n\")\n    return x\n\n\nf()\n";
+
+/// Regression: a capture inside a string literal of the code was inserted as written, so a quote
+/// in it ended the literal (a warning only). By default it is escaped for that literal, which
+/// then holds the captured text: CPython prints it as written in the file.
+#[test]
+fn a_capture_inside_a_string_literal_is_escaped_by_default() {
+    for recipe in [printing_hook(""), printing_hook("capture-in-string = \"escape\"\n")] {
+        assert_eq!(recipe.hooks[0].capture_in_string, StringCapture::Escape);
+        assert_eq!(recipe.warnings(), []);
+        let patched = apply(&recipe, SourceFile::new("m.py", QUOTED)).unwrap();
+        assert_invariants(&recipe, "m.py", QUOTED, &patched);
+        let out = patched.output();
+        assert!(
+            out.contains(r#"    print('x is dict(a=\'1\', b="it\'s\\n")')"#),
+            "{out}"
+        );
+        let python = std::process::Command::new("python3")
+            .args(["-c", out])
+            .output()
+            .expect("python3");
+        assert!(python.status.success(), "{}", String::from_utf8_lossy(&python.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&python.stdout),
+            "x is dict(a='1', b=\"it's\\n\")\n"
+        );
+        assert_eq!(revert(&recipe, SourceFile::new("m.py", out)).unwrap().output(), QUOTED);
+    }
+}
+
+/// `capture-in-string = "refuse"`: where the captured text would need escaping, the hook is
+/// refused there (a required hook fails, an optional one is skipped); where it would not, it
+/// is placed as written.
+#[test]
+fn a_hook_may_refuse_a_capture_inside_a_string_literal() {
+    let recipe = printing_hook("capture-in-string = \"refuse\"\n");
+    assert_eq!(recipe.hooks[0].capture_in_string, StringCapture::Refuse);
+    let err = apply(&recipe, SourceFile::new("m.py", QUOTED)).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Placement { reason: PlacementReason::CaptureInString { name } } if name == "V"),
+        "{err}"
+    );
+    assert_eq!(err.hook(), Some("h"));
+    let plain = "def f():\n    x = g(1)\n";
+    let patched = apply(&recipe, SourceFile::new("m.py", plain)).unwrap();
+    assert!(
+        patched.output().contains("    print('x is g(1)')\n"),
+        "{}",
+        patched.output()
+    );
+    let optional = printing_hook("capture-in-string = \"refuse\"\noptional = true\n");
+    let patched = apply(&optional, SourceFile::new("m.py", QUOTED)).unwrap();
+    assert!(matches!(patched.outcomes()[0].status, Status::Skipped { .. }));
+    assert_eq!(patched.output(), QUOTED);
+    // The choice is a value of its own, and the builder says it too.
+    let err = Recipe::from_toml(
+        "r.toml",
+        "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"h\"\nsummary = \"s\"\nin = \"f\"\nat = \"start\"\ncode = \"pass\"\ncapture-in-string = \"maybe\"\n",
+    )
+    .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Spec { .. }), "{err}");
+    let built = Recipe::builder("r", "s")
+        .hook(
+            pysplice::Hook::builder("h", "s")
+                .target("f")
+                .at(pysplice::Anchor::after(pysplice::Pattern::parse("x = $V").unwrap()))
+                .code("print('x is {$V}')")
+                .capture_in_string(StringCapture::Refuse),
+        )
+        .build()
+        .unwrap();
+    let err = apply(&built, SourceFile::new("m.py", QUOTED)).unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Placement {
+                reason: PlacementReason::CaptureInString { .. }
+            }
+        ),
+        "{err}"
+    );
 }

@@ -902,7 +902,7 @@ fn generators_keep_their_bare_returns() {
     let Status::Skipped { reason } = &patched.outcomes()[1].status else {
         panic!("{:?}", patched.outcomes())
     };
-    assert!(reason.contains("bare returns of a generator"), "{reason}");
+    assert!(reason.contains("is a bare return of a generator"), "{reason}");
     assert!(!out.contains("return None"), "{out}");
 }
 

@@ -124,10 +124,7 @@ fn one_run(seed: u64, recipe: &Recipe, patched: &str, figures: &mut Figures) {
         std::thread::spawn(move || renamer(tree, outside, seed, stop, swaps))
     };
     let batch = Batch::run(recipe, std::slice::from_ref(&tree), Op::Apply);
-    let result = match batch.write() {
-        None => Err(batch.first_error().expect("a failed run has an error").clone()),
-        Some(written) => written.map(|w| w.len()),
-    };
+    let result = batch.write().map(|w| w.len()).map_err(pysplice::Error::from);
     stop.store(true, Ordering::Relaxed);
     worker.join().unwrap();
     figures.runs += 1;

@@ -122,3 +122,22 @@ fn star_parameters_the_target_lacks_are_errors() {
         );
     }
 }
+
+/// Regression: a count of one was printed with a plural noun ("has 1 named parameters").
+#[test]
+fn a_count_of_one_parameter_reads_in_the_singular() {
+    let err = rendered("A.klass", "seen({param.2})").unwrap_err();
+    assert_eq!(
+        placement_reason(&err),
+        &PlacementReason::MissingParameter { index: 2, count: 1 }
+    );
+    assert!(
+        err.to_string().contains("the target has 1 named parameter after"),
+        "{err}"
+    );
+    let err = rendered("A.posonly", "seen({param.4})").unwrap_err();
+    assert!(
+        err.to_string().contains("the target has 3 named parameters after"),
+        "{err}"
+    );
+}

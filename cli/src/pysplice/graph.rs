@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::project::{Project, QueryError, ScanOptions, Scope};
+use pysplice::report::counted;
 use pysplice::Conventions;
 use pysplice_cli::contract::{Body, ErrorInfo, Forwards, Graph, Output, ReachBody};
 
@@ -148,7 +149,10 @@ fn warn_problems(project: &Project) {
     if problems.is_empty() {
         return;
     }
-    errln!("warning: {} file(s) could not be parsed:", problems.len());
+    errln!(
+        "warning: {} could not be parsed:",
+        counted(problems.len(), "file", "files")
+    );
     for p in problems.iter().take(5) {
         errln!(
             "  {}:{}:{}: {}",
@@ -239,10 +243,10 @@ pub fn graph(args: &GraphArgs) -> u8 {
                     .filter(|d| matches!(d, pysplice::project::Diagnostic::UnresolvedBase { .. }))
                     .count();
                 emit(&format!(
-                    "{} classes, {} entry classes, {} unresolved bases\n",
-                    graph.classes().len(),
-                    entries.len(),
-                    unresolved
+                    "{}, {}, {}\n",
+                    counted(graph.classes().len(), "class", "classes"),
+                    counted(entries.len(), "entry class", "entry classes"),
+                    counted(unresolved, "unresolved base", "unresolved bases")
                 ));
                 0
             }

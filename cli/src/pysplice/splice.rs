@@ -135,7 +135,7 @@ fn report_not_targeted(batch: &Batch, json: bool, words: Words, body: fn(Splice)
                 diff: None,
                 notes: Vec::new(),
             };
-            outln!("{}", Output::new(path_name(path), body(splice)).to_line());
+            outln!("{}", Output::new(path_name(path), body(splice)).named(path).to_line());
         }
     } else if !batch.not_targeted.is_empty() {
         let n = batch.not_targeted.len();
@@ -188,7 +188,7 @@ fn failure(recipe: &Recipe, done: &FileRun, words: Words, body: fn(Splice) -> Bo
         diff: None,
         notes: Vec::new(),
     };
-    Output::failed(path_name(&done.path), body(splice), error)
+    Output::failed(path_name(&done.path), body(splice), error).named(&done.path)
 }
 
 /// Reports files that failed and gives the exit code, or nothing when all succeeded. With
@@ -239,16 +239,16 @@ fn report_failures(recipe: &Recipe, batch: &Batch, json: bool, words: Words, bod
 /// prints what happened and gives the exit code.
 fn write_changed(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body: fn(Splice) -> Body) -> Result<(), u8> {
     match batch.write() {
-        // Called after `report_failures` found none.
-        None => Ok(()),
-        Some(Ok(written)) => {
+        Ok(written) => {
             hard_link_notes(&written);
             Ok(())
         }
-        Some(Err(err)) => {
+        // Called after `report_failures` found no failed file: a write that failed.
+        Err(err) => {
+            let err = err.error();
             if json {
                 for d in &batch.files {
-                    outln!("{}", failure(recipe, d, words, body, ErrorInfo::from(&err)).to_line());
+                    outln!("{}", failure(recipe, d, words, body, ErrorInfo::from(err)).to_line());
                 }
             } else {
                 errln!("{err}");
@@ -256,7 +256,7 @@ fn write_changed(recipe: &Recipe, batch: &Batch, json: bool, words: Words, body:
                     errln!("nothing was written");
                 }
             }
-            Err(exit_code(&err))
+            Err(exit_code(err))
         }
     }
 }
@@ -302,11 +302,13 @@ pub fn placed(patched: &Patched) -> bool {
 /// Runs `apply`.
 pub fn apply(args: &ApplyArgs) -> u8 {
     let json = args.files.json;
+    // A dry run says what applying would do, as a plan does.
+    let words = if args.dry_run { Words::DryRun } else { Words::Apply };
     let (recipe, batch) = match run_all(&args.files, Op::Apply) {
         Ok(done) => done,
         Err(code) => return code,
     };
-    if let Some(code) = report_failures(&recipe, &batch, json, Words::Apply, Body::Apply) {
+    if let Some(code) = report_failures(&recipe, &batch, json, words, Body::Apply) {
         return code;
     }
     if !args.dry_run {
@@ -314,7 +316,7 @@ pub fn apply(args: &ApplyArgs) -> u8 {
             return code;
         }
     }
-    for (_, patched) in batch.successes() {
+    for (file, patched) in batch.successes() {
         // Computed only where it is printed.
         let diff = || patched.diff();
         if json {
@@ -323,21 +325,26 @@ pub fn apply(args: &ApplyArgs) -> u8 {
                 (true, false) => FileStatus::Patched,
                 (false, _) => FileStatus::UpToDate,
             };
-            let mut splice = Splice::new(status, patched.outcomes(), Words::Apply);
+            let mut splice = Splice::new(status, patched.outcomes(), words);
             splice.changed = patched.changed();
             splice.written = !args.dry_run && patched.changed();
             splice.diff = args.dry_run.then(diff);
             if placed(patched) {
                 splice.notes.clone_from(&recipe.notes);
             }
-            outln!("{}", Output::new(patched.name(), Body::Apply(splice)).to_line());
+            outln!(
+                "{}",
+                Output::new(patched.name(), Body::Apply(splice))
+                    .named(file.path())
+                    .to_line()
+            );
         } else if args.dry_run {
             out!("{}", diff());
         } else {
             out!("{}", report::applied_text(patched));
         }
     }
-    report_not_targeted(&batch, json, Words::Apply, Body::Apply, args.dry_run);
+    report_not_targeted(&batch, json, words, Body::Apply, args.dry_run);
     // The recipe's notes, once, after a run that placed hooks.
     if !json && batch.successes().any(|(_, p)| placed(p)) && !recipe.notes.is_empty() {
         let print_notes = if args.dry_run { errln_notes } else { outln_notes };
@@ -372,7 +379,7 @@ pub fn check(args: &FilesArgs) -> u8 {
         return code;
     }
     let mut code = 0;
-    for (_, patched) in batch.successes() {
+    for (file, patched) in batch.successes() {
         let pending = !patched.is_up_to_date();
         if pending {
             code = 1;
@@ -385,7 +392,12 @@ pub fn check(args: &FilesArgs) -> u8 {
             };
             let mut splice = Splice::new(status, patched.outcomes(), Words::Check);
             splice.changed = patched.changed();
-            outln!("{}", Output::new(patched.name(), Body::Check(splice)).to_line());
+            outln!(
+                "{}",
+                Output::new(patched.name(), Body::Check(splice))
+                    .named(file.path())
+                    .to_line()
+            );
         } else {
             let verdict = if pending { "needs apply" } else { "up to date" };
             outln!("{}: {verdict}", printable(patched.name()));
@@ -411,7 +423,7 @@ pub fn revert(args: &FilesArgs) -> u8 {
     if let Err(code) = write_changed(&recipe, &batch, args.json, Words::Revert, Body::Revert) {
         return code;
     }
-    for (_, patched) in batch.successes() {
+    for (file, patched) in batch.successes() {
         if args.json {
             let status = if patched.changed() {
                 FileStatus::Reverted
@@ -421,7 +433,12 @@ pub fn revert(args: &FilesArgs) -> u8 {
             let mut splice = Splice::new(status, patched.outcomes(), Words::Revert);
             splice.changed = patched.changed();
             splice.written = patched.changed();
-            outln!("{}", Output::new(patched.name(), Body::Revert(splice)).to_line());
+            outln!(
+                "{}",
+                Output::new(patched.name(), Body::Revert(splice))
+                    .named(file.path())
+                    .to_line()
+            );
         } else if patched.changed() {
             outln!("Reverted {}", printable(patched.name()));
             for outcome in patched.outcomes() {

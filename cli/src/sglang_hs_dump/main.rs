@@ -134,12 +134,14 @@ impl Mode {
         }
     }
 
-    /// The words hook statuses are given in for this mode.
-    fn words(self) -> Words {
-        match self {
-            Mode::Apply => Words::Apply,
-            Mode::Check => Words::Check,
-            Mode::Revert => Words::Revert,
+    /// The words hook statuses are given in for this mode (a dry run says what would happen).
+    fn words(self, dry_run: bool) -> Words {
+        match (self, dry_run) {
+            (Mode::Apply, false) => Words::Apply,
+            (Mode::Apply, true) => Words::DryRun,
+            (Mode::Check, _) => Words::Check,
+            (Mode::Revert, false) => Words::Revert,
+            (Mode::Revert, true) => Words::RevertDryRun,
         }
     }
 }

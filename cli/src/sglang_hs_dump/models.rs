@@ -175,7 +175,7 @@ impl Finished<'_> {
         };
         for p in self.patches {
             let status = crate::file_status(mode, args.dry_run, pending(p), p.patched.changed());
-            let mut splice = Splice::new(status, &crate::named(&p.patched), mode.words());
+            let mut splice = Splice::new(status, &crate::named(&p.patched), mode.words(args.dry_run));
             splice.changed = p.patched.changed();
             splice.written = self.written && p.patched.changed();
             splice.diff = args.dry_run.then(|| Self::diff(p));
@@ -191,7 +191,7 @@ impl Finished<'_> {
             outln!("{}", Output::new(path, dump(splice, served, None)).to_line());
         }
         for root in self.roots.iter().filter(|r| r.skipped.is_some()) {
-            let splice = Splice::new(FileStatus::Skipped, &[], mode.words());
+            let splice = Splice::new(FileStatus::Skipped, &[], mode.words(args.dry_run));
             let path = self.dir.join(&root.file).display().to_string();
             let body = dump(splice, vec![root.class.clone()], root.skipped.clone());
             outln!("{}", Output::new(path, body).to_line());

@@ -14,7 +14,7 @@ use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
 
 /// A failure with what became of every hook (every hook as not run when none are known).
 fn failed(args: &Args, recipe: &Recipe, file: &Path, error: ErrorInfo, outcomes: &[HookOutcome], code: u8) -> u8 {
-    let words = Mode::of(args).words();
+    let words = Mode::of(args).words(args.dry_run);
     let hooks = if outcomes.is_empty() {
         HookResult::not_run(recipe)
     } else {
@@ -204,7 +204,7 @@ impl Finished<'_> {
     fn print_json(&self) -> u8 {
         let (args, patched) = (self.args, &self.patched);
         let status = crate::file_status(self.mode, args.dry_run, crate::pending(patched), patched.changed());
-        let mut splice = Splice::new(status, &crate::named(patched), self.mode.words());
+        let mut splice = Splice::new(status, &crate::named(patched), self.mode.words(args.dry_run));
         splice.changed = patched.changed();
         splice.written = self.written;
         splice.diff = (args.dry_run || self.demo).then(|| self.diff());

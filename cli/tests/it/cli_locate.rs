@@ -217,7 +217,7 @@ fn ambiguous_exits_1_listing_lines() {
     let output = locate(&[&file, "Platform.path#3"]);
     assert_exit(&output, 1);
     assert!(
-        stderr(&output).contains("asks for occurrence 3 but it is defined 2 time(s)"),
+        stderr(&output).contains("asks for occurrence 3 but it is defined 2 times"),
         "{}",
         stderr(&output)
     );

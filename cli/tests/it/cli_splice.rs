@@ -157,7 +157,7 @@ fn spec_warnings_go_to_stderr_and_the_run_goes_on() {
     let t = Temp::new();
     let spec = t.write(
         "w.toml",
-        b"[recipe]\nid = \"w\"\nsummary = \"s\"\n\n[[hook]]\nid = \"say\"\nsummary = \"Said it\"\nin = \"f\"\nat = { after = \"x = $V\" }\ncode = \"print('x is {$V}')\"\n",
+        b"[recipe]\nid = \"w\"\nsummary = \"s\"\n\n[[hook]]\nid = \"say\"\nsummary = \"Said it\"\nin = \"f\"\nat = { after = \"x = $V\" }\ncode = \"print('x is {$V}')\"\ncapture-in-string = \"refuse\"\n",
     );
     let file = t.write("m.py", b"def f():\n    x = 1\n");
     for command in ["check", "apply"] {
@@ -255,6 +255,17 @@ fn dry_run_prints_the_diff_and_writes_nothing() {
     assert_eq!(values[0]["path"], name.as_str());
     assert_eq!(values[0]["command"], "apply");
     assert_eq!(values[0]["status"], "would-patch");
+    // Regression: the hooks of a dry run said "applied", as if the file had been written.
+    let hooks: Vec<&str> = values[0]["hooks"]
+        .as_array()
+        .expect("hooks")
+        .iter()
+        .map(|h| h["status"].as_str().unwrap())
+        .collect();
+    assert!(
+        !hooks.is_empty() && hooks.iter().all(|&h| h == "would-apply"),
+        "{hooks:?}"
+    );
     assert_eq!(values[0]["written"], false);
     assert_eq!(values[0]["changed"], true);
     assert_eq!(

@@ -829,7 +829,7 @@ fn a_folder_swapped_between_read_and_write_redirects_nothing() {
         fs::rename(&d, &moved).unwrap();
         std::os::unix::fs::symlink(&victim, &d).unwrap();
         let err = if through_batch {
-            batch.write().expect("every file succeeded").unwrap_err()
+            pysplice::Error::from(batch.write().unwrap_err())
         } else {
             let patched = pysplice::apply(&recipe, read.source().clone()).unwrap();
             read.write(patched.output()).unwrap_err()
@@ -1034,6 +1034,75 @@ fn names_that_are_not_utf8_are_shown_escaped() {
     let out = text(&output.stdout);
     assert!(out.contains("bad\\\\xfe.py"), "{out}");
     assert!(!out.contains('\u{fffd}'), "{out}");
+}
+
+/// In JSON, a name that is not UTF-8 comes also as `fs_path`, its `os.fsdecode` form (each byte
+/// that is not UTF-8 a lone surrogate), so that Python's `os.fsencode` of it gives back the
+/// name's bytes; `path` alone (`\xff` as text) could not be mapped back to the file.
+#[test]
+fn json_names_that_are_not_utf8_map_back_to_their_bytes() {
+    use std::io::Write as _;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = Dir::new();
+    let spec = dir.spec();
+    let tree = dir.path().join("t");
+    fs::create_dir(&tree).unwrap();
+    let odd = tree.join(std::ffi::OsStr::from_bytes(b"m\xff\xc3 \\x41.py"));
+    let plain = tree.join("plain.py");
+    let broken = tree.join(std::ffi::OsStr::from_bytes(b"bad\xfe.py"));
+    fs::write(&odd, MODEL).unwrap();
+    fs::write(&plain, MODEL).unwrap();
+    let decoded = |args: &[&Path]| -> (String, Vec<Vec<u8>>) {
+        let output = run(pysplice(), args);
+        let lines = text(&output.stdout);
+        let script = "import json, os, sys\n\
+                      for line in sys.stdin:\n    \
+                      v = json.loads(line)\n    \
+                      sys.stdout.buffer.write(os.fsencode(v.get('fs_path', v['path'])).hex().encode() + b'\\n')\n";
+        let mut python = Command::new("python3")
+            .args(["-c", script])
+            .env("PYTHONUTF8", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        python.stdin.take().unwrap().write_all(&output.stdout).unwrap();
+        let answer = python.wait_with_output().unwrap();
+        assert!(answer.status.success());
+        let names = text(&answer.stdout)
+            .lines()
+            .map(|hex| {
+                (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                    .collect()
+            })
+            .collect();
+        (lines, names)
+    };
+    let dry_run: [&Path; 6] = [p("apply"), p("--dry-run"), p("--json"), p("--spec"), &spec, &tree];
+    let check: [&Path; 5] = [p("check"), p("--json"), p("--spec"), &spec, &tree];
+    for (command, args) in [("apply --dry-run", &dry_run[..]), ("check", &check[..])] {
+        let (lines, names) = decoded(args);
+        assert!(lines.contains(r#""fs_path":"#), "{lines}");
+        assert!(lines.contains(r"\udcff\udcc3"), "{lines}");
+        let mut want = vec![
+            odd.as_os_str().as_bytes().to_vec(),
+            plain.as_os_str().as_bytes().to_vec(),
+        ];
+        let mut names = names;
+        want.sort();
+        names.sort();
+        assert_eq!(names, want, "{command}: {lines}");
+        // A UTF-8 name has no `fs_path`: its `path` is its name.
+        let plain_line = lines.lines().find(|l| l.contains("plain.py")).unwrap();
+        assert!(!plain_line.contains("fs_path"), "{plain_line}");
+    }
+    // A file that fails names itself the same way.
+    fs::write(&broken, "class Model:\n    def forward(self, x:\n").unwrap();
+    let (lines, names) = decoded(&[p("apply"), p("--json"), p("--spec"), &spec, &tree]);
+    assert!(names.contains(&broken.as_os_str().as_bytes().to_vec()), "{lines}");
+    assert_eq!(fs::read(&odd).unwrap(), MODEL.as_bytes(), "nothing was written");
 }
 
 /// A mistyped target in a folder run gets the closest names of the files scanned, as one file

@@ -118,6 +118,11 @@ fn arch_all_and_model_path() {
     assert!(files.iter().all(|f| f["status"] == "would-patch"
         && f["diff"].as_str().is_some_and(|d| d.contains("+++ b/"))
         && !f["architectures"].as_array().unwrap().is_empty()));
+    // A dry run's hooks say what would be done, never `applied`.
+    assert!(files
+        .iter()
+        .flat_map(|f| f["hooks"].as_array().unwrap())
+        .all(|h| h["status"] != "applied"));
     assert!(objects.iter().any(|o| o["status"] == "skipped"
         && o["architectures"] == serde_json::json!(["MindSporeForCausalLM"])
         && o["skipped"].is_string()
