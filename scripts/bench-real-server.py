@@ -79,7 +79,6 @@ def main():
                     job.wait_idle()
                 server.stop()
                 servers = []
-        job.wait_idle()
         files = len([n for n in os.listdir(job.dump) if n.endswith(".ckpt")])
         med_off, med_on = statistics.median(rates["off"]), statistics.median(rates["on"])
         print(json.dumps({"release": args.release, "arch": real.ARCH_CLASS[args.arch], "prompts": args.prompts,
