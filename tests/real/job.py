@@ -135,6 +135,8 @@ class Server:
             "--attention-backend", "intel_amx" if deepseek else "torch_native",
             "--sampling-backend", "pytorch", "--max-total-tokens", "16384", "--chunked-prefill-size", str(CHUNK),
             "--max-running-requests", "8", "--mem-fraction-static", "0.1", "--log-level", "warning",
+            # the scheduler polls without pause when idle otherwise: a core taken from everything else
+            "--sleep-on-idle",
         ] + flags
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
