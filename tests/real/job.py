@@ -63,6 +63,11 @@ class JobFailed(Exception):
     pass
 
 
+def records_rids(release):
+    """Whether a release's samples carry their request's rid (0.5.10 and later)."""
+    return tuple(int(x) for x in re.findall(r"\d+", release)[:3]) >= (0, 5, 10)
+
+
 def step(message):
     print("[%s] %s" % (time.strftime("%H:%M:%S"), message), flush=True)
 
@@ -192,7 +197,7 @@ class Job:
         self.live = []
         # Samples carry their request's rid from 0.5.10: before, the sender cannot match them to
         # what it sent, so it sends with a record only and the masks stay all ones (the guide).
-        self.rids = tuple(int(x) for x in re.findall(r"\d+", self.release)[:3]) >= (0, 5, 10)
+        self.rids = records_rids(self.release)
 
     def hs_dump(self, *extra, ok=(0,)):
         arch = [] if self.arch in DEEPSEEK else ["--arch", ARCH_CLASS[self.arch]]
@@ -367,7 +372,7 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--live", action="store_true", help="also the live-traffic route")
     args = parser.parse_args()
-    if args.live and tuple(int(x) for x in re.findall(r"\d+", args.release)[:3]) < (0, 5, 10):
+    if args.live and not records_rids(args.release):
         parser.error("--live needs 0.5.10 or newer (the sender masks by rid)")
     began = time.monotonic()
     job = Job(args)
