@@ -6,8 +6,8 @@
 Needs `transformers` and `tokenizers` in the running interpreter (the sender runs in it too) and
 the `sglang-hs-send` program (--send, $SGLANG_HS_SEND, else target/{release,debug}/sglang-hs-send).
 
-Makes the tiny tokenizer of tests/send/ and N good conversations (its ChatML template, about
-1,000 tokens each on average), starts tests/send/standin_server.py with no dump (each request is
+Makes the tiny tokenizer of crates/pysplice-sglang/tests/python/send/ and N good conversations (its ChatML template, about
+1,000 tokens each on average), starts crates/pysplice-sglang/tests/python/send/standin_server.py with no dump (each request is
 answered at once, up to 256 per pass) and times whole runs of the sender, each over every
 conversation with a fresh record: first `--dry-run` (read, render and tokenize only: the
 reference, measured in the same run), then sending at each concurrency. Prints, per mode, the

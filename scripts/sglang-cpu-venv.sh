@@ -9,7 +9,7 @@
 # transformers held to the release's own pins (from its metadata; pip would upgrade them
 # otherwise). PyPI's torch wheel brings the CUDA libraries, unused on a CPU: about 6 GB a venv.
 # Also installed: jinja2 (the sender renders chat templates) and SpecForge's parser (no
-# dependencies), the reference of tests/real/expect.py.
+# dependencies), the reference of crates/pysplice-sglang/tests/python/real/expect.py.
 #
 # The venvs live in $PYSPLICE_SGLANG_VENVS (default ~/.cache/pysplice/sglang-cpu), outside any
 # checkout, so that a second run of .ci/run on the machine reuses them; a venv is reused only when

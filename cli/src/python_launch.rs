@@ -44,23 +44,28 @@ pub fn launch(name: &str, needs: &str, program: &Program) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// A Python program built into a command: modules made importable from their source, then the
-/// main file run as `__main__`. Each source travels as an argument of its own after the start
-/// given to `python -c` (Linux takes at most [`MAX_ARGUMENT`] bytes in one argument, and the
-/// sender with its modules is more than that); the start takes them off `sys.argv` before the
-/// program reads its own arguments.
+/// A Python program built into a command: a package whose modules are made importable from
+/// their source, then one of them run as `__main__`. Each source travels as an argument of its
+/// own after the start given to `python -c` (Linux takes at most [`MAX_ARGUMENT`] bytes in one
+/// argument, and the sender with its modules is more than that); the start takes them off
+/// `sys.argv` before the program reads its own arguments. The modules import each other as
+/// the package's own (`from . import masks`), exactly as they do in the checkout, where the
+/// package is a folder; no file on disk is imported in their place.
 pub struct Program {
     /// The command's name: `sys.argv[0]`, and the prefix of the modules' `__file__`.
     pub name: &'static str,
-    /// The modules the main file imports, made in this order: (module name, source).
+    /// The package the modules belong to (`pysplice_sglang`).
+    pub package: &'static str,
+    /// The modules the main module imports, made in this order (each after those it imports):
+    /// (module name within the package, source).
     pub modules: &'static [(&'static str, &'static str)],
-    /// The main file: (file name, source).
+    /// The module run as `__main__`: (module name within the package, source).
     pub main: (&'static str, &'static str),
 }
 
 impl Program {
-    /// What `python -c` runs: [`ISOLATE`] first, then the modules and the main file from the
-    /// arguments that follow it ([`Program::sources`]).
+    /// What `python -c` runs: [`ISOLATE`] first, then the package, its modules and the main
+    /// module from the arguments that follow it ([`Program::sources`]).
     pub fn start(&self) -> String {
         let count = self.modules.len() + 1;
         let names: String = self
@@ -73,23 +78,31 @@ impl Program {
              _sources = sys.argv[1:{end}]\n\
              del sys.argv[1:{end}]\n\
              sys.argv[0] = {name}\n\
+             _package = type(sys)({package})\n\
+             _package.__path__ = []\n\
+             _package.__package__ = {package}\n\
+             _package.__file__ = {prefix} + '__init__.py'\n\
+             sys.modules[{package}] = _package\n\
              for _name, _source in zip(({names}), _sources):\n\
-             \x20   _m = type(sys)(_name)\n\
+             \x20   _m = type(sys)({package} + '.' + _name)\n\
+             \x20   _m.__package__ = {package}\n\
              \x20   _m.__file__ = {prefix} + _name + '.py'\n\
+             \x20   sys.modules[_m.__name__] = _m\n\
+             \x20   setattr(_package, _name, _m)\n\
              \x20   exec(compile(_source, _m.__file__, 'exec'), _m.__dict__)\n\
-             \x20   sys.modules[_name] = _m\n\
-             _main = {{'__name__': '__main__', '__file__': {main}}}\n\
+             _main = {{'__name__': '__main__', '__package__': {package}, '__file__': {main}}}\n\
              _source = _sources[-1]\n\
-             del _sources\n\
+             del _sources, _package\n\
              exec(compile(_source, _main['__file__'], 'exec'), _main)\n",
             end = count + 1,
             name = python_literal(self.name),
-            prefix = python_literal(&format!("<{}>/", self.name)),
-            main = python_literal(&format!("<{}>/{}", self.name, self.main.0)),
+            package = python_literal(self.package),
+            prefix = python_literal(&format!("<{}>/{}/", self.name, self.package)),
+            main = python_literal(&format!("<{}>/{}/{}.py", self.name, self.package, self.main.0)),
         )
     }
 
-    /// The arguments after the start: each module's source, then the main file's.
+    /// The arguments after the start: each module's source, then the main module's.
     pub fn sources(&self) -> Vec<&'static str> {
         let mut sources: Vec<&'static str> = self.modules.iter().map(|(_, source)| *source).collect();
         sources.push(self.main.1);
@@ -284,14 +297,15 @@ mod tests {
         const BIG: &str = include_str!("python_launch.rs");
         let program = |main: &'static str| Program {
             name: "p",
+            package: "pkg",
             modules: &[("m", "x = 1\n")],
-            main: ("p.py", main),
+            main: ("p", main),
         };
         assert_eq!(program("print(1)\n").problem(), None);
         assert!(program("s = '\u{e9}'\n")
             .problem()
             .unwrap()
-            .starts_with("p.py: not plain ASCII"));
+            .starts_with("p: not plain ASCII"));
         let huge: &'static str = Box::leak(BIG.repeat(MAX_ARGUMENT / BIG.len() + 1).into_boxed_str());
         assert!(program(huge).problem().unwrap().contains("over one argument"));
         assert_eq!(program("print(1)\n").sources(), ["x = 1\n", "print(1)\n"]);

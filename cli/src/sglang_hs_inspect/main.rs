@@ -15,7 +15,7 @@
 //! says what a hostile file or folder cannot do. Reading the samples needs PyTorch, so the checker
 //! is a Python program (`hs_inspect.py` beside this file; not `inspect.py`, which would shadow the
 //! standard module when the file is run on its own), built into this command with the sample reader
-//! it imports (`scripts/specforge_loss_mask.py`, the one `sglang-hs-send` embeds too); the command
+//! it imports (`crates/pysplice-sglang/python/pysplice_sglang/masks.py`, the one `sglang-hs-send` embeds too); the command
 //! starts the interpreter on it as `sglang-hs-send` does: `--python PY` picks the interpreter
 //! (default `python3`), the one of the environment that has `torch`. On Unix the interpreter
 //! replaces this process, so its exit status is the checker's own.
@@ -25,10 +25,10 @@ use std::process::ExitCode;
 use pysplice_cli::python_launch::{self, Program};
 
 /// The checker.
-const INSPECT: &str = include_str!("hs_inspect.py");
+const INSPECT: &str = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/inspector.py");
 /// The bounded sample reader the checker imports, shared with `sglang-hs-send` (the loss-mask
 /// script, whose reader section both use).
-const LOSS_MASK: &str = include_str!("../../../scripts/specforge_loss_mask.py");
+const LOSS_MASK: &str = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/masks.py");
 
 fn main() -> ExitCode {
     python_launch::launch("sglang-hs-inspect", "torch", &PROGRAM)
@@ -39,8 +39,9 @@ fn main() -> ExitCode {
 /// text, then the checker run as `__main__`.
 const PROGRAM: Program = Program {
     name: "sglang-hs-inspect",
-    modules: &[("specforge_loss_mask", LOSS_MASK)],
-    main: ("hs_inspect.py", INSPECT),
+    package: "pysplice_sglang",
+    modules: &[("masks", LOSS_MASK)],
+    main: ("inspector", INSPECT),
 };
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //!
 //! Rendering a conversation needs the model's own tokenizer and chat template, which live in
 //! Python (`transformers`), so the sender is a Python program (`send.py` beside this file, with
-//! `scripts/specforge_loss_mask.py`, whose rule it applies). Both are built into this command,
+//! `crates/pysplice-sglang/python/pysplice_sglang/masks.py`, whose rule it applies). Both are built into this command,
 //! which starts the interpreter on them: one installed command (by `cargo install` or the wheel)
 //! with nothing to find on disk. `--python PY` picks the interpreter (default `python3`), the
 //! one of the environment that has `transformers`. On Unix the interpreter replaces this
@@ -23,11 +23,11 @@ use std::process::ExitCode;
 use pysplice_cli::python_launch::{self, Program};
 
 /// The sender.
-const SEND: &str = include_str!("send.py");
+const SEND: &str = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/send.py");
 /// The loss-mask module the sender imports (also a script of its own).
-const LOSS_MASK: &str = include_str!("../../../scripts/specforge_loss_mask.py");
+const LOSS_MASK: &str = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/masks.py");
 /// The reader of SGLang's request dumps (`--request-dumps`), which the sender imports.
-const REQUEST_DUMPS: &str = include_str!("request_dumps.py");
+const REQUEST_DUMPS: &str = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/request_dumps.py");
 
 fn main() -> ExitCode {
     python_launch::launch("sglang-hs-send", "transformers", &PROGRAM)
@@ -38,8 +38,9 @@ fn main() -> ExitCode {
 /// request-dump modules made importable from their text, then the sender run as `__main__`.
 const PROGRAM: Program = Program {
     name: "sglang-hs-send",
-    modules: &[("specforge_loss_mask", LOSS_MASK), ("request_dumps", REQUEST_DUMPS)],
-    main: ("send.py", SEND),
+    package: "pysplice_sglang",
+    modules: &[("masks", LOSS_MASK), ("request_dumps", REQUEST_DUMPS)],
+    main: ("send", SEND),
 };
 
 #[cfg(test)]

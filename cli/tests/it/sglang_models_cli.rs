@@ -288,17 +288,17 @@ fn all_or_nothing() {
     assert_eq!(snapshot(&models), before, "a file was written although another failed");
 }
 
-/// The stand-in model files of the device runtime test (tests/runtime/families: four families
+/// The stand-in model files of the device runtime test (crates/pysplice-sglang/tests/python/runtime/families: four families
 /// whose forwards differ) are patched by `--arch all` and pass the independent check; where
 /// python3 has PyTorch, the runtime test itself runs too (on the device machine it runs through
-/// tests/runtime/patch_families.sh and run_families_on_device.sh).
+/// crates/pysplice-sglang/tests/python/runtime/patch_families.sh and run_families_on_device.sh).
 #[test]
 fn runtime_standins_patch_and_check() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("sglang_models_cli")
         .join("families");
     let _ = std::fs::remove_dir_all(&dir);
-    let source = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("tests/runtime/families");
+    let source = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("crates/pysplice-sglang/tests/python/runtime/families");
     let pristine = source.join("sglang/srt/models");
     for file in common::python_files(&source) {
         let to = dir.join(file.strip_prefix(&source).unwrap());
@@ -326,7 +326,7 @@ fn runtime_standins_patch_and_check() {
     );
     let models = dir.join("sglang/srt/models");
     let check = Command::new("python3")
-        .arg(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("tests/py_check_hs_models.py"))
+        .arg(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("crates/pysplice-sglang/tests/python/check_hs_models.py"))
         .arg(&models)
         .arg(&pristine)
         .args(&archs)
@@ -355,7 +355,7 @@ fn runtime_standins_patch_and_check() {
         .output()
         .is_ok_and(|o| o.status.success());
     if has_torch {
-        let script = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("tests/runtime/run_families_test.py");
+        let script = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("crates/pysplice-sglang/tests/python/runtime/run_families_test.py");
         let patched = Command::new("python3")
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .arg(&script)

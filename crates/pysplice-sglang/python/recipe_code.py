@@ -18,7 +18,7 @@ import tokenize
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PACKAGE = HERE / "hs_dump"
+PACKAGE = HERE / "pysplice_sglang" / "dump"
 RECIPES = HERE.parent / "recipes"
 # Each recipe file and the hooks whose code this script owns in it.
 TARGETS = (
@@ -233,7 +233,7 @@ def main(argv):
         diff = list(difflib.unified_diff(old.splitlines(True), new.splitlines(True), name, name + " (from hs_dump)"))
         sys.stdout.write("".join(diff[:80]) + ("... (%d more lines)\n" % (len(diff) - 80) if len(diff) > 80 else ""))
     if stale:
-        sys.stderr.write("the recipes' code differs from crates/pysplice-sglang/python/hs_dump: run %s --write\n" % sys.argv[0])
+        sys.stderr.write("the recipes' code differs from crates/pysplice-sglang/python/pysplice_sglang/dump: run %s --write\n" % sys.argv[0])
         return 1
     return 0
 

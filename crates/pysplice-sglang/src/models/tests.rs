@@ -13,7 +13,7 @@ use pysplice::ErrorKind;
 /// What the outside twins hold besides the stand-in's text: a patch made of them would carry it.
 const OUTSIDE: &str = "\nOUTSIDE_THE_TREE = 1\n";
 
-/// The stand-in models folder (`tests/runtime/families`), as `<dir>/t/sglang/srt/models`, with
+/// The stand-in models folder (`crates/pysplice-sglang/tests/python/runtime/families`), as `<dir>/t/sglang/srt/models`, with
 /// `llama.py` moved into `sub` when `in_sub`; and its twin `<dir>/outside` (the same files, each
 /// with [`OUTSIDE`] added). Gives the models folder and the twin.
 fn folders(dir: &Path, in_sub: bool) -> (PathBuf, PathBuf) {

@@ -1,5 +1,5 @@
 //! The independent check of the model patches with CPython's `ast`
-//! (`tests/py_check_hs_models.py`, sharing no code with pysplice) on every pinned release and
+//! (`crates/pysplice-sglang/tests/python/check_hs_models.py`, sharing no code with pysplice) on every pinned release and
 //! architecture, and the proof that it fails where it must. Its own module, sorted first, so
 //! that its `python3` processes, the longest of this binary, start with the binary.
 
@@ -59,7 +59,7 @@ fn py_check_batch(jobs: &[(PathBuf, PathBuf, Vec<String>)], scratch: &Path) -> V
             let manifest = scratch.join(format!("jobs-{i}.json"));
             std::fs::write(&manifest, serde_json::to_string(&list).unwrap()).unwrap();
             let child = Command::new("python3")
-                .arg(Path::new(common::WORKSPACE).join("tests/py_check_hs_models.py"))
+                .arg(Path::new(common::WORKSPACE).join("crates/pysplice-sglang/tests/python/check_hs_models.py"))
                 .arg("--batch")
                 .arg(&manifest)
                 .stdout(std::process::Stdio::piped())

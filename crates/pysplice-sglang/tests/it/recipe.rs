@@ -1,7 +1,7 @@
 //! The bundled `sglang-hs-dump` recipe on every pinned SGLang release: a snapshot of what it does
 //! to `deepseek_v2.py` (per-hook status and location, the changed lines), the invariants (CPython
 //! compiles the output, applying twice equals once, revert gives back the original bytes), an
-//! independent check of the patched file with Python's `ast` (`tests/py_check_hs_dump.py`), and
+//! independent check of the patched file with Python's `ast` (`crates/pysplice-sglang/tests/python/check_hs_dump.py`), and
 //! the `sglang_hs_dump` example binary end to end.
 
 use crate::common;
@@ -231,7 +231,7 @@ fn invariants_per_release() {
 // ------------------------------------------------------------------------------------------------
 // The independent Python check
 
-/// Runs `tests/py_check_hs_dump.py` on `(patched, original)` pairs; the verdicts by file.
+/// Runs `crates/pysplice-sglang/tests/python/check_hs_dump.py` on `(patched, original)` pairs; the verdicts by file.
 fn py_check(pairs: &[(PathBuf, Option<PathBuf>)]) -> (bool, Vec<serde_json::Value>) {
     let args: Vec<String> = pairs
         .iter()
@@ -241,7 +241,7 @@ fn py_check(pairs: &[(PathBuf, Option<PathBuf>)]) -> (bool, Vec<serde_json::Valu
         })
         .collect();
     let output = Command::new("python3")
-        .arg(Path::new(MANIFEST).join("tests/py_check_hs_dump.py"))
+        .arg(Path::new(MANIFEST).join("crates/pysplice-sglang/tests/python/check_hs_dump.py"))
         .args(&args)
         .output()
         .expect("python3 runs");
@@ -416,7 +416,7 @@ fn mock_and_demo_pass_the_python_check() {
     let recipe = recipe();
     let mut pairs = Vec::new();
     for (name, source) in [
-        ("mock.py", "tests/runtime/mock_deepseek_v2.py"),
+        ("mock.py", "crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py"),
         ("demo.py", "crates/pysplice-sglang/data/demo_model.py"),
     ] {
         let input = std::fs::read_to_string(Path::new(MANIFEST).join(source)).unwrap();
@@ -435,18 +435,18 @@ fn mock_and_demo_pass_the_python_check() {
     assert!(ok, "{:#?}", verdicts.iter().map(errors).collect::<Vec<_>>());
 }
 
-/// `tests/runtime/run_hs_dump_test.py` on the mock patched by the engine. It needs PyTorch, which
+/// `crates/pysplice-sglang/tests/python/runtime/run_hs_dump_test.py` on the mock patched by the engine. It needs PyTorch, which
 /// CI does not have: run it with `cargo test -p pysplice-sglang --test it -- --ignored` where PyTorch is
-/// installed, or `tests/runtime/run_on_device.sh` on a GPU machine.
+/// installed, or `crates/pysplice-sglang/tests/python/runtime/run_on_device.sh` on a GPU machine.
 #[test]
 #[ignore = "needs PyTorch"]
 fn runtime_test_on_the_engine_patched_mock() {
     let dir = scratch("runtime");
-    let mock = std::fs::read_to_string(Path::new(MANIFEST).join("tests/runtime/mock_deepseek_v2.py")).unwrap();
+    let mock = std::fs::read_to_string(Path::new(MANIFEST).join("crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py")).unwrap();
     let patched = dir.join("mock_deepseek_v2_patched.py");
     write(&patched, patch(&recipe(), "mock_deepseek_v2.py", &mock).output());
     let output = Command::new("python3")
-        .arg(Path::new(MANIFEST).join("tests/runtime/run_hs_dump_test.py"))
+        .arg(Path::new(MANIFEST).join("crates/pysplice-sglang/tests/python/runtime/run_hs_dump_test.py"))
         .arg(&patched)
         .env("HS_TEST_DEVICE", "cpu")
         .output()
