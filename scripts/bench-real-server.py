@@ -4,7 +4,7 @@
     VENV/bin/python scripts/bench-real-server.py --venv VENV --release X --bin DIR [--arch deepseek_v3]
         [--rounds 5 --prompts 16 --tokens 512 --concurrency 4]
 
-One install, patched by `sglang-hs-dump --installed`, serves the same tiny model (tests/real) on a
+One install, patched by `sglang-hs-dump --installed`, serves the same tiny model (crates/pysplice-sglang/tests/python/real) on a
 CPU with the flags it printed, launched alternately with SGLANG_HS_DUMP_DIR set (dump on) and
 without (the patched file then does one attribute test per forward): off, on, off, on. Each launch
 runs `--rounds` rounds of the same prompts (random token ids, radix cache off) sent

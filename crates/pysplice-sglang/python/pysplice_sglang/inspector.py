@@ -69,14 +69,14 @@ SHOWN = 10  # odd files named per value in the text report (all of them in --jso
 # Bounds on one sample, far above what the dump writes (a data.pkl of about 2 KB, ten zip
 # entries, a provenance of twenty keys), so that no file can make the checker read, hold or
 # print more than a few megabytes. The bounds on the zip, data.pkl and tensors are the
-# reader's (specforge_loss_mask.MAX_*); these are the provenance's.
+# reader's (masks.MAX_*); these are the provenance's.
 MAX_KEYS = 256  # provenance keys
 MAX_KEY = 128  # characters of a provenance key
 MAX_LIST = 4096  # items of a provenance list or layers_to_capture
 MAX_TEXT = 4096  # characters of a provenance string
 MAX_MESSAGE = 300  # characters of an error message quoted from torch.load
 
-# The reader, shared with specforge_loss_mask.py and sglang-hs-send: regular files only, then
+# The reader, shared with masks.py and sglang-hs-send: regular files only, then
 # torch.save's zip layout and data.pkl within bounds; its refusals are SampleErrors whose
 # `kind` is "not-a-file", "archive", "pickle" or "tensor".
 SampleError, NotAFile = slm.SampleError, slm.NotAFile

@@ -276,7 +276,7 @@ def loss_mask(tokenizer, messages, ids, tools=None):
 # end record and central directory bounded; every entry stored (a deflated one, a zip bomb, is
 # refused unread); a data.pkl of at most 1 MiB read by a small pickle machine that imports and
 # calls nothing; every tensor inside its storage, every storage's entry holding exactly its
-# declared elements. This reader is also sglang-hs-inspect's (its hs_inspect.py imports this
+# declared elements. This reader is also sglang-hs-inspect's (its inspector.py imports this
 # file, which that program embeds); the mask's own checks (a rid of at most 512 bytes;
 # input_ids and loss_mask flat int64 tensors, a sample declaring 2**36 ids refused by its
 # declared size before anything is allocated) are in Sample.

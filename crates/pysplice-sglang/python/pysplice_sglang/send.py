@@ -3,7 +3,7 @@
 Reads conversations (JSONL, one {"messages": [...]} per line in the OpenAI shape, or
 ShareGPT's {"conversations": [{"from", "value"}]}; "rid" or "id" names a conversation, else
 a hash of its messages does), renders each with the model's tokenizer and chat template
-exactly as crates/pysplice-sglang/python/pysplice_sglang/masks.py does, and POSTs the token ids to SGLang's native
+exactly as masks.py (beside this file) does, and POSTs the token ids to SGLang's native
 /generate with an explicit rid and one new token. The server's dump (sglang-hs-dump) writes
 one sample per request; when a sample lands in a --dump-dir folder, its loss_mask is set
 (SpecForge's rule: assistant tokens only) and checked against what was sent.
@@ -23,7 +23,7 @@ Before the first conversation it checks, each failure one line and exit status 2
 few tries), that the tokenizer loads (its own code, e.g. a tiktoken-based class, only with
 --trust-remote-code). The first conversation is then sent alone, and with a dump folder its
 sample must land there. Tokenizers without offsets (Python classes) get the same mask as fast
-ones (specforge_loss_mask.tokens_and_mask).
+ones (masks.tokens_and_mask).
 
 This file runs inside the `sglang-hs-send` command (which embeds it, with the loss-mask
 module, and starts the chosen Python with it); it needs `transformers` and `jinja2` for the

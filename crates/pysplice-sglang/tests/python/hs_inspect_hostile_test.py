@@ -475,11 +475,10 @@ class HostileSamples(unittest.TestCase):
     def test_without_pytorch_one_line_and_exit_2(self):
         for i in range(3):
             self.put("d%d.ckpt" % i, S.sample_bytes(S.sample()))
-        program = os.path.join(S.REPO, "cli", "src", "sglang_hs_inspect", "hs_inspect.py")
-        # the reader it imports from scripts/, as the command embeds it
-        scripts = os.path.join(S.REPO, "scripts")
-        hide = ("import sys; sys.path.insert(0, %r); sys.modules['torch'] = None; sys.argv[:1] = [%r]; "
-                "exec(compile(open(%r).read(), 'hs_inspect.py', 'exec'), {'__name__': '__main__'})" % (scripts, program, program))
+        # the checker run as a module of its package, as the command runs it
+        package = os.path.join(S.REPO, "crates", "pysplice-sglang", "python")
+        hide = ("import sys; sys.path.insert(0, %r); sys.modules['torch'] = None; sys.argv[:1] = ['sglang-hs-inspect']; "
+                "import runpy; runpy.run_module('pysplice_sglang.inspector', run_name='__main__')" % package)
         p = subprocess.run([sys.executable, "-I", "-c", hide, self.dir], capture_output=True, timeout=60)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertEqual(p.stdout, b"")

@@ -1,5 +1,5 @@
 """Samples written without PyTorch, laid out as torch.save lays them out, for the tests of
-sglang-hs-inspect (tests/py_hs_inspect_*.py).
+sglang-hs-inspect (hs_inspect_*.py beside this file).
 
 A zip archive of stored entries under one folder (`<name>/data.pkl`, `<name>/data/<key>` per
 storage, `.format_version`, `.storage_alignment`, `byteorder`, `version`), each entry's data at a
@@ -25,7 +25,7 @@ ITEMSIZE = dict(LongStorage=8, IntStorage=4, FloatStorage=4, BFloat16Storage=2, 
 
 
 def checker():
-    """hs_inspect.py of this checkout, imported as a module (it imports no PyTorch), with the
+    """inspector.py of this checkout, imported as a module (it imports no PyTorch), with the
     sample reader it imports (crates/pysplice-sglang/python/pysplice_sglang/masks.py, which the command embeds)."""
     scripts = os.path.join(REPO, "crates", "pysplice-sglang", "python")
     if scripts not in sys.path:
