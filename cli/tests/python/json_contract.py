@@ -15,7 +15,7 @@ import tomllib
 
 import jsonschema
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures"
 OUTPUT = jsonschema.Draft7Validator(json.loads((ROOT / "schemas" / "output.schema.json").read_text()))
 RECIPES = ROOT / "crates" / "pysplice-sglang" / "recipes"
@@ -181,7 +181,7 @@ def main(pysplice, dump):
 
         # sglang-hs-dump --arch: one object per file, then one per architecture skipped.
         families = tmp / "families"
-        shutil.copytree(ROOT / "tests" / "runtime" / "families", families)
+        shutil.copytree(ROOT / "crates" / "pysplice-sglang" / "tests" / "python" / "runtime" / "families", families)
         values = objects(dump, families, "--arch", "all", "--dry-run", "--json", code=0, command="sglang-hs-dump")
         assert len(values) >= 4 and all(v["status"] == "would-patch" and v["architectures"] for v in values), values
         assert all(h["status"] != "applied" for v in values for h in v["hooks"]), values

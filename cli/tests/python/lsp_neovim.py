@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 DEMO = ROOT / "crates" / "pysplice-sglang" / "data" / "demo_model.py"
 RECIPE = "sglang-hs-dump"
 
@@ -57,7 +57,7 @@ def main(nvim, server, dump):
             env[name] = str(tmp / name.lower())
         done = subprocess.run(
             [nvim, "--headless", "-n", "-i", "NONE", "-u", str(init), str(edited),
-             "-c", "luafile " + str(ROOT / "tests" / "nvim" / "check.lua")],
+             "-c", "luafile " + str(ROOT / "cli" / "tests" / "python" / "nvim" / "check.lua")],
             cwd=workspace, env=env, capture_output=True, text=True, timeout=180,
         )
         print(done.stdout, end="")
