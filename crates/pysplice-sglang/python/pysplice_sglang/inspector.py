@@ -117,7 +117,9 @@ def json_name(text):
 
 
 def show(value):
-    return json.dumps(value)
+    """A provenance value in the report: text in the programs' one printable form, in quotes;
+    numbers, lists and null as JSON writes them (which escapes every character it must)."""
+    return '"%s"' % slm.shown(value) if isinstance(value, str) else json.dumps(value)
 
 
 
@@ -414,7 +416,7 @@ def disagreements(values):
         groups = dict()  # value (as JSON) -> files
         for path, f in values:
             if key in f:
-                groups.setdefault(show(f[key]), []).append(path)
+                groups.setdefault(json.dumps(f[key]), []).append(path)
         if len(groups) < 2:
             continue
         # the majority; a tie goes to the value of the first file in order

@@ -66,41 +66,54 @@ class TokenizerError(Exception):
 REMOTE_CODE_FLAG = "--trust-remote-code"
 
 
+# The one printable form of text from outside (a file name, a key, a rid, a message) in what
+# the Python programs print: the Rust programs' (pysplice::report::printable and shown), case
+# for case (crates/pysplice-sglang/tests/it/printable.rs runs both on the same text).
+
 BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
+def _escaped(c):
+    """The escape of one character that is not printed as it is, or None."""
+    o = ord(c)
+    if c == "\n":
+        return "\\n"
+    if c == "\r":
+        return "\\r"
+    if c == "\t":
+        return "\\t"
+    if o < 0x20 or 0x7F <= o < 0xA0:  # Unicode's control characters (Cc)
+        return "\\x%02x" % o
+    if 0xDC80 <= o <= 0xDCFF:  # a byte of a file name that is not UTF-8 (surrogateescape)
+        return "\\x%02x" % (o - 0xDC00)
+    if c in BIDI or 0xD800 <= o < 0xE000:
+        return "\\u{%x}" % o
+    return None
+
+
 def printable(text):
-    """`text` with control and bidirectional formatting characters written as escapes (`\\x1b`,
-    `\\u{202e}`, `\\n`) and the bytes of a name that is not UTF-8 as `\\xNN`, as the Rust
-    programs print names (one form for every program that prints names from its input)."""
+    """`text` safe to print on a terminal: control characters (line breaks and tabs as `\\n`,
+    `\\r`, `\\t`, the others as `\\xNN`) and the bidirectional formatting characters (`\\u{202e}`)
+    escaped, and each byte of a name that is not UTF-8 as `\\xNN`; anything else as it is."""
     text = str(text)
     if text.isprintable() and not BIDI.intersection(text):
         return text
-    out = []
-    for c in text:
-        o = ord(c)
-        if c == "\n":
-            out.append("\\n")
-        elif c == "\r":
-            out.append("\\r")
-        elif c == "\t":
-            out.append("\\t")
-        elif o < 0x20 or 0x7F <= o < 0xA0:
-            out.append("\\x%02x" % o)
-        elif 0xDC80 <= o <= 0xDCFF:  # a byte of a file name that is not UTF-8
-            out.append("\\x%02x" % (o - 0xDC00))
-        elif c in BIDI or 0xD800 <= o < 0xE000 or not c.isprintable():
-            out.append("\\u{%x}" % o)
-        else:
-            out.append(c)
-    return "".join(out)
+    return "".join(_escaped(c) or c for c in text)
 
 
-def one_line(text):
-    """The first non-empty line of `text`, control characters escaped, at most 300 characters."""
-    line = next((t.strip() for t in str(text).splitlines() if t.strip()), "")
-    line = "".join(c if c.isprintable() else "\\x%02x" % ord(c) if ord(c) < 256 else "\\u%04x" % ord(c) for c in line)
-    return line[:300] + ("..." if len(line) > 300 else "")
+def shown(text, limit=80):
+    """`text` inside a message: printable, cut after `limit` characters with `...` and the full
+    length in bytes, so that a name from outside can neither fill the screen nor drive it."""
+    text = str(text)
+    if len(text) <= limit:
+        return printable(text)
+    size = len(text.encode("utf-8", "surrogateescape" if any(0xDC80 <= ord(c) <= 0xDCFF for c in text) else "strict"))
+    return "%s... (%d bytes)" % (printable(text[:limit]), size)
+
+
+def one_line(text, limit=300):
+    """The first non-empty line of `text` (an exception's message), [shown]."""
+    return shown(next((t.strip() for t in str(text).splitlines() if t.strip()), ""), limit)
 
 
 def load_tokenizer(name, trust_remote_code=False, chat_template=None):
@@ -330,8 +343,8 @@ class TensorError(SampleError):
 
 
 def quoted(key):
-    """A key from a file, for a message: JSON-quoted (ASCII only), cut at 60 characters."""
-    return json.dumps(key[:60] + ("..." if len(key) > 60 else "")) if isinstance(key, str) else json.dumps(key)
+    """A key from a file, for a message: in quotes, [shown] and cut at 60 characters."""
+    return '"%s"' % shown(key, 60) if isinstance(key, str) else shown(repr(key), 60)
 
 
 # Files: regular files only, looked at before they are opened for reading.

@@ -35,6 +35,8 @@ import struct
 import time
 import types
 
+from .masks import shown
+
 MAX_DEPTH = 48  # containers within containers (a dump needs about 12)
 MAX_MARKS = 64  # open MARKs at once
 MAX_LINE = 256  # bytes of a protocol 2/3 GLOBAL's module or name line
@@ -127,9 +129,8 @@ class DumpError(Exception):
 
 
 def quoted(text, limit=120):
-    """`text` printable: control characters and non-ASCII escaped, cut at `limit`."""
-    out = ascii(str(text))[1:-1]
-    return out if len(out) <= limit else out[:limit] + "..."
+    """`text` for a message: the programs' one printable form, cut at `limit` characters."""
+    return shown(text, limit)
 
 
 # ---------------------------------------------------------------------------------------

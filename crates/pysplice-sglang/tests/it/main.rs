@@ -6,6 +6,7 @@ use pysplice_test_support::snapshot_groups;
 
 mod launch;
 mod markers;
+mod printable;
 mod python_source;
 mod recipe;
 mod snapshots;
