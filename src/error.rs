@@ -25,7 +25,7 @@ mod reason;
 
 use crate::marker::reason::MarkerReason;
 use crate::verify::VerifyReason;
-pub use reason::{BuilderReason, PlacementReason, SelectionReason, SelectorProblem, SpecReason};
+pub use reason::{BuilderReason, CodeFromProblem, PlacementReason, SelectionReason, SelectorProblem, SpecReason};
 
 /// Everything that can go wrong in pysplice: where ([`Error::location`]), for which hook
 /// ([`Error::hook`]) and what ([`Error::kind`]).

@@ -112,7 +112,9 @@ pub use edit::Edit;
 pub use engine::{
     apply, attempt, plan, revert, Attempt, HookOutcome, OutcomeReason, Patched, Plan, SkipReason, Status,
 };
-pub use error::{BuilderReason, Error, ErrorKind, PlacementReason, SelectionReason, SelectorProblem, SpecReason};
+pub use error::{
+    BuilderReason, CodeFromProblem, Error, ErrorKind, PlacementReason, SelectionReason, SelectorProblem, SpecReason,
+};
 pub use locate::Target;
 pub use location::Location;
 pub use marker::reason::MarkerReason;
@@ -120,8 +122,8 @@ pub use outline::{DefKind, Definition, ParsedFile};
 pub use pattern::{Depth, Pattern};
 pub use source::{LineColumn, LineIndex, Newline, SourceFile, Style};
 pub use spec::{
-    Action, Anchor, ClassSelector, Conventions, Hook, HookBuilder, ImportLine, Nth, Recipe, RecipeBuilder, SpecWarning,
-    SpecWarningKind, StatementSelector,
+    Action, Anchor, ClassSelector, CodeFileError, CodeFiles, CodeFolder, Conventions, Hook, HookBuilder, ImportLine,
+    Nth, Recipe, RecipeBuilder, SpecWarning, SpecWarningKind, StatementSelector,
 };
 pub use syntax::{is_identifier, Node};
 pub use template::{StringCapture, Template};

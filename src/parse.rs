@@ -99,6 +99,45 @@ pub fn parse_snippet(name: &str, text: &str) -> Result<Vec<Node>, SyntaxError> {
     Ok(module.module_body().map(Node::children).unwrap_or_default().to_vec())
 }
 
+/// A name token of a text ([`name_tokens`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct NameToken {
+    /// Its byte range in the text.
+    pub range: std::ops::Range<usize>,
+    /// Whether the token before it (line breaks, comments and indentation aside) is a `.`: an
+    /// attribute name, not a variable.
+    pub after_dot: bool,
+}
+
+/// The name tokens of `text` (named `name` in messages) in order, as Python's `tokenize` gives
+/// them (`match`, `case` and `type` included): never a part of a string literal or a comment.
+///
+/// # Errors
+/// A [`SyntaxError`] where the text cannot be split into tokens.
+pub(crate) fn name_tokens(name: &str, text: &str) -> Result<Vec<NameToken>, SyntaxError> {
+    use parser::Tok;
+    let mut out = Vec::new();
+    let mut after_dot = false;
+    for token in parser::lexer::lex(text, Mode::Module) {
+        let (tok, range) = token.map_err(|err| {
+            let file = SourceFile::new(name, text);
+            let offset = floor_char_boundary(text, err.location.to_usize().min(text.len()));
+            syntax_error(&file, offset, err.error.to_string())
+        })?;
+        match tok {
+            // Comments and line breaks inside brackets are no tokens of this lexer.
+            Tok::Newline | Tok::Indent | Tok::Dedent => continue,
+            Tok::Name { .. } | Tok::Match | Tok::Case | Tok::Type => out.push(NameToken {
+                range: range.start().to_usize()..range.end().to_usize(),
+                after_dot,
+            }),
+            _ => {}
+        }
+        after_dot = tok == Tok::Dot;
+    }
+    Ok(out)
+}
+
 fn syntax_error(file: &SourceFile, offset: usize, message: String) -> SyntaxError {
     let at = file.position(offset);
     SyntaxError {
@@ -119,6 +158,27 @@ mod tests {
         assert_eq!(err.location.line, 2);
         assert_eq!(err.location.column, 7);
         assert!(err.to_string().starts_with("bad.py:2:7: invalid Python:"), "{err}");
+    }
+
+    #[test]
+    fn name_tokens_skip_strings_and_comments_and_know_attributes() {
+        let text = "x = a.x + f'{x}'  # x\nif x:\n    y = (\n        x)\n";
+        let names: Vec<(&str, bool)> = name_tokens("t.py", text)
+            .unwrap()
+            .into_iter()
+            .map(|t| (&text[t.range], t.after_dot))
+            .collect();
+        let expected = [
+            ("x", false),
+            ("a", false),
+            ("x", true),
+            ("x", false),
+            ("y", false),
+            ("x", false),
+        ];
+        assert_eq!(names, expected);
+        let err = name_tokens("t.py", "x = 1\ny = $\n").unwrap_err();
+        assert_eq!(err.location.line, 2);
     }
 
     #[test]

@@ -84,8 +84,7 @@ pub fn load(spec: &str, catalogue: &[BundledRecipe]) -> Result<Recipe, Error> {
             .at(Location::new(spec, 1, 1)))
         });
     }
-    let text = crate::files::read_text(Path::new(spec))?;
-    Recipe::from_toml(spec, &text)
+    Recipe::from_file(Path::new(spec))
 }
 
 #[cfg(test)]

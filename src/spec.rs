@@ -26,6 +26,8 @@
 //! ```
 
 mod build;
+mod code_files;
+mod code_from;
 mod conventions;
 mod hook;
 mod raw;
@@ -47,6 +49,7 @@ use crate::source::SourceFile;
 use crate::template::{StringCapture, Template};
 
 pub use build::{HookBuilder, RecipeBuilder};
+pub use code_files::{CodeFileError, CodeFiles, CodeFolder};
 pub use conventions::Conventions;
 use hook::{compile_hook, marker_offset, Ledger};
 use raw::RawSpec;
@@ -377,8 +380,60 @@ impl Recipe {
     /// with an [`ErrorKind::Oversized`] cause for code longer than
     /// [`MAX_RENDERED_BYTES`](crate::limits::MAX_RENDERED_BYTES) (one hook) or [`MAX_RECIPE_CODE_BYTES`](crate::limits::MAX_RECIPE_CODE_BYTES) (all hooks)
     /// once its placeholders are filled in.
+    ///
+    /// A recipe whose hooks take code from files (`code-from`) needs its folder: read it with
+    /// [`Recipe::from_file`] or [`Recipe::from_toml_with`]; here its first `code-from` entry is
+    /// a spec error ([`CodeFromProblem::NeedsFolder`](crate::CodeFromProblem::NeedsFolder)).
     pub fn from_toml(name: &str, text: &str) -> Result<Recipe, Error> {
-        Recipe::read(name, text, true)
+        Recipe::read(name, text, true, None)
+    }
+
+    /// [`Recipe::from_toml`] for a recipe whose hooks may take their code from Python files
+    /// (`code-from`): `files` gives them by their path relative to the recipe's folder
+    /// ([`CodeFolder`] reads that folder on disk).
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use pysplice::Recipe;
+    ///
+    /// let files = BTreeMap::from([(
+    ///     "hooks.py",
+    ///     "def greet(self, name):\n    print('hello', name)  # name\n",
+    /// )]);
+    /// let recipe = Recipe::from_toml_with("demo.toml", r#"
+    /// [recipe]
+    /// id = "demo"
+    /// summary = "Say hello"
+    ///
+    /// [[hook]]
+    /// id = "hello"
+    /// summary = "Greets"
+    /// in = "Greeter.greet"
+    /// at = "start"
+    /// code-from = [{ file = "hooks.py", body = "greet" }]
+    /// "#, &files)?;
+    /// let pysplice::Action::Insert { code, .. } = &recipe.hooks[0].action else { unreachable!() };
+    /// assert_eq!(code.text(), "print('hello', {param.1})  # name");
+    /// # Ok::<(), pysplice::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Those of [`Recipe::from_toml`]; [`ErrorKind::Spec`] with
+    /// [`SpecReason::CodeFrom`] at a `code-from` entry whose file cannot be read or used, or
+    /// whose `def` or `body` the file does not define.
+    pub fn from_toml_with(name: &str, text: &str, files: &dyn CodeFiles) -> Result<Recipe, Error> {
+        Recipe::read(name, text, true, Some(files))
+    }
+
+    /// Reads the recipe file at `path` and compiles it ([`Recipe::from_toml_with`]), its code
+    /// files read from its folder ([`CodeFolder::of_recipe`]); `path` names it in messages.
+    ///
+    /// # Errors
+    /// Those of [`Recipe::from_toml_with`]; the read errors of [`crate::files::read_text`]
+    /// ([`ErrorKind::Io`], [`ErrorKind::NotRegular`], ...).
+    pub fn from_file(path: &std::path::Path) -> Result<Recipe, Error> {
+        let text = crate::files::read_text(path)?;
+        Recipe::from_toml_with(&path.display().to_string(), &text, &CodeFolder::of_recipe(path))
     }
 
     /// [`Recipe::from_toml`] for a spec bundled with a program: its code is not parsed again on
@@ -388,14 +443,23 @@ impl Recipe {
     /// # Errors
     /// As [`Recipe::from_toml`], except for code that does not parse.
     pub fn from_bundled_toml(name: &str, text: &str) -> Result<Recipe, Error> {
-        Recipe::read(name, text, false)
+        Recipe::read(name, text, false, None)
+    }
+
+    /// [`Recipe::from_bundled_toml`] for a bundled spec whose hooks take code from files
+    /// (`code-from`), given by `files` (the program's own copies of them).
+    ///
+    /// # Errors
+    /// As [`Recipe::from_toml_with`], except for code that does not parse.
+    pub fn from_bundled_toml_with(name: &str, text: &str, files: &dyn CodeFiles) -> Result<Recipe, Error> {
+        Recipe::read(name, text, false, Some(files))
     }
 
     /// Reads and compiles a TOML spec; `probe`: whether each hook's code is parsed to prove it
-    /// is Python.
-    fn read(name: &str, text: &str, probe: bool) -> Result<Recipe, Error> {
+    /// is Python; `files`: where `code-from` entries are read (`None`: nowhere).
+    fn read(name: &str, text: &str, probe: bool, files: Option<&dyn CodeFiles>) -> Result<Recipe, Error> {
         let file = SourceFile::new(name, text);
-        let raw: RawSpec = toml::from_str(text).map_err(|err| {
+        let mut raw: RawSpec = toml::from_str(text).map_err(|err| {
             let offset = err.span().map_or(0, |span| span.start);
             let hook = enclosing_hook_id(text, offset);
             let reason = SpecReason::Toml {
@@ -403,6 +467,7 @@ impl Recipe {
             };
             spec_error(&file, offset, reason, hook.as_deref())
         })?;
+        code_from::resolve(&file, &mut raw.hooks, files)?;
         Recipe::compile(&file, raw, probe)
     }
 

@@ -5,6 +5,7 @@
 //! a caller tells reasons apart by variant, never by message text. Each reason's `Display` is
 //! the message the library has always shown.
 
+use crate::location::Location;
 use crate::syntax::Depth;
 
 /// Why a required hook cannot be placed ([`ErrorKind::Placement`](crate::ErrorKind::Placement)).
@@ -436,6 +437,15 @@ pub enum SpecReason {
     /// Code that does not parse as Python (the cause says why).
     #[error("code does not parse as Python")]
     CodeUnparsable,
+    /// A `code-from` entry of a hook cannot give its code; the location is the entry in the
+    /// recipe, the problem says what is wrong (and where in the code file, when it is there).
+    #[error("code-from `{file}`: {problem}")]
+    CodeFrom {
+        /// The entry's `file`, as written.
+        file: String,
+        /// What is wrong.
+        problem: CodeFromProblem,
+    },
     /// `builtin:NAME` names no recipe of the catalogue the caller passed.
     #[error("no builtin recipe `{name}`; {}", known_builtins(known))]
     UnknownBuiltin {
@@ -452,6 +462,86 @@ fn known_builtins(known: &[String]) -> String {
         "there are no builtin recipes".to_string()
     } else {
         format!("the builtin recipes are {}", known.join(", "))
+    }
+}
+
+/// What is wrong with a `code-from` entry of a hook ([`SpecReason::CodeFrom`]). Where the
+/// problem is inside the code file, `at` is that place (the file's name is the recipe's folder
+/// joined with the entry's path); the error itself points at the entry in the recipe.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodeFromProblem {
+    /// The recipe was read without its folder ([`Recipe::from_toml`](crate::Recipe::from_toml)),
+    /// so no code file can be found.
+    #[error("the recipe was read without its folder, so its code files cannot be found; read it from its file (`Recipe::from_file`) or with its folder (`Recipe::from_toml_with`)")]
+    NeedsFolder,
+    /// The path is absolute.
+    #[error("the path is absolute; name the file relative to the recipe's folder")]
+    Absolute,
+    /// The path leads out of the recipe's folder: through `..`, or a symbolic link that points
+    /// elsewhere. Nothing was read.
+    #[error("the path leads out of the recipe's folder (through `..` or a symbolic link); code files are read from the recipe's folder and below only")]
+    OutsideFolder,
+    /// The file cannot be read (missing, a directory, ...); the cause is the reading's error.
+    #[error("the file cannot be read")]
+    Unreadable,
+    /// The file is not UTF-8 text (or declares another encoding); the cause says where and why.
+    #[error("the file is not UTF-8 text ({at})")]
+    NotText {
+        /// The first bad byte, or the encoding declaration.
+        at: Location,
+    },
+    /// The file is not valid Python; the cause is the parser's error.
+    #[error("{at}: the file does not parse as Python")]
+    Unparsable {
+        /// Where the parser stopped.
+        at: Location,
+    },
+    /// An entry names both `def` and `body`.
+    #[error("an entry takes `def` or `body`, not both")]
+    DefAndBody,
+    /// `def` or `body` names nothing the file defines at its top level.
+    #[error(
+        "`{key} = \"{name}\"`: the file defines no top-level `def`, `async def` or `class` of that name{}",
+        defined_words(defined)
+    )]
+    NotDefined {
+        /// `def` or `body`.
+        key: &'static str,
+        /// The name as written.
+        name: String,
+        /// The names of the file's top-level definitions.
+        defined: Vec<String>,
+    },
+    /// `body` names a class or an `async def`: it takes the body of a plain function, which
+    /// a method's code can run as written.
+    #[error("`body = \"{name}\"` names a class or an `async def`; `body` takes the body of a plain `def` (`def` takes a whole definition)")]
+    BodyNeedsFunction {
+        /// The definition's name.
+        name: String,
+    },
+    /// `body` names a function whose signature does not end on its `def` line.
+    #[error("{at}: the signature of `{name}` spans several lines; `body` needs it on the `def` line, ending with `:`")]
+    SignatureSpansLines {
+        /// The function's name.
+        name: String,
+        /// Its `def` line.
+        at: Location,
+    },
+    /// A line of the body that `body` takes is not indented by 4 spaces.
+    #[error("{at}: the line is not indented by 4 spaces; `body` takes a body indented by exactly 4 spaces")]
+    NotIndented {
+        /// The line.
+        at: Location,
+    },
+}
+
+/// The names a code file defines, as [`CodeFromProblem::NotDefined`] says them.
+fn defined_words(defined: &[String]) -> String {
+    if defined.is_empty() {
+        " (it defines none)".to_string()
+    } else {
+        format!(" (it defines {})", defined.join(", "))
     }
 }
 

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use super::BundledRecipe;
 use crate::error::{Error, ErrorKind};
-use crate::spec::Recipe;
+use crate::spec::{CodeFolder, Recipe};
 
 /// The name of the configuration file at a workspace root.
 pub const CONFIG_FILE: &str = "pysplice.toml";
@@ -139,14 +139,16 @@ impl RecipeConfig {
             };
             self.spec_files.push(path.clone());
             match crate::files::read_text(&path) {
-                Ok(text) => match Recipe::from_toml(&path.display().to_string(), &text) {
-                    // A spec error is shown in the recipe file itself.
-                    Err(err) => {
-                        self.spec_errors.push((path, err));
-                        return;
+                Ok(text) => {
+                    match Recipe::from_toml_with(&path.display().to_string(), &text, &CodeFolder::of_recipe(&path)) {
+                        // A spec error is shown in the recipe file itself.
+                        Err(err) => {
+                            self.spec_errors.push((path, err));
+                            return;
+                        }
+                        ok => ok,
                     }
-                    ok => ok,
-                },
+                }
                 Err(err) => Err(err),
             }
         };

@@ -322,6 +322,9 @@ impl HookTable<'_> {
             };
             return Err(self.fail("code", reason));
         }
+        if raw.code_from.is_some() && !needs_code {
+            return Err(self.fail("code-from", SpecReason::CodeUnused));
+        }
         if raw.unless_inside.is_some() && raw.wrap_returns.is_none() {
             return Err(self.fail("unless-inside", SpecReason::UnlessInsideAlone));
         }

@@ -122,6 +122,14 @@ pub(super) struct RawHook {
     /// `{param.kwargs}`, and `{$NAME}` / `{$NAME!r}` for what the hook's pattern captured as
     /// `$NAME` (its source text / as a string literal).
     pub(super) code: Option<String>,
+    /// Code taken from Python files beside the recipe, after `code` (which is then optional):
+    /// each entry a `file` (relative to the recipe's folder, never leaving it) with `def = NAME`
+    /// (that top-level `def`, `async def` or `class`, decorators and trailing comments
+    /// included), `body = NAME` (that function's body, dedented by 4 spaces, its parameters
+    /// after the first written as `{param.N}`) or neither (the whole file). The parts are
+    /// joined by two blank lines.
+    #[cfg_attr(feature = "serde", schemars(with = "Option<Vec<RawCodeFrom>>"))]
+    pub(super) code_from: Option<Vec<Spanned<RawCodeFrom>>>,
     /// Template around `{value}` for every return (`{$NAME}`: what `when` captured).
     pub(super) wrap_returns: Option<String>,
     /// Leave returns inside statements matching this pattern alone.
@@ -152,6 +160,23 @@ pub(super) struct RawHook {
     /// `refuse` (the hook is refused where the text would need escaping). A raw literal escapes
     /// nothing: where it cannot hold the text, the hook is refused either way.
     pub(super) capture_in_string: Option<StringCapture>,
+}
+
+/// One `code-from` entry: a Python file beside the recipe, or one definition of it.
+#[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(feature = "serde", derive(schemars::JsonSchema), schemars(rename = "CodeFrom"))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCodeFrom {
+    /// The Python file, relative to the recipe's folder (`/`-separated; never absolute, never
+    /// leaving the folder).
+    pub(super) file: String,
+    /// A top-level `def`, `async def` or `class` of the file: its text from its first decorator
+    /// to its last line, comments at the end of its body included.
+    #[serde(rename = "def")]
+    pub(super) definition: Option<String>,
+    /// A top-level function of the file whose signature fits its `def` line: its body,
+    /// dedented by 4 spaces, each parameter after the first written as `{param.N}`.
+    pub(super) body: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -9,6 +9,7 @@
 
 mod api;
 mod captures;
+mod code_from;
 mod compile_check;
 mod document;
 mod engine;

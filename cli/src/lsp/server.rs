@@ -11,7 +11,7 @@ use lsp_types::{
 };
 use pysplice::recipes::config::RecipeConfig;
 use pysplice::Document;
-use pysplice::{Error, Recipe};
+use pysplice::{CodeFolder, Error, Recipe};
 
 use crate::convert::{diagnostic, path_uri, same_file, uri_path, workspace_root};
 use crate::open::Open;
@@ -205,7 +205,9 @@ impl<'c> Server<'c> {
         let Some((uri, doc)) = self.specs.get(key) else { return };
         let Some(path) = uri_path(uri) else { return };
         let text = doc.text();
-        let error = Recipe::from_toml(&path.display().to_string(), &text).err();
+        // Read with its folder, so that code taken from files beside it (`code-from`) is checked too.
+        let folder = CodeFolder::of_recipe(&path);
+        let error = Recipe::from_toml_with(&path.display().to_string(), &text, &folder).err();
         let range = |err: &Error| doc.location_range(err.location()).unwrap_or_else(|| doc.line_range(1));
         let diagnostics = error
             .iter()

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod cli_code_from;
 mod cli_folders;
 mod cli_locate;
 mod cli_markers;
