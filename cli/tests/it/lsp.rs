@@ -613,7 +613,12 @@ fn bundled_recipe_on_sglang_deepseek_v2() {
         }),
     );
     let edits = action_edits(find_action(&actions["result"], "Apply recipe sglang-hs-dump"), &uri, 1);
-    let mut recipe = Recipe::from_toml("r.toml", pysplice_sglang::recipes::SGLANG_HS_DUMP).unwrap();
+    let mut recipe = Recipe::from_toml_with(
+        "r.toml",
+        pysplice_sglang::recipes::SGLANG_HS_DUMP,
+        &pysplice_sglang::recipes::dump_code(),
+    )
+    .unwrap();
     pysplice_sglang::recipes::stamp(&mut recipe); // the version the bundled recipe writes
     let expected = pysplice::apply(&recipe, SourceFile::new("deepseek_v2.py", text.as_str())).unwrap();
     assert_eq!(apply_text_edits(&text, &edits), expected.output());

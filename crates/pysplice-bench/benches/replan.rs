@@ -26,9 +26,9 @@ fn main() {
         );
         return;
     };
-    let recipe = Recipe::from_toml(
-        "sglang_hs_dump.toml",
-        include_str!("../../pysplice-sglang/recipes/sglang_hs_dump.toml"),
+    let recipe = Recipe::from_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../pysplice-sglang/python/pysplice_sglang/dump/sglang_hs_dump.toml"),
     )
     .expect("bundled recipe");
     let patched = pysplice::apply(&recipe, SourceFile::new(FILE, text.as_str())).expect("the recipe applies");

@@ -28,9 +28,10 @@ use pysplice::{apply, revert, Conventions, Error, ErrorKind, Location, Patched, 
 #[must_use]
 pub fn conventions() -> Conventions {
     // The bundled recipe compiles (a test says so); none if it ever did not.
-    Recipe::from_bundled_toml(
-        "recipes/sglang_hs_dump_models.toml",
+    Recipe::from_bundled_toml_with(
+        "python/pysplice_sglang/dump/sglang_hs_dump_models.toml",
         crate::recipes::SGLANG_HS_DUMP_MODELS,
+        &crate::recipes::dump_code(),
     )
     .map(|recipe| recipe.conventions)
     .unwrap_or_default()

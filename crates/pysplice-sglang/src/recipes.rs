@@ -1,5 +1,9 @@
 //! The recipes that ship with pysplice for SGLang, and the catalogue that names them
-//! (`builtin:NAME`, see [`pysplice::recipes`]).
+//! (`builtin:NAME`, see [`pysplice::recipes`]). Their code is the Python package beside them
+//! (`python/pysplice_sglang/dump/`): each hook names its definitions there (`code-from`), and
+//! the files are compiled in ([`DUMP_CODE`]), so that the `.py` files are the only copy.
+
+use std::collections::BTreeMap;
 
 use pysplice::recipes::BundledRecipe;
 use pysplice::{Error, Recipe};
@@ -8,12 +12,15 @@ use pysplice::{Error, Recipe};
 /// (`sglang/srt/models/deepseek_v2.py`, SGLang 0.2.6 to 0.5.23; Kimi-K2.5 included) during
 /// prefill passes, gated by `SGLANG_HS_DUMP_DIR`.
 ///
+/// Its hooks take their code from [`DUMP_CODE`] (`code-from`), which the recipe is read with:
+///
 /// ```
-/// let recipe = pysplice::Recipe::from_toml("sglang_hs_dump.toml", pysplice_sglang::recipes::SGLANG_HS_DUMP)?;
+/// use pysplice_sglang::recipes::{dump_code, SGLANG_HS_DUMP};
+/// let recipe = pysplice::Recipe::from_toml_with("sglang_hs_dump.toml", SGLANG_HS_DUMP, &dump_code())?;
 /// assert_eq!(recipe.id, "sglang-hs-dump");
 /// # Ok::<(), pysplice::Error>(())
 /// ```
-pub const SGLANG_HS_DUMP: &str = include_str!("../recipes/sglang_hs_dump.toml");
+pub const SGLANG_HS_DUMP: &str = include_str!("../python/pysplice_sglang/dump/sglang_hs_dump.toml");
 
 /// The file of an SGLang tree that [`SGLANG_HS_DUMP`] patches.
 pub const SGLANG_HS_DUMP_FILE: &str = "sglang/srt/models/deepseek_v2.py";
@@ -21,7 +28,43 @@ pub const SGLANG_HS_DUMP_FILE: &str = "sglang/srt/models/deepseek_v2.py";
 /// The targets of the hidden-state dump for every SGLang architecture with EAGLE-3 aux capture,
 /// chosen by meaning (`[select.*]` tables); [`models_recipe`] adds the helpers of
 /// [`SGLANG_HS_DUMP`].
-pub const SGLANG_HS_DUMP_MODELS: &str = include_str!("../recipes/sglang_hs_dump_models.toml");
+pub const SGLANG_HS_DUMP_MODELS: &str = include_str!("../python/pysplice_sglang/dump/sglang_hs_dump_models.toml");
+
+/// The Python files beside the dump recipes that their hooks take code from (`code-from`), by
+/// their path there: the modules of the package `pysplice_sglang.dump`, compiled in.
+pub const DUMP_CODE: &[(&str, &str)] = &[
+    ("archive.py", include_str!("../python/pysplice_sglang/dump/archive.py")),
+    ("capture.py", include_str!("../python/pysplice_sglang/dump/capture.py")),
+    ("chunks.py", include_str!("../python/pysplice_sglang/dump/chunks.py")),
+    ("debris.py", include_str!("../python/pysplice_sglang/dump/debris.py")),
+    ("files.py", include_str!("../python/pysplice_sglang/dump/files.py")),
+    ("forward.py", include_str!("../python/pysplice_sglang/dump/forward.py")),
+    ("hooks.py", include_str!("../python/pysplice_sglang/dump/hooks.py")),
+    (
+        "parallel.py",
+        include_str!("../python/pysplice_sglang/dump/parallel.py"),
+    ),
+    ("parts.py", include_str!("../python/pysplice_sglang/dump/parts.py")),
+    (
+        "provenance.py",
+        include_str!("../python/pysplice_sglang/dump/provenance.py"),
+    ),
+    ("sample.py", include_str!("../python/pysplice_sglang/dump/sample.py")),
+    (
+        "settings.py",
+        include_str!("../python/pysplice_sglang/dump/settings.py"),
+    ),
+    ("status.py", include_str!("../python/pysplice_sglang/dump/status.py")),
+    ("stitch.py", include_str!("../python/pysplice_sglang/dump/stitch.py")),
+    ("writer.py", include_str!("../python/pysplice_sglang/dump/writer.py")),
+];
+
+/// [`DUMP_CODE`] as what a recipe reads its `code-from` files from
+/// ([`pysplice::Recipe::from_toml_with`]).
+#[must_use]
+pub fn dump_code() -> BTreeMap<&'static str, &'static str> {
+    DUMP_CODE.iter().copied().collect()
+}
 
 /// The bundled recipes, for [`pysplice::recipes::load`] and the recipe configuration of a
 /// workspace: [`SGLANG_HS_DUMP`] and the dump for every architecture ([`models_recipe`]).
@@ -49,8 +92,14 @@ pub const CATALOGUE: &[BundledRecipe] = &[
 /// # Errors
 /// [`pysplice::ErrorKind::Spec`] if a bundled recipe does not compile (a bug, caught by the tests).
 pub fn models_recipe() -> Result<Recipe, Error> {
-    let base = Recipe::from_bundled_toml("recipes/sglang_hs_dump.toml", SGLANG_HS_DUMP)?;
-    let mut models = Recipe::from_bundled_toml("recipes/sglang_hs_dump_models.toml", SGLANG_HS_DUMP_MODELS)?;
+    let code = dump_code();
+    let base =
+        Recipe::from_bundled_toml_with("python/pysplice_sglang/dump/sglang_hs_dump.toml", SGLANG_HS_DUMP, &code)?;
+    let mut models = Recipe::from_bundled_toml_with(
+        "python/pysplice_sglang/dump/sglang_hs_dump_models.toml",
+        SGLANG_HS_DUMP_MODELS,
+        &code,
+    )?;
     let mut hooks: Vec<_> = base
         .hooks
         .into_iter()
@@ -80,7 +129,8 @@ pub const VERSION_VAR: &str = "pysplice_version";
 /// come stamped.
 ///
 /// ```
-/// let mut recipe = pysplice::Recipe::from_toml("sglang_hs_dump.toml", pysplice_sglang::recipes::SGLANG_HS_DUMP)?;
+/// use pysplice_sglang::recipes::{dump_code, SGLANG_HS_DUMP};
+/// let mut recipe = pysplice::Recipe::from_toml_with("sglang_hs_dump.toml", SGLANG_HS_DUMP, &dump_code())?;
 /// assert_eq!(recipe.vars["pysplice_version"], "unknown");
 /// pysplice_sglang::recipes::stamp(&mut recipe);
 /// assert_eq!(recipe.vars["pysplice_version"], pysplice_sglang::recipes::PYSPLICE_VERSION);
@@ -94,9 +144,10 @@ pub fn stamp(recipe: &mut Recipe) {
 
 /// [`SGLANG_HS_DUMP`], compiled and [stamped](stamp).
 fn hs_dump() -> Result<Recipe, Error> {
-    let mut recipe = Recipe::from_bundled_toml(
+    let mut recipe = Recipe::from_bundled_toml_with(
         &format!("{}sglang-hs-dump", pysplice::recipes::BUILTIN_PREFIX),
         SGLANG_HS_DUMP,
+        &dump_code(),
     )?;
     stamp(&mut recipe);
     Ok(recipe)
@@ -147,7 +198,7 @@ mod tests {
     #[test]
     fn bundled_recipes_write_this_version_and_a_spec_file_unknown() {
         let demo = include_str!("../data/demo_model.py");
-        let from_file = Recipe::from_toml("sglang_hs_dump.toml", SGLANG_HS_DUMP).expect("compiles");
+        let from_file = Recipe::from_toml_with("sglang_hs_dump.toml", SGLANG_HS_DUMP, &dump_code()).expect("compiles");
         assert_eq!(from_file.vars[VERSION_VAR], "unknown");
         let models = models_recipe().expect("compiles");
         assert_eq!(models.vars[VERSION_VAR], PYSPLICE_VERSION);

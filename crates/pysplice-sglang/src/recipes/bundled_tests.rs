@@ -1,21 +1,53 @@
 //! The bundled specs pass every check of [`Recipe::from_toml`], so that loading them by name
 //! may skip parsing their code (see [`Recipe::from_bundled_toml`]).
 
-use super::{builtin, BUILTIN_NAMES, SGLANG_HS_DUMP, SGLANG_HS_DUMP_MODELS};
+use super::{builtin, dump_code, BUILTIN_NAMES, DUMP_CODE, SGLANG_HS_DUMP, SGLANG_HS_DUMP_MODELS};
 use pysplice::Recipe;
 
 #[test]
 fn bundled_specs_compile_with_every_check() {
     for (name, text) in [
-        ("recipes/sglang_hs_dump.toml", SGLANG_HS_DUMP),
-        ("recipes/sglang_hs_dump_models.toml", SGLANG_HS_DUMP_MODELS),
+        ("python/pysplice_sglang/dump/sglang_hs_dump.toml", SGLANG_HS_DUMP),
+        (
+            "python/pysplice_sglang/dump/sglang_hs_dump_models.toml",
+            SGLANG_HS_DUMP_MODELS,
+        ),
     ] {
-        let checked = Recipe::from_toml(name, text).unwrap_or_else(|err| panic!("{name}: {err}"));
-        let bundled = Recipe::from_bundled_toml(name, text).expect("compiles");
+        let checked = Recipe::from_toml_with(name, text, &dump_code()).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let bundled = Recipe::from_bundled_toml_with(name, text, &dump_code()).expect("compiles");
         assert_eq!(format!("{checked:?}"), format!("{bundled:?}"), "{name}");
     }
     for name in BUILTIN_NAMES {
         assert!(matches!(builtin(name), Some(Ok(_))), "{name}");
+    }
+}
+
+/// Every Python file of the dump package is compiled in (a recipe may name any of them), and
+/// nothing else is: the recipes' files on disk and in the programs are the same.
+#[test]
+fn the_compiled_in_code_is_the_dump_package() {
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/pysplice_sglang/dump");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".py") && name != "__init__.py")
+        .collect();
+    on_disk.sort();
+    let compiled: Vec<&str> = DUMP_CODE.iter().map(|(name, _)| *name).collect();
+    assert_eq!(compiled, on_disk);
+    for (name, text) in DUMP_CODE {
+        assert_eq!(std::fs::read_to_string(folder.join(name)).unwrap(), *text, "{name}");
+    }
+    // Read from the folder (as `pysplice apply --spec FILE` reads them), the recipes are the
+    // bundled ones.
+    for (file, text) in [
+        ("sglang_hs_dump.toml", SGLANG_HS_DUMP),
+        ("sglang_hs_dump_models.toml", SGLANG_HS_DUMP_MODELS),
+    ] {
+        let from_disk = Recipe::from_file(&folder.join(file)).unwrap_or_else(|err| panic!("{file}: {err}"));
+        let bundled = Recipe::from_toml_with(file, text, &dump_code()).unwrap();
+        let code = |r: &Recipe| r.hooks.iter().map(|h| format!("{:?}", h.action)).collect::<Vec<_>>();
+        assert_eq!(code(&from_disk), code(&bundled), "{file}");
     }
 }
 

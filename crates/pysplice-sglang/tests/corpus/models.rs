@@ -286,8 +286,12 @@ fn snapshot_per_release_and_family() {
 /// bytes, wherever the release has aux capture.
 #[test]
 fn deepseek_v2_is_patched_as_by_the_single_file_recipe() {
-    let mut single = Recipe::from_toml("sglang_hs_dump.toml", pysplice_sglang::recipes::SGLANG_HS_DUMP)
-        .expect("the recipe compiles");
+    let mut single = Recipe::from_toml_with(
+        "sglang_hs_dump.toml",
+        pysplice_sglang::recipes::SGLANG_HS_DUMP,
+        &pysplice_sglang::recipes::dump_code(),
+    )
+    .expect("the recipe compiles");
     pysplice_sglang::recipes::stamp(&mut single); // as the bundled models recipe is
     let mut compared = 0;
     for (version, r) in releases() {
@@ -312,7 +316,12 @@ fn deepseek_v2_is_patched_as_by_the_single_file_recipe() {
 /// targets differ), so the two never drift apart.
 #[test]
 fn hook_code_is_shared_with_the_single_file_recipe() {
-    let mut single = Recipe::from_toml("a.toml", pysplice_sglang::recipes::SGLANG_HS_DUMP).unwrap();
+    let mut single = Recipe::from_toml_with(
+        "a.toml",
+        pysplice_sglang::recipes::SGLANG_HS_DUMP,
+        &pysplice_sglang::recipes::dump_code(),
+    )
+    .unwrap();
     pysplice_sglang::recipes::stamp(&mut single);
     let models = recipe();
     let ids: Vec<&str> = models.hooks.iter().map(|h| h.id.as_str()).collect();

@@ -7,6 +7,5 @@ use pysplice_test_support::snapshot_groups;
 mod launch;
 mod markers;
 mod printable;
-mod python_source;
 mod recipe;
 mod snapshots;

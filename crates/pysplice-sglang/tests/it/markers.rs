@@ -754,7 +754,12 @@ fn demo_model() -> String {
 }
 
 fn sglang_recipe() -> Recipe {
-    Recipe::from_toml("sglang_hs_dump.toml", pysplice_sglang::recipes::SGLANG_HS_DUMP).unwrap()
+    Recipe::from_toml_with(
+        "sglang_hs_dump.toml",
+        pysplice_sglang::recipes::SGLANG_HS_DUMP,
+        &pysplice_sglang::recipes::dump_code(),
+    )
+    .unwrap()
 }
 
 /// The 0-based indexes of the marker lines of `text`.

@@ -59,14 +59,20 @@ fn the_python_programs_print_text_from_outside_as_the_rust_ones_do() {
     texts.push(format!("\u{1b}{}", "a".repeat(1000)));
     // Every character of the Basic Multilingual Plane but the surrogates, and the first of
     // each later plane, each between two letters.
-    let chars = (0u32..0x1_0000).chain((1..=16).map(|plane| plane << 16)).filter_map(char::from_u32);
+    let chars = (0u32..0x1_0000)
+        .chain((1..=16).map(|plane| plane << 16))
+        .filter_map(char::from_u32);
     texts.extend(chars.map(|c| format!("a{c}b")));
     let python = python_forms(&texts);
     assert_eq!(python.len(), texts.len());
     let mut differ = Vec::new();
     for (text, (p, s)) in texts.iter().zip(&python) {
         if *p != printable(text) || *s != shown(text) {
-            differ.push(format!("{text:?}: Python {p:?} / {s:?}, Rust {:?} / {:?}", printable(text), shown(text)));
+            differ.push(format!(
+                "{text:?}: Python {p:?} / {s:?}, Rust {:?} / {:?}",
+                printable(text),
+                shown(text)
+            ));
         }
     }
     assert!(

@@ -16,8 +16,12 @@ const FILE: &str = pysplice_sglang::recipes::SGLANG_HS_DUMP_FILE;
 const MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 fn recipe() -> Recipe {
-    Recipe::from_toml("recipes/sglang_hs_dump.toml", pysplice_sglang::recipes::SGLANG_HS_DUMP)
-        .expect("the recipe parses")
+    Recipe::from_toml_with(
+        "sglang_hs_dump.toml",
+        pysplice_sglang::recipes::SGLANG_HS_DUMP,
+        &pysplice_sglang::recipes::dump_code(),
+    )
+    .expect("the recipe parses")
 }
 
 /// The unpatched `deepseek_v2.py` of `version`.
@@ -354,7 +358,8 @@ fn python_ast_check_rejects_wrong_patches() {
     let no_exclusion = pysplice_sglang::recipes::SGLANG_HS_DUMP
         .replace("unless-inside = \"if not self.pp_group.is_last_rank: $$$\"", "");
     assert_ne!(no_exclusion, pysplice_sglang::recipes::SGLANG_HS_DUMP);
-    let no_exclusion = Recipe::from_toml("variant.toml", &no_exclusion).unwrap();
+    let no_exclusion =
+        Recipe::from_toml_with("variant.toml", &no_exclusion, &pysplice_sglang::recipes::dump_code()).unwrap();
     cases.push((
         "proxy return wrapped",
         patch(&no_exclusion, FILE, &input).output().to_string(),
@@ -368,7 +373,7 @@ fn python_ast_check_rejects_wrong_patches() {
         1,
     );
     assert_ne!(early, pysplice_sglang::recipes::SGLANG_HS_DUMP);
-    let early = Recipe::from_toml("variant.toml", &early).unwrap();
+    let early = Recipe::from_toml_with("variant.toml", &early, &pysplice_sglang::recipes::dump_code()).unwrap();
     cases.push((
         "capture too early",
         patch(&early, FILE, &input).output().to_string(),
@@ -382,7 +387,8 @@ fn python_ast_check_rejects_wrong_patches() {
         1,
     );
     assert_ne!(init_first, pysplice_sglang::recipes::SGLANG_HS_DUMP);
-    let init_first = Recipe::from_toml("variant.toml", &init_first).unwrap();
+    let init_first =
+        Recipe::from_toml_with("variant.toml", &init_first, &pysplice_sglang::recipes::dump_code()).unwrap();
     cases.push((
         "init block first",
         patch(&init_first, FILE, &input).output().to_string(),
@@ -416,7 +422,10 @@ fn mock_and_demo_pass_the_python_check() {
     let recipe = recipe();
     let mut pairs = Vec::new();
     for (name, source) in [
-        ("mock.py", "crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py"),
+        (
+            "mock.py",
+            "crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py",
+        ),
         ("demo.py", "crates/pysplice-sglang/data/demo_model.py"),
     ] {
         let input = std::fs::read_to_string(Path::new(MANIFEST).join(source)).unwrap();
@@ -442,7 +451,10 @@ fn mock_and_demo_pass_the_python_check() {
 #[ignore = "needs PyTorch"]
 fn runtime_test_on_the_engine_patched_mock() {
     let dir = scratch("runtime");
-    let mock = std::fs::read_to_string(Path::new(MANIFEST).join("crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py")).unwrap();
+    let mock = std::fs::read_to_string(
+        Path::new(MANIFEST).join("crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py"),
+    )
+    .unwrap();
     let patched = dir.join("mock_deepseek_v2_patched.py");
     write(&patched, patch(&recipe(), "mock_deepseek_v2.py", &mock).output());
     let output = Command::new("python3")

@@ -6,10 +6,11 @@
 Standard library only: torch is made unimportable first, so a part that starts to need it fails
 here. The package is the recipe's code as it is injected, template slots included: the settings
 are read from the variables named "{env}", "{max_env}", ... (the patched file names the real
-ones), and recipe_code.py checks that the recipes carry exactly this code. What needs PyTorch (the
+ones), and every definition is one a recipe names (PackageAndRecipes). What needs PyTorch (the
 writer's copies and files, stitching) runs in crates/pysplice-sglang/tests/python/runtime/run_hs_dump_test.py.
 """
 
+import ast
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import tomllib
 import types
 import unittest
 import zipfile
@@ -593,72 +595,36 @@ class StitchedFileFormat(unittest.TestCase):
         self.assertEqual(struct.unpack("<I", raw[-22:-18])[0], 0x06054B50)
 
 
-class RecipeCode(unittest.TestCase):
-    """recipe_code.py, on a copy of the package and the recipes: what it writes and what it refuses."""
+class PackageAndRecipes(unittest.TestCase):
+    """The recipes beside the package take their code from it (`code-from`): every definition a
+    module holds is injected by a recipe, and nothing else a module runs at its top level would
+    be missing from the patched file."""
 
-    def setUp(self):
-        self.root = tempfile.mkdtemp(prefix="hs_dump_recipe_code_")
-        crate = os.path.join(HERE, "..", "..")
-        self.crate = os.path.join(self.root, "crates", "pysplice-sglang")
-        shutil.copytree(os.path.join(crate, "python"), os.path.join(self.crate, "python"), ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copytree(os.path.join(crate, "recipes"), os.path.join(self.crate, "recipes"))
-
-    def tearDown(self):
-        shutil.rmtree(self.root)
-
-    def run_it(self, *args):
-        script = os.path.join(self.crate, "python", "recipe_code.py")
-        done = subprocess.run([sys.executable, script] + list(args), capture_output=True, text=True, timeout=60)
-        return done.returncode, done.stdout + done.stderr
-
-    def edit(self, module, old, new):
-        path = os.path.join(self.crate, "python", "pysplice_sglang", "dump", module)
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        self.assertEqual(text.count(old), 1, old)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text.replace(old, new))
-
-    def recipe(self, name="sglang_hs_dump.toml"):
-        with open(os.path.join(self.crate, "recipes", name), encoding="utf-8") as f:
-            return f.read()
-
-    def test_the_copy_is_current_and_an_edit_is_written_where_it_belongs(self):
-        self.assertEqual(self.run_it(), (0, ""))
-        before = (self.recipe(), self.recipe("sglang_hs_dump_models.toml"))
-        self.edit("settings.py", "    # An environment value for a log line", "    # A value of the environment for a log line")
-        self.edit("hooks.py", "    self._hs_dump_count = 0\n", "    self._hs_dump_count = 0 if config.x else self.config  # config\n")
-        rc, out = self.run_it()
-        self.assertEqual(rc, 1, out)
-        self.assertIn("+    # A value of the environment for a log line", out)
-        self.assertEqual(self.run_it("--write")[0], 0)
-        self.assertEqual(self.run_it(), (0, ""))
-        after = (self.recipe(), self.recipe("sglang_hs_dump_models.toml"))
-        expected = before[0].replace("    # An environment value for a log line", "    # A value of the environment for a log line")
-        hook = "self._hs_dump_count = 0\n" + "'" * 3
-        self.assertEqual(expected.count(hook), 1)
-        expected = expected.replace(hook, "self._hs_dump_count = 0 if {param.1}.x else self.config  # config\n" + "'" * 3)
-        self.assertEqual(after[0], expected)
-        self.assertEqual(after[1], before[1].replace(hook, "self._hs_dump_count = 0 if {param.1}.x else self.config  # config\n" + "'" * 3))
-
-    def test_what_would_not_reach_the_patched_file_is_refused(self):
-        for module, old, new, says in (
-            ("status.py", "\n\ndef _pysplice_hs_identity", "\n\nLIMIT = 1\n\n\ndef _pysplice_hs_identity", "status.py:"),
-            ("status.py", "\n\ndef _pysplice_hs_identity", "\n\ndef helper():\n    pass\n\n\ndef _pysplice_hs_identity", "helper is not named in HELPERS"),
-            ("__init__.py", '    "files._pysplice_hs_publish",\n', '    "files._pysplice_hs_publish",\n    "files._pysplice_hs_gone",\n', "what no module defines"),
-            ("hooks.py", "def init(self, config):", "def init(self, config\n):", "signature takes one line"),
-            ("files.py", "    # Give the temporary its final name", "    # Give the temporary " + "'" * 3, "ends a TOML literal string"),
-        ):
-            saved = self.recipe()
-            self.edit(module, old, new)
-            rc, out = self.run_it()
-            self.assertEqual(rc, 2, out)
-            self.assertIn(says, out)
-            self.assertNotIn("Traceback", out)
-            self.assertEqual(self.run_it("--write")[0], 2)
-            self.assertEqual(self.recipe(), saved)  # nothing written
-            self.edit(module, new, old)
-        self.assertEqual(self.run_it(), (0, ""))
+    def test_every_top_level_statement_reaches_the_patched_file_or_is_an_import(self):
+        folder = os.path.join(HERE, "..", "..", "python", "pysplice_sglang", "dump")
+        named = set()
+        for recipe in ("sglang_hs_dump.toml", "sglang_hs_dump_models.toml"):
+            with open(os.path.join(folder, recipe), "rb") as f:
+                for hook in tomllib.load(f)["hook"]:
+                    for entry in hook.get("code-from", []):
+                        named.add((entry["file"], entry.get("def") or entry.get("body")))
+        self.assertGreater(len(named), 50)
+        seen = set()
+        for name in sorted(os.listdir(folder)):
+            if not name.endswith(".py") or name == "__init__.py":
+                continue
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                tree = ast.parse(f.read(), name)
+            for k, node in enumerate(tree.body):
+                if k == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                    continue  # the docstring
+                if isinstance(node, (ast.Import, ast.ImportFrom, ast.Try)):
+                    continue  # the module's own imports (torch's in a try), not injected
+                where = "%s:%d" % (name, node.lineno)
+                self.assertIsInstance(node, (ast.FunctionDef, ast.ClassDef), where + ": not injected by any recipe")
+                self.assertIn((name, node.name), named, where + ": %s is named by no recipe's code-from" % node.name)
+                seen.add((name, node.name))
+        self.assertEqual(named - seen, set(), "named by a recipe, defined by no module")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 # test needs in one folder (default: .device/hs, git-ignored through .git/info/exclude):
 #
 #   DIR/mock_deepseek_v2.py           the pristine mock (the test's reference)
-#   DIR/mock_deepseek_v2_patched.py   the same file after `pysplice apply --spec crates/pysplice-sglang/recipes/sglang_hs_dump.toml`
+#   DIR/mock_deepseek_v2_patched.py   the same file after `pysplice apply --spec crates/pysplice-sglang/python/pysplice_sglang/dump/sglang_hs_dump.toml`
 #   DIR/run_hs_dump_test.py           the runtime test
 #   DIR/run_on_device.sh              runs the test (patched and --unpatched) and prints the verdicts
 #   DIR/bench_hs_dump.py              the writer's benchmark (GPU): python3 DIR/bench_hs_dump.py DIR/mock_deepseek_v2_patched.py
@@ -30,9 +30,9 @@ sed -n "/<<'WAIT_IDLE'\$/,/^WAIT_IDLE\$/p" docs/sglang.md | sed '1d;$d' >"$dest/
 # PYSPLICE=pysplice (the installed program, e.g. by `cargo install --path cli`) patches without a
 # build; by default this checkout's debug build does.
 if [ -n "${PYSPLICE:-}" ]; then
-  "$PYSPLICE" apply --spec crates/pysplice-sglang/recipes/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
+  "$PYSPLICE" apply --spec crates/pysplice-sglang/python/pysplice_sglang/dump/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
 else
-  cargo run --quiet --bin pysplice -- apply --spec crates/pysplice-sglang/recipes/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
+  cargo run --quiet --bin pysplice -- apply --spec crates/pysplice-sglang/python/pysplice_sglang/dump/sglang_hs_dump.toml "$dest/mock_deepseek_v2_patched.py"
 fi
 # the same static check as tests/sglang_recipe.rs, before spending time on a device
 python3 crates/pysplice-sglang/tests/python/check_hs_dump.py "$dest/mock_deepseek_v2_patched.py::$dest/mock_deepseek_v2.py" >"$dest/py_check.json" ||

@@ -9,7 +9,7 @@ target/{debug,release}/pysplice of this checkout, else `cargo run --bin pysplice
 
 What it does, in a temporary folder:
 1. saves the tiny tokenizer and patches a copy of crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py with the
-   real recipe (crates/pysplice-sglang/recipes/sglang_hs_dump.toml);
+   real recipe (crates/pysplice-sglang/python/pysplice_sglang/dump/sglang_hs_dump.toml);
 2. starts two stand-in servers with the real dump, each into its own folder (the multi-node
    layout), and the smg router in front of them (round robin);
 3. POSTs conversations by hand (urllib) through the router: the chat template's text tokenized
