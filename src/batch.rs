@@ -837,6 +837,90 @@ mod tests {
         }
     }
 
+    /// Writes `files` (path below the root, text) under a new folder.
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (rel, text) in files {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn exclude_leaves_files_and_folders_out_of_the_run() {
+        let imports =
+            "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"i\"\nsummary = \"s\"\nensure-imports = [\"os\"]\n";
+        let recipe = Recipe::from_toml("r.toml", imports).unwrap();
+        let dir = tree(&[
+            ("a.py", "x = 1\n"),
+            ("tests/t.py", "y = 1\n"),
+            ("sub/conftest.py", "z = 1\n"),
+            ("sub/b.py", "w = 1\n"),
+        ]);
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(dir.path().join("a.py"), dir.path().join("tests/l.py")).unwrap();
+            std::os::unix::fs::symlink(dir.path().join("a.py"), dir.path().join("sub/l.py")).unwrap();
+        }
+        let options = RunOptions {
+            exclude: vec!["tests/**".to_string(), "**/conftest.py".to_string()],
+        };
+        let batch = Batch::run_with(&recipe, &[dir.path().to_path_buf()], Op::Apply, &options);
+        assert!(batch.first_error().is_none(), "{:?}", batch.first_error());
+        let run: Vec<&Path> = batch.files.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(run, [dir.path().join("a.py"), dir.path().join("sub/b.py")]);
+        assert!(batch.not_targeted.is_empty(), "{:?}", batch.not_targeted);
+        #[cfg(unix)]
+        {
+            let links: Vec<&Path> = batch.not_followed.iter().map(|(link, _)| link.as_path()).collect();
+            assert_eq!(
+                links,
+                [dir.path().join("sub/l.py")],
+                "a link in a folder left out is not met"
+            );
+        }
+    }
+
+    #[test]
+    fn selectors_see_the_whole_folder_and_exclude_leaves_files_out_of_the_run() {
+        let recipe = Recipe::from_toml(
+            "r.toml",
+            "[recipe]\nid = \"r\"\nsummary = \"s\"\n[select.root]\nhas-method = \"marker\"\n[[hook]]\nid = \"h\"\nsummary = \"s\"\nin = { class = \"root\", method = \"forward\" }\nat = \"start\"\ncode = \"print(1)\"\n",
+        )
+        .unwrap();
+        let dir = tree(&[
+            (
+                "base.py",
+                "class Base:\n    def marker(self):\n        pass\n\n    def forward(self):\n        return 1\n",
+            ),
+            (
+                "model.py",
+                "from base import Base\n\n\nclass M(Base):\n    def forward(self):\n        return 2\n",
+            ),
+            ("other.py", "class N:\n    def forward(self):\n        return 3\n"),
+        ]);
+        let folder = [dir.path().to_path_buf()];
+        let all = Batch::run_with(&recipe, &folder, Op::Apply, &RunOptions::default());
+        assert!(all.first_error().is_none(), "{:?}", all.first_error());
+        let run: Vec<&Path> = all.files.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(run, [dir.path().join("base.py"), dir.path().join("model.py")]);
+        assert_eq!(all.not_targeted, [dir.path().join("other.py")]);
+        // The base class's file left out of the run still makes its subclass a root.
+        let options = RunOptions {
+            exclude: vec!["base.py".to_string()],
+        };
+        let some = Batch::run_with(&recipe, &folder, Op::Apply, &options);
+        assert!(some.first_error().is_none(), "{:?}", some.first_error());
+        let run: Vec<&Path> = some.files.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(run, [dir.path().join("model.py")]);
+        let patched = some.files[0].result.as_ref().unwrap().output();
+        assert!(patched.contains("    def forward(self):\n"), "{patched}");
+        assert!(patched.contains("print(1)"), "{patched}");
+        assert_eq!(some.not_targeted, [dir.path().join("other.py")]);
+    }
+
     #[test]
     fn a_file_given_twice_is_found() {
         let (dir, paths) = files(&["x = 1\n"]);
