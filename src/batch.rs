@@ -186,6 +186,151 @@ struct Found {
     spot: Option<Spot>,
 }
 
+impl Found {
+    /// A file given by name.
+    fn given(path: &Path) -> Found {
+        let rel = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        Found {
+            path: path.to_path_buf(),
+            module: module_name("", &rel),
+            rel,
+            given: true,
+            spot: None,
+        }
+    }
+
+    /// A file a walk of a folder (the package `package`) met.
+    fn walked(file: &WalkedFile, package: &str) -> Found {
+        Found {
+            path: file.path.clone(),
+            rel: file.rel.clone(),
+            module: module_name(package, &file.rel),
+            given: false,
+            spot: Some(file.spot.clone()),
+        }
+    }
+}
+
+/// A path of a run of several: a file, or a folder as its one walk met it.
+enum Given {
+    File(PathBuf),
+    Folder(Tree),
+}
+
+/// Walks each folder of `paths` once: all of it when `whole` (a class graph of selectors reads
+/// the files the run leaves out), else without what `options` excludes. A folder that cannot
+/// be walked is an error of the run, and has no files.
+fn walk_paths(paths: &[PathBuf], options: &RunOptions, whole: bool, errors: &mut Vec<Error>) -> Vec<Given> {
+    let all = RunOptions::default();
+    let walk_options = if whole { &all } else { options };
+    let mut given = Vec::new();
+    for path in paths {
+        if !is_folder(path) {
+            given.push(Given::File(path.clone()));
+            continue;
+        }
+        match Tree::walk(path, walk_options) {
+            Ok(tree) => given.push(Given::Folder(tree)),
+            Err(err) => errors.push(err),
+        }
+    }
+    given
+}
+
+/// Each file's recipe: the run's, or for a recipe whose hooks choose their classes by selectors,
+/// the concrete recipe that the selection over each whole folder (a project scan) gives a file
+/// (a file no selection reaches gets the recipe without its selector hooks).
+struct Choice<'r> {
+    recipe: &'r Recipe,
+    /// `None` for a recipe without selectors.
+    chosen: Option<(std::collections::HashMap<PathBuf, Recipe>, Recipe)>,
+}
+
+impl<'r> Choice<'r> {
+    /// The selection of `recipe` over the folders of `given`, each read through its walk's
+    /// handles like the run's own files: nothing outside it is read.
+    fn new(recipe: &'r Recipe, given: &[Given], errors: &mut Vec<Error>) -> Choice<'r> {
+        if !recipe.selects() {
+            return Choice { recipe, chosen: None };
+        }
+        let options = crate::project::ScanOptions {
+            package: None,
+            conventions: recipe.conventions.clone(),
+        };
+        let mut chosen = std::collections::HashMap::new();
+        for tree in given.iter().filter_map(|g| match g {
+            Given::Folder(tree) => Some(tree),
+            Given::File(_) => None,
+        }) {
+            let project = crate::project::Project::scan_tree(tree, &options);
+            let selection = crate::project::select::choose_roots(&project, recipe);
+            let folder = tree.root();
+            match crate::project::select::expand(recipe, &selection, None, &folder.display().to_string()) {
+                Ok(files) => chosen.extend(files.into_iter().map(|f| (folder.join(&f.file), f.recipe))),
+                Err(err) => errors.push(err),
+            }
+        }
+        Choice {
+            recipe,
+            chosen: Some((chosen, without_selectors(recipe))),
+        }
+    }
+
+    /// The recipe of the file `f`.
+    fn recipe_of(&self, f: &Found) -> &Recipe {
+        match &self.chosen {
+            // A file given by name keeps the selection made in it alone.
+            Some((chosen, unselected)) => chosen
+                .get(&f.path)
+                .unwrap_or(if f.given { self.recipe } else { unselected }),
+            None => self.recipe,
+        }
+    }
+}
+
+/// The errors of an apply run of several files in which no file holds the target of a required
+/// hook of `scope`'s recipe (none of `found`): each names the run (the first folder given, or
+/// the first file when there is none), how many files were looked at (`scanned`) and the
+/// closest definitions among theirs.
+fn missing_targets(
+    scope: &Scope<'_>,
+    found: &std::collections::HashSet<String>,
+    scanned: &[Found],
+    paths: &[PathBuf],
+) -> Vec<Error> {
+    let recipe = scope.recipe();
+    let missing: Vec<usize> = scope
+        .targeted()
+        .filter(|&i| !recipe.hooks[i].optional && !found.contains(&recipe.hooks[i].id))
+        .collect();
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    let run = paths.iter().find(|p| is_folder(p)).or(paths.first());
+    let run = run.map_or_else(String::new, |p| path_name(p));
+    let known = definitions(scanned);
+    let closest = |path: &String| crate::suggest::closest(path, known.iter().map(String::as_str), 3);
+    missing
+        .into_iter()
+        .map(|i| {
+            let hook = &recipe.hooks[i];
+            let candidates = match &hook.target {
+                crate::locate::Target::Definition { path, .. } => closest(path),
+                crate::locate::Target::Paths(wanted) => wanted.first().map(closest).unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            let kind = ErrorKind::NotInFolder {
+                path: scope::describe(&hook.target),
+                files: scanned.len(),
+                candidates: candidates.into(),
+            };
+            kind.at(Location::whole(run.clone())).with_hook(&hook.id)
+        })
+        .collect()
+}
+
 /// Test hooks: what runs between the steps of a folder run, to swap files deterministically.
 #[cfg(test)]
 pub(crate) mod faults {
@@ -224,90 +369,97 @@ impl Batch {
     /// run.
     #[must_use]
     pub fn run_with(recipe: &Recipe, paths: &[PathBuf], op: Op, options: &RunOptions) -> Batch {
-        let mut batch = Batch::default();
         if let [path] = paths {
             if !is_folder(path) {
-                batch.files.push(run_one(recipe, path, op));
-                return batch;
+                return Batch {
+                    files: vec![run_one(recipe, path, op)],
+                    ..Batch::default()
+                };
             }
         }
-        let mut found: Vec<Found> = Vec::new();
-        // Each file once, by its resolved path (two hard links are two names, two files).
-        let mut seen = std::collections::HashSet::new();
-        // A file given by name is not run again as a file of a folder given.
-        for path in paths.iter().filter(|p| !is_folder(p)) {
-            seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
-        }
-        for path in paths {
-            if !is_folder(path) {
-                let rel = path
-                    .file_name()
-                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-                found.push(Found {
-                    path: path.clone(),
-                    module: module_name("", &rel),
-                    rel,
-                    given: true,
-                    spot: None,
-                });
-                continue;
-            }
-            match walk::walk(path, &options.exclude) {
-                Ok(walked) => {
-                    batch.not_followed.extend(walked.links);
-                    let package = package_of(path);
-                    for file in walked.files {
-                        // The path the walk resolved, not the name resolved again.
-                        if seen.insert(file.spot.folder.path().join(&file.spot.name)) {
-                            let module = module_name(&package, &file.rel);
-                            found.push(Found {
-                                path: file.path,
-                                rel: file.rel,
-                                module,
-                                given: false,
-                                spot: Some(file.spot),
-                            });
-                        }
-                    }
-                }
-                Err(err) => batch.errors.push(err),
-            }
-        }
+        let mut batch = Batch::default();
+        // Walk: each folder once; the class graph of selectors needs all of it.
+        let given = walk_paths(paths, options, recipe.selects(), &mut batch.errors);
+        let found = batch.found(&given, &options.exclude);
         #[cfg(test)]
         faults::AFTER_WALK.with(|hook| {
             if let Some(hook) = hook.borrow().as_ref() {
                 hook();
             }
         });
+        // Choose: the files the recipe takes in, and each one's recipe.
+        let choice = Choice::new(recipe, &given, &mut batch.errors);
         let scope = Scope::new(recipe);
         let (taken, left): (Vec<Found>, Vec<Found>) = found
             .into_iter()
             .partition(|f| f.given || scope.takes(&f.rel, &f.module));
         batch.not_targeted.extend(left.into_iter().map(|f| f.path));
-        let looked_at = taken.len();
         // Kept for the suggestions of a run that fails (a target no file defines).
         let scanned: Vec<Found> = if op == Op::Apply { taken.clone() } else { Vec::new() };
-        // Hooks that choose their classes by selectors get, in each file, the paths the
-        // selection over the whole folder chose there (none: left out of that file's recipe).
-        let chosen = chosen_by_selectors(recipe, paths, &mut batch.errors);
-        let unselected = chosen.as_ref().map(|_| without_selectors(recipe));
+        // Run.
+        let targets_found = batch.run_files(&scope, &choice, taken, op);
+        // A file that could not be read or parsed may hold the target: its error says why.
+        let all_read = batch.files.iter().all(|f| f.file.is_some());
+        if op == Op::Apply && batch.errors.is_empty() && all_read {
+            let missing = missing_targets(&scope, &targets_found, &scanned, paths);
+            batch.errors.extend(missing);
+        }
+        batch
+    }
+
+    /// The files of a run of several, in the order of `given`: a file given by name, or a
+    /// folder's files that `exclude` leaves in, in path order (a file given by name is not met
+    /// again in a folder). Notes the links the walks met that `exclude` leaves in.
+    fn found(&mut self, given: &[Given], exclude: &[String]) -> Vec<Found> {
+        // Each file once, by its resolved path (two hard links are two names, two files).
+        let mut seen: std::collections::HashSet<PathBuf> = given
+            .iter()
+            .filter_map(|g| match g {
+                Given::File(path) => Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone())),
+                Given::Folder(_) => None,
+            })
+            .collect();
+        let mut found = Vec::new();
+        for path in given {
+            match path {
+                Given::File(path) => found.push(Found::given(path)),
+                Given::Folder(tree) => {
+                    let links = tree.not_followed().iter().filter(|(link, _)| {
+                        let rel = link.strip_prefix(tree.root()).unwrap_or(link);
+                        !walk::left_out(&walk::relative(rel), exclude)
+                    });
+                    self.not_followed.extend(links.cloned());
+                    let package = package_of(tree.root());
+                    let files = tree.files().iter().filter(|f| !walk::left_out(&f.rel, exclude));
+                    // The path the walk resolved, not the name resolved again.
+                    let new = files.filter(|f| seen.insert(f.spot.folder.path().join(&f.spot.name)));
+                    found.extend(new.map(|f| Found::walked(f, &package)));
+                }
+            }
+        }
+        found
+    }
+
+    /// Runs `op` on every file `taken` (in parallel), noting each as run or not targeted; gives
+    /// the ids of the hooks whose targets some file holds.
+    fn run_files(
+        &mut self,
+        scope: &Scope<'_>,
+        choice: &Choice<'_>,
+        taken: Vec<Found>,
+        op: Op,
+    ) -> std::collections::HashSet<String> {
         // Whether the recipe as a whole has hooks with targets (a file's own recipe may have
         // none left: no selection reaches it).
         let targeted = scope.has_targets();
         let verdicts: Vec<(Verdict, Vec<String>)> = taken
             .into_par_iter()
             .map(|f| {
-                let file_recipe = match (&chosen, &unselected) {
-                    // A file given by name keeps the selection made in it alone.
-                    (Some(chosen), Some(unselected)) => {
-                        chosen.get(&f.path).unwrap_or(if f.given { recipe } else { unselected })
-                    }
-                    _ => recipe,
-                };
+                let file_recipe = choice.recipe_of(&f);
                 // The run's scope, unless the file has a recipe of its own (selectors).
                 let own;
-                let file_scope = if std::ptr::eq(file_recipe, recipe) {
-                    &scope
+                let file_scope = if std::ptr::eq(file_recipe, choice.recipe) {
+                    scope
                 } else {
                     own = Scope::new(file_recipe);
                     &own
@@ -326,48 +478,11 @@ impl Batch {
         for (verdict, ids) in verdicts {
             targets_found.extend(ids);
             match verdict {
-                Verdict::Run(run, _) => batch.files.push(*run),
-                Verdict::NotTargeted(path) | Verdict::Skipped(path, _) => batch.not_targeted.push(path),
+                Verdict::Run(run, _) => self.files.push(*run),
+                Verdict::NotTargeted(path) | Verdict::Skipped(path, _) => self.not_targeted.push(path),
             }
         }
-        // A file that could not be read or parsed may hold the target: its error says why.
-        let all_read = batch.files.iter().all(|f| f.file.is_some());
-        if op == Op::Apply && batch.errors.is_empty() && all_read {
-            // Named after the first folder given, or the first file when there is none.
-            let run = paths.iter().find(|p| is_folder(p)).or(paths.first());
-            let run = run.map_or_else(String::new, |p| path_name(p));
-            let missing: Vec<usize> = scope
-                .targeted()
-                .filter(|&i| !recipe.hooks[i].optional && !targets_found.contains(&recipe.hooks[i].id))
-                .collect();
-            let known = if missing.is_empty() {
-                Vec::new()
-            } else {
-                definitions(&scanned)
-            };
-            for i in missing {
-                let hook = &recipe.hooks[i];
-                let candidates = match &hook.target {
-                    crate::locate::Target::Definition { path, .. } => {
-                        crate::suggest::closest(path, known.iter().map(String::as_str), 3)
-                    }
-                    crate::locate::Target::Paths(wanted) => wanted
-                        .first()
-                        .map(|path| crate::suggest::closest(path, known.iter().map(String::as_str), 3))
-                        .unwrap_or_default(),
-                    _ => Vec::new(),
-                };
-                let kind = ErrorKind::NotInFolder {
-                    path: scope::describe(&hook.target),
-                    files: looked_at,
-                    candidates: candidates.into(),
-                };
-                batch
-                    .errors
-                    .push(kind.at(Location::whole(run.clone())).with_hook(&hook.id));
-            }
-        }
-        batch
+        targets_found
     }
 
     /// The first failure, if the run or any file failed.
@@ -476,41 +591,6 @@ fn judge(scope: &Scope<'_>, targeted: bool, path: PathBuf, spot: Option<&Spot>, 
         return Verdict::Skipped(path, here);
     }
     Verdict::Run(Box::new(run), here)
-}
-
-/// For a recipe whose hooks choose their classes by selectors, the concrete recipe of every file
-/// of the folders given that the selection over each whole folder (a project scan) reaches;
-/// `None` for a recipe without selectors.
-fn chosen_by_selectors(
-    recipe: &Recipe,
-    paths: &[PathBuf],
-    errors: &mut Vec<Error>,
-) -> Option<std::collections::HashMap<PathBuf, Recipe>> {
-    if !recipe.selects() {
-        return None;
-    }
-    let mut chosen = std::collections::HashMap::new();
-    let options = crate::project::ScanOptions {
-        package: None,
-        conventions: recipe.conventions.clone(),
-    };
-    for folder in paths.iter().filter(|p| is_folder(p)) {
-        // The whole folder (`exclude` leaves files out of the run, not out of the class graph),
-        // read through a walk's handles like the run's own files: nothing outside it is read.
-        let project = match Tree::walk(folder, &RunOptions::default()) {
-            Ok(tree) => crate::project::Project::scan_tree(&tree, &options),
-            Err(err) => {
-                errors.push(err);
-                continue;
-            }
-        };
-        let selection = crate::project::select::choose_roots(&project, recipe);
-        match crate::project::select::expand(recipe, &selection, None, &folder.display().to_string()) {
-            Ok(files) => chosen.extend(files.into_iter().map(|f| (folder.join(&f.file), f.recipe))),
-            Err(err) => errors.push(err),
-        }
-    }
-    Some(chosen)
 }
 
 /// `recipe` without its selector hooks: the recipe of a file no selection reaches.
@@ -835,6 +915,90 @@ mod tests {
                 "def f():\n    pass\n"
             );
         }
+    }
+
+    /// Writes `files` (path below the root, text) under a new folder.
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (rel, text) in files {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn exclude_leaves_files_and_folders_out_of_the_run() {
+        let imports =
+            "[recipe]\nid = \"r\"\nsummary = \"s\"\n[[hook]]\nid = \"i\"\nsummary = \"s\"\nensure-imports = [\"os\"]\n";
+        let recipe = Recipe::from_toml("r.toml", imports).unwrap();
+        let dir = tree(&[
+            ("a.py", "x = 1\n"),
+            ("tests/t.py", "y = 1\n"),
+            ("sub/conftest.py", "z = 1\n"),
+            ("sub/b.py", "w = 1\n"),
+        ]);
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(dir.path().join("a.py"), dir.path().join("tests/l.py")).unwrap();
+            std::os::unix::fs::symlink(dir.path().join("a.py"), dir.path().join("sub/l.py")).unwrap();
+        }
+        let options = RunOptions {
+            exclude: vec!["tests/**".to_string(), "**/conftest.py".to_string()],
+        };
+        let batch = Batch::run_with(&recipe, &[dir.path().to_path_buf()], Op::Apply, &options);
+        assert!(batch.first_error().is_none(), "{:?}", batch.first_error());
+        let run: Vec<&Path> = batch.files.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(run, [dir.path().join("a.py"), dir.path().join("sub/b.py")]);
+        assert!(batch.not_targeted.is_empty(), "{:?}", batch.not_targeted);
+        #[cfg(unix)]
+        {
+            let links: Vec<&Path> = batch.not_followed.iter().map(|(link, _)| link.as_path()).collect();
+            assert_eq!(
+                links,
+                [dir.path().join("sub/l.py")],
+                "a link in a folder left out is not met"
+            );
+        }
+    }
+
+    #[test]
+    fn selectors_see_the_whole_folder_and_exclude_leaves_files_out_of_the_run() {
+        let recipe = Recipe::from_toml(
+            "r.toml",
+            "[recipe]\nid = \"r\"\nsummary = \"s\"\n[select.root]\nhas-method = \"marker\"\n[[hook]]\nid = \"h\"\nsummary = \"s\"\nin = { class = \"root\", method = \"forward\" }\nat = \"start\"\ncode = \"print(1)\"\n",
+        )
+        .unwrap();
+        let dir = tree(&[
+            (
+                "base.py",
+                "class Base:\n    def marker(self):\n        pass\n\n    def forward(self):\n        return 1\n",
+            ),
+            (
+                "model.py",
+                "from base import Base\n\n\nclass M(Base):\n    def forward(self):\n        return 2\n",
+            ),
+            ("other.py", "class N:\n    def forward(self):\n        return 3\n"),
+        ]);
+        let folder = [dir.path().to_path_buf()];
+        let all = Batch::run_with(&recipe, &folder, Op::Apply, &RunOptions::default());
+        assert!(all.first_error().is_none(), "{:?}", all.first_error());
+        let run: Vec<&Path> = all.files.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(run, [dir.path().join("base.py"), dir.path().join("model.py")]);
+        assert_eq!(all.not_targeted, [dir.path().join("other.py")]);
+        // The base class's file left out of the run still makes its subclass a root.
+        let options = RunOptions {
+            exclude: vec!["base.py".to_string()],
+        };
+        let some = Batch::run_with(&recipe, &folder, Op::Apply, &options);
+        assert!(some.first_error().is_none(), "{:?}", some.first_error());
+        let run: Vec<&Path> = some.files.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(run, [dir.path().join("model.py")]);
+        let patched = some.files[0].result.as_ref().unwrap().output();
+        assert!(patched.contains("    def forward(self):\n"), "{patched}");
+        assert!(patched.contains("print(1)"), "{patched}");
+        assert_eq!(some.not_targeted, [dir.path().join("other.py")]);
     }
 
     #[test]

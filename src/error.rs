@@ -149,25 +149,13 @@ pub enum ErrorKind {
         second: String,
     },
 
-    /// A marked block in the file does not match what pysplice inserted (edited by hand; the
-    /// location is the marker line).
-    #[error("{reason}; restore the block or remove it by hand, then run again")]
+    /// A marked block in the file does not match what pysplice inserted (edited by hand), or
+    /// another recipe changed it after ([`MarkerReason::Stacked`]: that recipe must be reverted
+    /// first). The location is the marker line.
+    #[error("{reason}; {}", reason.remedy())]
     Marker {
         /// What does not match.
         reason: MarkerReason,
-    },
-
-    /// Another recipe changed a frame of this recipe after it was applied (its change sits on
-    /// top of this one): that recipe must be reverted first. The location is this recipe's
-    /// marker line, the hook the one whose change is covered.
-    #[error("recipe `{top}` was applied on top of this change (its marker for hook `{top_hook}` is at line {top_line}); revert `{top}` first")]
-    Stacked {
-        /// The recipe on top.
-        top: Box<str>,
-        /// The hook of the recipe on top whose marker is in the way.
-        top_hook: Box<str>,
-        /// 1-based line of that marker.
-        top_line: usize,
     },
 
     /// The result of an edit failed verification; nothing was written.
@@ -552,10 +540,12 @@ mod tests {
             ErrorKind::Marker {
                 reason: MarkerReason::CloseWithoutOpen,
             },
-            ErrorKind::Stacked {
-                top: "t".into(),
-                top_hook: "u".into(),
-                top_line: 9,
+            ErrorKind::Marker {
+                reason: MarkerReason::Stacked {
+                    top: "t".into(),
+                    top_hook: "u".into(),
+                    top_line: 9,
+                },
             },
             ErrorKind::Verify {
                 reason: VerifyReason::OutsideChanged,

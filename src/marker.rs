@@ -56,7 +56,7 @@ mod strip;
 use grammar::marker_lines;
 pub use grammar::{carries, parse_line, MarkerKind, MarkerLine};
 pub(crate) use grammar::{is_id, looks_like_marker, marker_like_offset};
-pub use reason::{MarkerError, MarkerProblem};
+pub use reason::MarkerError;
 pub use scan::scan;
 use seal::seal;
 pub(crate) use strip::{strip, strip_with_anchors, to_framed};

@@ -72,9 +72,7 @@ pub use facts::{
 pub use graph::{
     BaseLink, BaseTarget, ClassGraph, ClassId, ClassNode, CompositionEdge, Diagnostic, RunPath, MAX_MRO_LEN,
 };
-pub use query::{
-    Chain, Evidence, ForwardNeed, Forwarding, Member, Reach, ReachEntry, RunVia, Runner, Step, UseEvidence,
-};
+pub use query::{Chain, Evidence, ForwardNeed, Forwarding, Member, Reach, ReachEntry, RunVia, Runner, Step};
 
 use facts::ModuleContext;
 use scope::class_statement_names;

@@ -37,6 +37,11 @@ impl<'r> Scope<'r> {
         }
     }
 
+    /// The recipe.
+    pub(crate) fn recipe(&self) -> &'r Recipe {
+        self.recipe
+    }
+
     /// Whether the recipe's `files` key takes in the file at `rel` (module `module`).
     pub(crate) fn takes(&self, rel: &str, module: &str) -> bool {
         self.recipe.files.is_empty() || self.recipe.files.iter().any(|g| glob::names_file(g, rel, module))

@@ -106,7 +106,7 @@ pub(crate) fn walk(root: &Path, exclude: &[String]) -> Result<Walked, Error> {
             } else {
                 format!("{rel_dir}/{text}")
             };
-            if exclude.iter().any(|glob| glob::names_file(glob, &rel, "")) {
+            if named(exclude, &rel) {
                 continue;
             }
             let entry = folder.entry(&name).map_err(|err| io_error(&path, "cannot read", err))?;
@@ -152,6 +152,26 @@ pub(crate) fn walk(root: &Path, exclude: &[String]) -> Result<Walked, Error> {
     }
     walked.files.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(walked)
+}
+
+/// Whether a glob of `exclude` names the entry at `rel`: a walk leaves it out (a folder with
+/// everything below it).
+fn named(exclude: &[String], rel: &str) -> bool {
+    exclude.iter().any(|glob| glob::names_file(glob, rel, ""))
+}
+
+/// Whether a walk with `exclude` leaves out the entry at `rel` (`/`-separated, below the
+/// folder walked): a glob names it or a folder above it. What a walk of the whole folder met,
+/// less these, is what a walk with `exclude` meets.
+pub(crate) fn left_out(rel: &str, exclude: &[String]) -> bool {
+    let folders = rel.match_indices('/').map(|(at, _)| &rel[..at]);
+    !exclude.is_empty() && folders.chain([rel]).any(|part| named(exclude, part))
+}
+
+/// `path` (below a folder walked) as a walk names it: `/`-separated, each name as shown.
+pub(crate) fn relative(path: &Path) -> String {
+    let names: Vec<_> = path.iter().map(|name| name.to_string_lossy()).collect();
+    names.join("/")
 }
 
 /// A symbolic link met in the walk, at `path` in the folder `here` (its resolved path): never

@@ -91,7 +91,7 @@ impl Document {
     /// # Errors
     /// [`Syntax`](crate::ErrorKind::Syntax) when the text is not valid Python (an editor's usual state while
     /// typing), [`Marker`](crate::ErrorKind::Marker) when a block of this recipe was edited by hand or a marker line
-    /// is missing, [`Stacked`](crate::ErrorKind::Stacked) when another recipe sits on top of one. Hooks that cannot
+    /// is missing or another recipe sits on top of one ([`MarkerReason::Stacked`](crate::MarkerReason::Stacked)). Hooks that cannot
     /// be placed are not errors: they show as [`Status::Failed`].
     pub fn plan(&self, recipe: &Recipe) -> Result<DocumentPlan, Error> {
         self.plan_keeping(recipe).map(|(plan, _)| plan)

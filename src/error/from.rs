@@ -5,7 +5,7 @@
 
 use super::{Error, ErrorKind};
 use crate::edit::Conflict;
-use crate::marker::{MarkerError, MarkerProblem};
+use crate::marker::MarkerError;
 use crate::parse::SyntaxError;
 use crate::source::{DecodeError, SourceFile};
 
@@ -31,24 +31,8 @@ impl From<Conflict> for Error {
 
 impl From<MarkerError> for Error {
     fn from(err: MarkerError) -> Error {
-        let MarkerError {
-            problem,
-            location,
-            hook,
-        } = err;
-        let kind = match *problem {
-            MarkerProblem::Damaged(reason) => ErrorKind::Marker { reason },
-            MarkerProblem::Stacked {
-                top,
-                top_hook,
-                top_line,
-            } => ErrorKind::Stacked {
-                top,
-                top_hook,
-                top_line,
-            },
-        };
-        kind.at(location).with_hook(&hook)
+        let MarkerError { reason, location, hook } = err;
+        ErrorKind::Marker { reason: *reason }.at(location).with_hook(&hook)
     }
 }
 
@@ -69,5 +53,38 @@ impl SourceFile {
     /// bytes are not valid UTF-8.
     pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<SourceFile, Error> {
         Ok(SourceFile::decode(name.into(), bytes)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::location::Location;
+    use crate::MarkerReason;
+
+    #[test]
+    fn a_marker_error_keeps_its_reason_and_says_the_remedy() {
+        let error = |reason| {
+            Error::from(MarkerError {
+                reason: Box::new(reason),
+                location: Location::new("f.py", 3, 1),
+                hook: "h".into(),
+            })
+        };
+        let stacked = MarkerReason::Stacked {
+            top: "b".into(),
+            top_hook: "wrap".into(),
+            top_line: 7,
+        };
+        let err = error(stacked.clone());
+        assert!(matches!(err.kind(), ErrorKind::Marker { reason } if *reason == stacked));
+        assert_eq!(
+            err.to_string(),
+            "f.py:3:1: recipe `b` was applied on top of this change (its marker for hook `wrap` is at line 7); revert `b` first [hook h]"
+        );
+        assert_eq!(
+            error(MarkerReason::CloseWithoutOpen).to_string(),
+            "f.py:3:1: closing marker without an opening marker; restore the block or remove it by hand, then run again [hook h]"
+        );
     }
 }

@@ -1,9 +1,10 @@
-//! The typed reasons of [`ErrorKind::Spec`](crate::ErrorKind::Spec),
-//! [`ErrorKind::Placement`](crate::ErrorKind::Placement),
-//! [`ErrorKind::Marker`](crate::ErrorKind::Marker)
-//! and [`ErrorKind::Selection`](crate::ErrorKind::Selection):
-//! a caller tells reasons apart by variant, never by message text. Each reason's `Display` is
-//! the message the library has always shown.
+//! The typed reasons of the error kinds this module owns: [`SpecReason`] (with
+//! [`SelectorProblem`]) of [`ErrorKind::Spec`](crate::ErrorKind::Spec), [`BuilderReason`] of
+//! [`ErrorKind::Builder`](crate::ErrorKind::Builder), [`PlacementReason`] of
+//! [`ErrorKind::Placement`](crate::ErrorKind::Placement) and [`SelectionReason`] of
+//! [`ErrorKind::Selection`](crate::ErrorKind::Selection) (the marker's and the verifier's reasons
+//! live with the modules that raise them): a caller tells reasons apart by variant, never by
+//! message text. Each reason's `Display` is the part of the kind's message that says why.
 
 use crate::location::Location;
 use crate::syntax::Depth;

@@ -1,48 +1,27 @@
-//! What is wrong with a recipe's marked blocks, as [`scan`](super::scan) finds it: its reasons
-//! ([`MarkerReason`]) and its error ([`MarkerError`]), which the crate's
-//! [`ErrorKind::Marker`](crate::ErrorKind::Marker) and [`ErrorKind::Stacked`](crate::ErrorKind::Stacked)
-//! carry once it becomes a [`crate::Error`].
+//! What is wrong with a recipe's marked blocks, as [`scan`](super::scan) finds it: its error
+//! ([`MarkerError`]) with its reason ([`MarkerReason`]), which the crate's
+//! [`ErrorKind::Marker`](crate::ErrorKind::Marker) carries as is once it becomes a
+//! [`crate::Error`].
 
 use crate::location::Location;
 
 /// Why [`scan`](super::scan) cannot read a recipe's frames back, at the marker line at fault,
 /// for the hook whose frame it is.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{location}: {problem} [hook {hook}]")]
+#[error("{location}: {reason} [hook {hook}]")]
 #[non_exhaustive]
 pub struct MarkerError {
     /// What is wrong (boxed, so that a `Result` stays small).
-    pub problem: Box<MarkerProblem>,
+    pub reason: Box<MarkerReason>,
     /// The marker line at fault.
     pub location: Location,
     /// The hook whose frame it is.
     pub hook: String,
 }
 
-/// What is wrong with a recipe's frames ([`MarkerError::problem`]).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum MarkerProblem {
-    /// A frame does not match what pysplice inserted
-    /// ([`ErrorKind::Marker`](crate::ErrorKind::Marker)).
-    #[error("{0}")]
-    Damaged(MarkerReason),
-    /// Another recipe changed the frame after it was applied
-    /// ([`ErrorKind::Stacked`](crate::ErrorKind::Stacked)).
-    #[error(
-        "recipe `{top}` was applied on top of this change (its marker for hook `{top_hook}` is at line {top_line})"
-    )]
-    Stacked {
-        /// The recipe on top.
-        top: Box<str>,
-        /// Its hook whose marker is in the way.
-        top_hook: Box<str>,
-        /// 1-based line of that marker.
-        top_line: usize,
-    },
-}
-
-/// What is wrong with a recipe's marked blocks ([`ErrorKind::Marker`](crate::ErrorKind::Marker)).
+/// What is wrong with a recipe's marked blocks ([`MarkerError::reason`],
+/// [`ErrorKind::Marker`](crate::ErrorKind::Marker)): a frame that does not match what pysplice
+/// inserted, or one that another recipe changed after ([`MarkerReason::Stacked`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MarkerReason {
@@ -112,6 +91,20 @@ pub enum MarkerReason {
         /// Its marker's 1-based line.
         second_line: usize,
     },
+    /// Another recipe changed a frame of this recipe after it was applied (its change sits on
+    /// top of this one): that recipe must be reverted first. The error's location is this
+    /// recipe's marker line, its hook the one whose change is covered.
+    #[error(
+        "recipe `{top}` was applied on top of this change (its marker for hook `{top_hook}` is at line {top_line})"
+    )]
+    Stacked {
+        /// The recipe on top.
+        top: String,
+        /// The hook of the recipe on top whose marker is in the way.
+        top_hook: String,
+        /// 1-based line of that marker.
+        top_line: usize,
+    },
     /// Another recipe changed lines inside this recipe's expanded one-line suite.
     #[error("recipe `{other}` has changes inside this recipe's expanded one-line suite: revert `{other}` first")]
     StackedInsideSuite {
@@ -140,4 +133,15 @@ pub enum MarkerReason {
         /// The hook.
         hook: String,
     },
+}
+
+impl MarkerReason {
+    /// What to do about it, as [`ErrorKind::Marker`](crate::ErrorKind::Marker)'s message says
+    /// after the reason: revert the recipe on top of a stacked frame, mend a damaged one.
+    pub(crate) fn remedy(&self) -> String {
+        match self {
+            MarkerReason::Stacked { top, .. } => format!("revert `{top}` first"),
+            _ => "restore the block or remove it by hand, then run again".to_string(),
+        }
+    }
 }

@@ -7,18 +7,18 @@ use crate::location::Location;
 use crate::source::SourceFile;
 
 use super::grammar::{begin_fields, end_fields, inline_fields, marker_lines, BeginFields, Found, InlineFields, Seal};
-use super::reason::{MarkerError, MarkerProblem, MarkerReason};
+use super::reason::{MarkerError, MarkerReason};
 use super::seal::{Broken, Claim};
 use super::{newline_before, strip, Frame, FrameKind, MarkerKind, MarkerLine};
 
 /// Every frame of `recipe` in `file`, in order.
 ///
 /// # Errors
-/// A [`MarkerError`] naming the line and hook: [`MarkerProblem::Damaged`] when a frame of this recipe is damaged: an
-/// opening marker without its closing marker, a closing marker alone, a bad attribute, a seal
-/// that no longer matches (edited by hand), a duplicated marker line, frames that overlap.
-/// [`MarkerProblem::Stacked`] when another recipe changed a frame of this one after it was applied:
-/// that recipe is on top and must be reverted first.
+/// A [`MarkerError`] naming the line and hook, with its [`MarkerReason`]: a frame of this recipe
+/// damaged (an opening marker without its closing marker, a closing marker alone, a bad
+/// attribute, a seal that no longer matches: edited by hand, a duplicated marker line, frames
+/// that overlap), or [`MarkerReason::Stacked`] when another recipe changed a frame of this one
+/// after it was applied: that recipe is on top and must be reverted first.
 pub fn scan(file: &SourceFile, recipe: &str) -> Result<Vec<Frame>, MarkerError> {
     let found = marker_lines(file);
     let mut scan = Scan {
@@ -71,7 +71,7 @@ impl Scan<'_> {
     /// Another recipe's marker line `top` changed the frame of `hook` at `at`.
     fn stacked(&self, at: usize, hook: &str, top: &Found<'_>) -> MarkerError {
         MarkerError {
-            problem: Box::new(MarkerProblem::Stacked {
+            reason: Box::new(MarkerReason::Stacked {
                 top: top.marker.recipe.into(),
                 top_hook: top.marker.hook.into(),
                 top_line: top.line,
@@ -366,7 +366,7 @@ struct OpenFrame {
 /// A damaged frame of `hook` at `location`.
 fn damaged_at(location: Location, reason: MarkerReason, hook: &str) -> MarkerError {
     MarkerError {
-        problem: Box::new(MarkerProblem::Damaged(reason)),
+        reason: Box::new(reason),
         location,
         hook: hook.to_string(),
     }

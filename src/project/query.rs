@@ -32,9 +32,6 @@ impl fmt::Display for Evidence {
     }
 }
 
-/// A delegation use shown next to a composition edge.
-pub type UseEvidence = Evidence;
-
 /// One step of a chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, schemars::JsonSchema))]
@@ -68,7 +65,7 @@ pub enum Step {
         nested: bool,
         /// How the holder uses the attribute: `self.attr(...)`, arguments, returns; and
         /// `self.attr.m(...)` calls.
-        uses: Vec<UseEvidence>,
+        uses: Vec<Evidence>,
     },
 }
 

@@ -2,7 +2,8 @@
 //! to write (plan, apply, outcomes, the builder), parsing and the outline, the compile checks,
 //! the engine (with the templates' captures and parameters), the project graph, the document
 //! API, generated-input
-//! properties, hostile input, expansion limits, the public API, and the snapshot folder itself.
+//! properties, hostile input, expansion limits, the public API, the layering rules read from
+//! `src/`, and the snapshot folder itself.
 //!
 //! The corpus-heavy library tests (other projects' files, every pinned SGLang release against
 //! CPython) are the `corpus` binary (`tests/corpus/`).
@@ -15,6 +16,7 @@ mod document;
 mod engine;
 mod folder_swaps;
 mod hostile;
+mod layers;
 mod limits;
 mod outline;
 mod params;

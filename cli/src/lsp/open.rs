@@ -153,7 +153,7 @@ pub fn plan_of(open: &mut Open, recipe: &Recipe) -> Result<DocumentPlan, Failure
         let severity = match err.kind() {
             // Syntax errors are the Python tools' business (and the usual state while typing).
             ErrorKind::Syntax { .. } => None,
-            ErrorKind::Marker { .. } | ErrorKind::Stacked { .. } => Some(DiagnosticSeverity::ERROR),
+            ErrorKind::Marker { .. } => Some(DiagnosticSeverity::ERROR),
             _ => Some(DiagnosticSeverity::WARNING),
         };
         Failure {
