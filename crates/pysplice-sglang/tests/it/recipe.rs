@@ -416,7 +416,10 @@ fn mock_and_demo_pass_the_python_check() {
     let recipe = recipe();
     let mut pairs = Vec::new();
     for (name, source) in [
-        ("mock.py", "crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py"),
+        (
+            "mock.py",
+            "crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py",
+        ),
         ("demo.py", "crates/pysplice-sglang/data/demo_model.py"),
     ] {
         let input = std::fs::read_to_string(Path::new(MANIFEST).join(source)).unwrap();
@@ -442,7 +445,10 @@ fn mock_and_demo_pass_the_python_check() {
 #[ignore = "needs PyTorch"]
 fn runtime_test_on_the_engine_patched_mock() {
     let dir = scratch("runtime");
-    let mock = std::fs::read_to_string(Path::new(MANIFEST).join("crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py")).unwrap();
+    let mock = std::fs::read_to_string(
+        Path::new(MANIFEST).join("crates/pysplice-sglang/tests/python/runtime/mock_deepseek_v2.py"),
+    )
+    .unwrap();
     let patched = dir.join("mock_deepseek_v2_patched.py");
     write(&patched, patch(&recipe(), "mock_deepseek_v2.py", &mock).output());
     let output = Command::new("python3")
