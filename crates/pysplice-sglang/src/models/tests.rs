@@ -17,7 +17,7 @@ const OUTSIDE: &str = "\nOUTSIDE_THE_TREE = 1\n";
 /// `llama.py` moved into `sub` when `in_sub`; and its twin `<dir>/outside` (the same files, each
 /// with [`OUTSIDE`] added). Gives the models folder and the twin.
 fn folders(dir: &Path, in_sub: bool) -> (PathBuf, PathBuf) {
-    let source = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/runtime/families"));
+    let source = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/runtime/families"));
     let (tree, outside) = (dir.join("t"), dir.join("outside"));
     for file in pysplice_test_support::python_files(source) {
         let mut rel = file.strip_prefix(source).unwrap().to_path_buf();
