@@ -60,7 +60,7 @@ macro_rules! outln {
     }};
 }
 
-pysplice_cli::program_allocator!();
+pysplice_programs::program_allocator!();
 
 mod actions;
 mod convert;

@@ -1,7 +1,7 @@
 //! `graph`, `reach` and `forwards`: class-graph queries over a package directory.
 //!
 //! Exit codes: 0 success, 1 class / method / chain not found (with close candidates),
-//! 2 bad usage or an unreadable directory. With `--json`, one object of `pysplice_cli::contract` per
+//! 2 bad usage or an unreadable directory. With `--json`, one object of `pysplice_programs::contract` per
 //! query, on one line, also on failure. Which classes are entries and which are draft models is
 //! no convention of the program's own: it comes from a recipe's `[conventions]` (`--spec`) or from
 //! `--entry-list` / `--draft-marker`; with neither, no class is an entry and none a draft.
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use pysplice::project::{Project, QueryError, ScanOptions, Scope};
 use pysplice::report::counted;
 use pysplice::Conventions;
-use pysplice_cli::contract::{Body, ErrorInfo, Forwards, Graph, Output, ReachBody};
+use pysplice_programs::contract::{Body, ErrorInfo, Forwards, Graph, Output, ReachBody};
 
 /// Where the class-graph commands take their conventions from: a recipe, then the flags on top.
 #[derive(clap::Args, Debug, Default)]
@@ -107,7 +107,7 @@ const CHAIN_LIMIT: usize = 20;
 /// How deep the `graph` tree goes.
 const TREE_DEPTH: usize = 8;
 
-use pysplice_cli::output::emit;
+use pysplice_programs::output::emit;
 
 /// Prints human-readable text: file names and code quoted from the scanned files with their
 /// control characters escaped (JSON output escapes its own).

@@ -10,7 +10,7 @@
 //!
 //! With PATH (`Class.method`, `f.<locals>.g`, `A.f#2`): the definition at that path, as
 //! `FILE:LINE:COLUMN: kind path  Lline-end_line`. With `--json`, either form prints one object of
-//! `pysplice_cli::contract` (`"command": "locate"`) whose `definitions` are in source order (only the
+//! `pysplice_programs::contract` (`"command": "locate"`) whose `definitions` are in source order (only the
 //! matching definition when PATH is given); a failure prints the same object with `error` set.
 //!
 //! Exit codes: 0 found; 1 PATH not found, ambiguous or its ordinal out of range; 2 bad usage (a
@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 
 use pysplice::{Definition, ErrorKind, ParsedFile, SourceFile, Target};
-use pysplice_cli::contract::{Body, DefinitionInfo, ErrorInfo, Locate, Output};
+use pysplice_programs::contract::{Body, DefinitionInfo, ErrorInfo, Locate, Output};
 
 /// Arguments of `locate`.
 #[derive(clap::Args)]

@@ -5,9 +5,9 @@
 //! could not be written to standard output (closed pipe, full disk).
 
 #[macro_use]
-extern crate pysplice_cli;
+extern crate pysplice_programs;
 
-pysplice_cli::program_allocator!();
+pysplice_programs::program_allocator!();
 
 mod graph;
 mod locate;
@@ -69,5 +69,5 @@ fn main() -> ExitCode {
         Command::Forwards(args) => graph::forwards(&args),
         Command::Schema(args) => schema::run(&args),
     };
-    pysplice_cli::output::finish(code)
+    pysplice_programs::output::finish(code)
 }

@@ -1,11 +1,11 @@
 //! `matrix`: a recipe applied in memory to the same file of several source trees, one row per
-//! tree. With `--json`, one object of `pysplice_cli::contract` per tree, on one line each.
+//! tree. With `--json`, one object of `pysplice_programs::contract` per tree, on one line each.
 
 use std::path::PathBuf;
 
 use pysplice::files::DiskFile;
 use pysplice::{Recipe, Status};
-use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, Output, Splice, Words};
+use pysplice_programs::contract::{Body, ErrorInfo, FileStatus, Output, Splice, Words};
 
 use crate::splice::{hook_results, load_recipe, placed};
 

@@ -1,5 +1,5 @@
 //! `apply`, `check` and `revert`: one recipe over several files, all planned before any is
-//! written (`pysplice::batch`). With `--json`, one object of `pysplice_cli::contract` per file, on one
+//! written (`pysplice::batch`). With `--json`, one object of `pysplice_programs::contract` per file, on one
 //! line each.
 
 use std::path::{Path, PathBuf};
@@ -8,7 +8,7 @@ use pysplice::batch::{self, Batch, FileRun, Op, RunOptions};
 use pysplice::files::path_name;
 use pysplice::report::printable;
 use pysplice::{report, Error, ErrorKind, HookOutcome, Patched, Recipe};
-use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
+use pysplice_programs::contract::{Body, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
 
 /// Arguments shared by `check` and `revert`.
 #[derive(clap::Args)]
@@ -33,7 +33,7 @@ pub struct FilesArgs {
         long,
         value_name = "SECONDS",
         default_value = "20",
-        value_parser = pysplice_cli::installed::probe_timeout,
+        value_parser = pysplice_programs::installed::probe_timeout,
         requires = "installed"
     )]
     pub probe_timeout: std::time::Duration,
@@ -88,12 +88,12 @@ fn run_all(args: &FilesArgs, op: Op) -> Result<(Recipe, Batch), u8> {
     let recipe = load_recipe(&args.spec)?;
     let mut paths = args.files.clone();
     if let Some(name) = &args.installed {
-        let wanted = pysplice_cli::installed::Wanted {
+        let wanted = pysplice_programs::installed::Wanted {
             name,
             shown: name,
             remedy: "activate the environment that has it, or pass --python with its interpreter",
         };
-        match pysplice_cli::installed::package_folder(&args.python, wanted, args.probe_timeout) {
+        match pysplice_programs::installed::package_folder(&args.python, wanted, args.probe_timeout) {
             Ok(folder) => paths.push(folder),
             Err(message) => {
                 errln!("{message}");

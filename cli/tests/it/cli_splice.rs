@@ -777,10 +777,7 @@ fn an_output_cpython_would_refuse_is_never_written() {
 #[test]
 fn regression_spec_names_a_builtin_recipe_as_the_language_server_does() {
     let temp = Temp::new();
-    let file = temp.write(
-        "demo.py",
-        include_bytes!("../../../crates/pysplice-sglang/data/demo_model.py"),
-    );
+    let file = temp.write("demo.py", pysplice_sglang::programs::hs_dump::DEMO_MODEL.as_bytes());
     let before = bytes(&file);
     let check = run(&[p("check"), p("--spec"), p("builtin:sglang-hs-dump"), &file]);
     assert_exit(&check, 1);

@@ -220,7 +220,7 @@ fn a_locked_file_is_not_written_and_nothing_is_reported() {
     let dir = Dir::new();
     let spec = dir.spec();
     let file = dir.write("m.py", MODEL);
-    let demo = include_str!("../../../crates/pysplice-sglang/data/demo_model.py");
+    let demo = pysplice_sglang::programs::hs_dump::DEMO_MODEL;
     let model = dir.write("deepseek_v2.py", demo);
     let lock = |path: &Path| {
         let holder = fs::File::open(path).unwrap();
@@ -692,10 +692,7 @@ fn a_closed_or_full_stdout_exits_3_after_writing_the_file() {
         );
         assert_exit(&output, 2);
 
-        let model = dir.write(
-            "deepseek_v2.py",
-            include_str!("../../../crates/pysplice-sglang/data/demo_model.py"),
-        );
+        let model = dir.write("deepseek_v2.py", pysplice_sglang::programs::hs_dump::DEMO_MODEL);
         let output = run_with_stdout(hs_dump(), &[&model], stdout(), dir.path());
         assert_exit(&output, 3);
         assert!(fs::read_to_string(&model).unwrap().contains("_pysplice_hs_dump"));
@@ -710,7 +707,7 @@ fn a_closed_or_full_stdout_exits_3_after_writing_the_file() {
         }
         assert_eq!(
             fs::read_to_string(&model).unwrap(),
-            include_str!("../../../crates/pysplice-sglang/data/demo_model.py")
+            pysplice_sglang::programs::hs_dump::DEMO_MODEL
         );
     }
 }

@@ -23,7 +23,7 @@ fn check(name: &str, schema: &schemars::schema::RootSchema) {
 
 #[test]
 fn output_schema_is_current() {
-    check("output.schema.json", &pysplice_cli::contract::output_schema());
+    check("output.schema.json", &pysplice_programs::contract::output_schema());
 }
 
 #[test]
@@ -33,8 +33,8 @@ fn hook_spec_schema_is_current() {
 
 #[test]
 fn output_schema_names_the_version_and_every_command() {
-    let text = serde_json::to_string(&pysplice_cli::contract::output_schema()).expect("serializes");
-    assert_eq!(pysplice_cli::contract::SCHEMA_VERSION, 1);
+    let text = serde_json::to_string(&pysplice_programs::contract::output_schema()).expect("serializes");
+    assert_eq!(pysplice_programs::contract::SCHEMA_VERSION, 1);
     for command in [
         "apply",
         "check",

@@ -1,10 +1,12 @@
 //! What the workspace's test binaries share (a dev-dependency of each crate, never published):
 //! where the SGLang corpus that `scripts/fetch-corpus.sh` unpacks lives, the pinned releases,
-//! the Python files of a folder, recipe TOML built as text ([`recipe_text`]), and the SGLang
-//! crate's per-release snapshots ([`snapshot_groups`]).
+//! the Python files of a folder, recipe TOML built as text ([`recipe_text`]), the SGLang
+//! crate's per-release snapshots ([`snapshot_groups`]), and the workspace's commands, built for
+//! the tests of a crate whose programs are another package's binaries ([`programs`]).
 
 use std::path::{Path, PathBuf};
 
+pub mod programs;
 pub mod recipe_text;
 pub mod snapshot_groups;
 

@@ -1,7 +1,7 @@
 //! The server flags of the dump, checked release by release against the facts read from each
 //! SGLang release's own server arguments (`recipes/sglang_launch.json`, written by
-//! `scripts/sglang-launch-flags.py`), through the library (`cli/tests/it/launch_flags.rs`: the
-//! program prints the same).
+//! `scripts/sglang-launch-flags.py`), through the library (`launch_flags.rs`: the program
+//! prints the same).
 
 use crate::common;
 

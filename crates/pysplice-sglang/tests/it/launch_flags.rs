@@ -11,13 +11,13 @@ use std::process::Command;
 
 use pysplice_sglang::launch::{self, ReleaseVersion};
 
-const MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
 
 #[test]
 fn the_program_prints_the_librarys_flags_for_every_distinct_answer() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("deepseek_v2.py");
-    let demo = std::fs::read(Path::new(MANIFEST).join("crates/pysplice-sglang/data/demo_model.py")).unwrap();
+    let demo = std::fs::read(Path::new(MANIFEST).join("data/demo_model.py")).unwrap();
     std::fs::write(&file, &demo).unwrap();
     let mut seen: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     let mut releases = 0;

@@ -23,12 +23,12 @@ impl Graph {
     /// package `package`; without `starts`, from every entry class, with the graph's diagnostics.
     ///
     /// ```
-    /// use pysplice_cli::contract::Graph;
+    /// use pysplice_programs::contract::Graph;
     /// use pysplice::project::Scope;
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// std::fs::write(dir.path().join("m.py"), "class A:\n    pass\n\nclass B(A):\n    pass\n\nEntryClass = B\n").unwrap();
-    /// let conventions = pysplice_sglang::models::conventions();
+    /// let conventions = pysplice::Conventions::default().with_entry_list("EntryClass");
     /// let options = pysplice::project::ScanOptions::default().with_conventions(conventions);
     /// let project = pysplice::project::Project::scan_with(dir.path(), &options)?;
     /// let graph = project.graph(&Scope::Classes);

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 /// The demo model: a stand-in written for pysplice in the shape of SGLang's `deepseek_v2.py`.
-const DEMO_MODEL: &str = include_str!("../../../crates/pysplice-sglang/data/demo_model.py");
+pub const DEMO_MODEL: &str = include_str!("../../../data/demo_model.py");
 
 /// Writes the demo model into a fresh private temporary folder (created exclusively, mode 0700):
 /// the folder, removed when it is dropped, and the copy's path.

@@ -4,12 +4,14 @@ use std::path::{Path, PathBuf};
 
 use pysplice::project::select::RootChoice;
 use pysplice::report::printable;
-use pysplice_cli::contract::{Body, ErrorInfo, FileStatus, Output, Splice};
-use pysplice_sglang::install::{self as sglang_install, Release};
-use pysplice_sglang::launch::Launch;
-use pysplice_sglang::models::{self as sglang_models, FilePatch};
+use pysplice_programs::contract::{Body, ErrorInfo, FileStatus, Output, Splice};
+use pysplice_programs::{errln, out, outln};
 
-use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
+use crate::install::{self as sglang_install, Release};
+use crate::launch::Launch;
+use crate::models::{self as sglang_models, FilePatch};
+
+use super::{body, exit_code, fail, Args, Mode, PROGRAM};
 
 /// A failure before any file is patched: a JSON error object in the contract's layout, or text.
 fn failed(args: &Args, file: &Path, message: &str, code: u8) -> u8 {
@@ -19,7 +21,7 @@ fn failed(args: &Args, file: &Path, message: &str, code: u8) -> u8 {
 /// The models folder, from PATH or `--installed`.
 fn models_dir(args: &Args) -> Result<PathBuf, String> {
     let base = if args.installed {
-        crate::installed_model_file(&args.python, args.probe_timeout)
+        super::installed_model_file(&args.python, args.probe_timeout)
             .map(|f| f.parent().map(Path::to_path_buf).unwrap_or(f))
     } else if let Some(path) = &args.path {
         Ok(path.clone())
@@ -37,7 +39,7 @@ fn models_dir(args: &Args) -> Result<PathBuf, String> {
 
 /// Whether a file has work left (the library's one up-to-date rule).
 fn pending(p: &FilePatch) -> bool {
-    crate::pending(&p.patched)
+    super::pending(&p.patched)
 }
 
 /// Patches, checks or reverts every file the architectures need, and reports them.
@@ -48,14 +50,14 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
         Err(message) => return failed(args, &given, &message, 2),
     };
     let wanted: Option<Vec<String>> = match &args.model_path {
-        Some(model) => match crate::hub::architectures(model) {
+        Some(model) => match super::hub::architectures(model) {
             Ok(names) => Some(names),
             Err(err) => return fail(args, model, ErrorInfo::from(&err), Vec::new(), 2),
         },
         None if args.arch.iter().any(|a| a == "all") => None,
         None => Some(args.arch.clone()),
     };
-    let recipe = pysplice_sglang::recipes::models_recipe().expect("the bundled recipes are valid");
+    let recipe = crate::recipes::models_recipe().expect("the bundled recipes are valid");
     let lib_mode = if mode == Mode::Revert {
         sglang_models::Mode::Revert
     } else {
@@ -72,7 +74,7 @@ pub fn run(args: &Args, mode: Mode) -> u8 {
 /// carry the recipe's markers: every marked file reverted, or checked for the architectures
 /// patched in it.
 pub fn run_marked(args: &Args, mode: Mode, dir: &Path) -> u8 {
-    let recipe = pysplice_sglang::recipes::models_recipe().expect("the bundled recipes are valid");
+    let recipe = crate::recipes::models_recipe().expect("the bundled recipes are valid");
     let lib_mode = if mode == Mode::Revert {
         sglang_models::Mode::Revert
     } else {
@@ -107,7 +109,7 @@ fn finish(
     let written = mode != Mode::Check && !args.dry_run;
     if written {
         match sglang_models::write_all(patches) {
-            Ok(files) => crate::hard_link_notes(&files),
+            Ok(files) => super::hard_link_notes(&files),
             Err(err) => return fail(args, dir, ErrorInfo::from(&err), Vec::new(), exit_code(&err)),
         }
     }
@@ -174,8 +176,8 @@ impl Finished<'_> {
             Body::SglangHsDump(dump)
         };
         for p in self.patches {
-            let status = crate::file_status(mode, args.dry_run, pending(p), p.patched.changed());
-            let mut splice = Splice::new(status, &crate::named(&p.patched), mode.words(args.dry_run));
+            let status = super::file_status(mode, args.dry_run, pending(p), p.patched.changed());
+            let mut splice = Splice::new(status, &super::named(&p.patched), mode.words(args.dry_run));
             splice.changed = p.patched.changed();
             splice.written = self.written && p.patched.changed();
             splice.diff = args.dry_run.then(|| Self::diff(p));
@@ -216,12 +218,12 @@ impl Finished<'_> {
                         printable(&name),
                         if pending(p) { "needs apply" } else { "up to date" }
                     );
-                    crate::print_check_lines(&p.patched);
+                    super::print_check_lines(&p.patched);
                 }
-                (Mode::Revert, _) if !p.patched.changed() => crate::print_reverted_file(&p.patched, self.args.dry_run),
+                (Mode::Revert, _) if !p.patched.changed() => super::print_reverted_file(&p.patched, self.args.dry_run),
                 (_, true) => out!("{}", Self::diff(p)),
-                (Mode::Revert, false) => crate::print_reverted_file(&p.patched, false),
-                (Mode::Apply, false) => crate::print_applied_file(&p.patched),
+                (Mode::Revert, false) => super::print_reverted_file(&p.patched, false),
+                (Mode::Apply, false) => super::print_applied_file(&p.patched),
             }
         }
         if self.args.dry_run {
@@ -229,11 +231,11 @@ impl Finished<'_> {
         } else if self.mode == Mode::Apply {
             outln!();
             let model = match &self.args.model_path {
-                Some(model) => crate::shell_word(&printable(&model.display().to_string())),
+                Some(model) => super::shell_word(&printable(&model.display().to_string())),
                 None => "MODEL".to_string(),
             };
-            let python = crate::launch_python(self.args);
-            crate::print_use(
+            let python = super::launch_python(self.args);
+            super::print_use(
                 self.env,
                 self.release.as_ref(),
                 &self.launch,
@@ -251,19 +253,19 @@ impl Finished<'_> {
             words.push("--installed".into());
             if self.args.python != "python3" {
                 words.push("--python".into());
-                words.push(crate::shell_word(&printable(&self.args.python)));
+                words.push(super::shell_word(&printable(&self.args.python)));
             }
         } else if let Some(path) = &self.args.path {
-            words.push(crate::shell_word(&printable(&path.display().to_string())));
+            words.push(super::shell_word(&printable(&path.display().to_string())));
         }
         match &self.args.model_path {
             Some(model) => {
                 words.push("--model-path".into());
-                words.push(crate::shell_word(&printable(&model.display().to_string())));
+                words.push(super::shell_word(&printable(&model.display().to_string())));
             }
             None => {
                 words.push("--arch".into());
-                words.push(crate::shell_word(&printable(&self.args.arch.join(","))));
+                words.push(super::shell_word(&printable(&self.args.arch.join(","))));
             }
         }
         words.join(" ")

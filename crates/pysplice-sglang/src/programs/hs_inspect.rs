@@ -13,24 +13,26 @@
 //! bounds (regular files only, torch.save's stored zip layout, a restricted reader of its pickle,
 //! provenance values that are scalars or flat lists) before `torch.load` sees it: docs/safety.md
 //! says what a hostile file or folder cannot do. Reading the samples needs PyTorch, so the checker
-//! is a Python program (`hs_inspect.py` beside this file; not `inspect.py`, which would shadow the
-//! standard module when the file is run on its own), built into this command with the sample reader
-//! it imports (`crates/pysplice-sglang/python/pysplice_sglang/masks.py`, the one `sglang-hs-send` embeds too); the command
-//! starts the interpreter on it as `sglang-hs-send` does: `--python PY` picks the interpreter
+//! is a Python program (`python/pysplice_sglang/inspector.py` of this crate; not `inspect.py`, which
+//! would shadow the standard module when the file is run on its own), built into this command with
+//! the sample reader it imports (`masks.py` beside it, the one `sglang-hs-send` embeds too); the
+//! command starts the interpreter on it as `sglang-hs-send` does: `--python PY` picks the interpreter
 //! (default `python3`), the one of the environment that has `torch`. On Unix the interpreter
 //! replaces this process, so its exit status is the checker's own.
 
 use std::process::ExitCode;
 
-use pysplice_cli::python_launch::{self, Program};
+use super::python_launch::{self, Program};
 
 /// The checker.
-const INSPECT: &str = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/inspector.py");
+const INSPECT: &str = include_str!("../../python/pysplice_sglang/inspector.py");
 /// The bounded sample reader the checker imports, shared with `sglang-hs-send` (the loss-mask
 /// script, whose reader section both use).
-const LOSS_MASK: &str = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/masks.py");
+const LOSS_MASK: &str = include_str!("../../python/pysplice_sglang/masks.py");
 
-fn main() -> ExitCode {
+/// Runs the command on the process's arguments and gives its exit status.
+#[must_use]
+pub fn main() -> ExitCode {
     python_launch::launch("sglang-hs-inspect", "torch", &PROGRAM)
 }
 

@@ -7,10 +7,12 @@ use tempfile::TempDir;
 use pysplice::files::DiskFile;
 use pysplice::report::printable;
 use pysplice::{report, Error, HookOutcome, Patched, Recipe};
-use pysplice_cli::contract::{Body, ErrorInfo, HookResult, Output, Splice};
-use pysplice_sglang::install::{self as sglang_install, Release};
+use pysplice_programs::contract::{Body, ErrorInfo, HookResult, Output, Splice};
+use pysplice_programs::{errln, out, outln};
 
-use crate::{body, exit_code, fail, Args, Mode, PROGRAM};
+use crate::install::{self as sglang_install, Release};
+
+use super::{body, exit_code, fail, Args, Mode, PROGRAM};
 
 /// A failure with what became of every hook (every hook as not run when none are known).
 fn failed(args: &Args, recipe: &Recipe, file: &Path, error: ErrorInfo, outcomes: &[HookOutcome], code: u8) -> u8 {
@@ -52,11 +54,11 @@ fn apply(args: &Args, recipe: &Recipe, file: &DiskFile) -> Result<Patched, u8> {
 fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<Release>, Option<TempDir>), u8> {
     let mut folder = None;
     let path = if args.installed {
-        crate::installed_model_file(&args.python, args.probe_timeout)
+        super::installed_model_file(&args.python, args.probe_timeout)
     } else if let Some(path) = &args.path {
         sglang_install::model_file(path).map_err(|e| e.message)
     } else {
-        crate::demo::demo_copy().map(|(dir, file)| {
+        super::demo::demo_copy().map(|(dir, file)| {
             folder = Some(dir);
             file
         })
@@ -81,7 +83,7 @@ fn locate(args: &Args, recipe: &Recipe, demo: bool) -> Result<(PathBuf, Option<R
 
 /// Patches, checks or reverts one file and reports it.
 pub fn run(args: &Args, mode: Mode) -> u8 {
-    let recipe = pysplice_sglang::recipes::builtin("sglang-hs-dump")
+    let recipe = crate::recipes::builtin("sglang-hs-dump")
         .expect("a bundled recipe")
         .expect("the bundled recipe is valid");
     let demo = args.path.is_none() && !args.installed;
@@ -122,9 +124,9 @@ fn other_marked_files(args: &Args, mode: Mode, recipe: &Recipe, path: &Path) -> 
         return None;
     }
     let dir = path.parent()?;
-    let models = pysplice_sglang::recipes::models_recipe().expect("the bundled recipes are valid");
-    match pysplice_sglang::models::marked_files(&models, dir) {
-        Ok(marked) if marked.iter().any(|m| m != "deepseek_v2.py") => Some(crate::models::run_marked(args, mode, dir)),
+    let models = crate::recipes::models_recipe().expect("the bundled recipes are valid");
+    match crate::models::marked_files(&models, dir) {
+        Ok(marked) if marked.iter().any(|m| m != "deepseek_v2.py") => Some(super::models::run_marked(args, mode, dir)),
         Ok(_) => None,
         Err(err) => Some(failed(args, recipe, dir, ErrorInfo::from(&err), &[], exit_code(&err))),
     }
@@ -156,7 +158,7 @@ fn transform(args: &Args, mode: Mode, recipe: &Recipe, path: &Path) -> Result<(P
                 code,
             ));
         }
-        crate::hard_link_notes(&[&file]);
+        super::hard_link_notes(&[&file]);
     }
     Ok((patched, write))
 }
@@ -177,15 +179,15 @@ struct Finished<'a> {
 impl Finished<'_> {
     /// The exit code: 1 when `--check` finds the file not up to date.
     fn code(&self) -> u8 {
-        u8::from(self.mode == Mode::Check && crate::pending(&self.patched))
+        u8::from(self.mode == Mode::Check && super::pending(&self.patched))
     }
 
     /// The launch flags and notes for the release and the hooks that were placed (the demo's
     /// model is of no release: the flags of current releases, unless `--sglang-version` names
     /// one).
-    fn launch(&self) -> pysplice_sglang::launch::Launch {
+    fn launch(&self) -> crate::launch::Launch {
         if self.demo && self.release.is_none() {
-            return pysplice_sglang::launch::launch_current();
+            return crate::launch::launch_current();
         }
         let outcomes = if self.mode == Mode::Revert {
             &[][..]
@@ -203,8 +205,8 @@ impl Finished<'_> {
 
     fn print_json(&self) -> u8 {
         let (args, patched) = (self.args, &self.patched);
-        let status = crate::file_status(self.mode, args.dry_run, crate::pending(patched), patched.changed());
-        let mut splice = Splice::new(status, &crate::named(patched), self.mode.words(args.dry_run));
+        let status = super::file_status(self.mode, args.dry_run, super::pending(patched), patched.changed());
+        let mut splice = Splice::new(status, &super::named(patched), self.mode.words(args.dry_run));
         splice.changed = patched.changed();
         splice.written = self.written;
         splice.diff = (args.dry_run || self.demo).then(|| self.diff());
@@ -230,7 +232,7 @@ impl Finished<'_> {
                     printable(patched.name()),
                     if code == 0 { "up to date" } else { "needs apply" }
                 );
-                crate::print_check_lines(patched);
+                super::print_check_lines(patched);
             }
             (Mode::Revert, true) if !patched.changed() => {
                 outln!("Nothing to revert in {}", printable(patched.name()));
@@ -240,7 +242,7 @@ impl Finished<'_> {
                 out!("{}", self.diff());
                 errln!("dry run: nothing was written to {}", patched.name());
             }
-            (Mode::Revert, false) => crate::print_reverted_file(patched, false),
+            (Mode::Revert, false) => super::print_reverted_file(patched, false),
             (Mode::Apply, false) => self.print_applied(),
         }
         code
@@ -252,13 +254,13 @@ impl Finished<'_> {
             out!("{}", self.diff());
             outln!();
         }
-        crate::print_applied_file(patched);
+        super::print_applied_file(patched);
         outln!();
-        let undo = format!("{PROGRAM} --revert {}", crate::shell_word(&printable(patched.name())));
+        let undo = format!("{PROGRAM} --revert {}", super::shell_word(&printable(patched.name())));
         let undo = (!self.demo).then_some(undo.as_str());
         let launch = self.launch();
-        let python = crate::launch_python(self.args);
-        crate::print_use(
+        let python = super::launch_python(self.args);
+        super::print_use(
             self.env,
             self.release.as_ref(),
             &launch,

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use pysplice::Error;
-use pysplice_sglang::models as sglang_models;
+use pysplice_programs::errln;
+
+use crate::models as sglang_models;
 
 /// The `architectures` of the model `given` names: its `config.json` when it is a local path;
 /// for a hub id with no such path, the one snapshot of it in the local hub cache that has a

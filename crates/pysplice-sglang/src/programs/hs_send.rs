@@ -8,28 +8,30 @@
 //! ```
 //!
 //! The second form harvests what production servers served: SGLang's own request dumps
-//! (`request_dumps.py` beside this file reads them without running them).
+//! (`python/pysplice_sglang/request_dumps.py` of this crate reads them without running them).
 //!
 //! Rendering a conversation needs the model's own tokenizer and chat template, which live in
-//! Python (`transformers`), so the sender is a Python program (`send.py` beside this file, with
-//! `crates/pysplice-sglang/python/pysplice_sglang/masks.py`, whose rule it applies). Both are built into this command,
-//! which starts the interpreter on them: one installed command (by `cargo install` or the wheel)
+//! Python (`transformers`), so the sender is a Python program (`python/pysplice_sglang/send.py` of
+//! this crate, with `masks.py` beside it, whose rule it applies). Both are built into this
+//! command, which starts the interpreter on them: one installed command (by `cargo install` or the wheel)
 //! with nothing to find on disk. `--python PY` picks the interpreter (default `python3`), the
 //! one of the environment that has `transformers`. On Unix the interpreter replaces this
 //! process, so Ctrl-C, `kill` and the exit status are the sender's own.
 
 use std::process::ExitCode;
 
-use pysplice_cli::python_launch::{self, Program};
+use super::python_launch::{self, Program};
 
 /// The sender.
-const SEND: &str = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/send.py");
+const SEND: &str = include_str!("../../python/pysplice_sglang/send.py");
 /// The loss-mask module the sender imports (also a script of its own).
-const LOSS_MASK: &str = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/masks.py");
+const LOSS_MASK: &str = include_str!("../../python/pysplice_sglang/masks.py");
 /// The reader of SGLang's request dumps (`--request-dumps`), which the sender imports.
-const REQUEST_DUMPS: &str = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/request_dumps.py");
+const REQUEST_DUMPS: &str = include_str!("../../python/pysplice_sglang/request_dumps.py");
 
-fn main() -> ExitCode {
+/// Runs the command on the process's arguments and gives its exit status.
+#[must_use]
+pub fn main() -> ExitCode {
     python_launch::launch("sglang-hs-send", "transformers", &PROGRAM)
 }
 

@@ -73,7 +73,7 @@ fn the_checker_is_run_with_the_arguments_and_its_exit_status_is_kept() {
     // the program, then the arguments as given
     let tail: Vec<&str> = rest.lines().rev().take(5).collect();
     assert_eq!(tail, ["dumpB", &python, "--python", "--json", "dumpA"]);
-    let checker = include_str!("../../../crates/pysplice-sglang/python/pysplice_sglang/inspector.py");
+    let checker = include_str!("../../python/pysplice_sglang/inspector.py");
     let first_line = checker.lines().next().unwrap().trim_start_matches('"');
     assert!(rest.contains(first_line), "the checker's text is not in the program");
 }

@@ -174,10 +174,7 @@ fn an_answer_with_a_child_holding_the_output_is_taken_at_once() {
     let file = package.join("srt/models/deepseek_v2.py");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(package.join("__init__.py"), "").unwrap();
-    let model = std::fs::read(
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("crates/pysplice-sglang/data/demo_model.py"),
-    )
-    .unwrap();
+    let model = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/demo_model.py")).unwrap();
     std::fs::write(&file, &model).unwrap();
     let answer = serde_json::json!({
         "executable": "/fake/python", "version": "3.12.0",
@@ -259,13 +256,14 @@ fn the_flag_the_timeout_message_advises_is_taken_by_each_program() {
     let pids = dir.join("pid");
     let _leftover = Leftover(pids.clone());
     let python = fake_python(&dir, &format!("echo $$ > '{}'\nexec sleep 1000\n", pids.display()));
-    let wanted = pysplice_cli::installed::Wanted {
+    let wanted = pysplice_programs::installed::Wanted {
         name: "sglang",
         shown: "SGLang",
         remedy: "",
     };
-    let message = pysplice_cli::installed::package_folder(python.to_str().unwrap(), wanted, Duration::from_millis(500))
-        .unwrap_err();
+    let message =
+        pysplice_programs::installed::package_folder(python.to_str().unwrap(), wanted, Duration::from_millis(500))
+            .unwrap_err();
     let advice = message
         .split("(raise the limit with ")
         .nth(1)

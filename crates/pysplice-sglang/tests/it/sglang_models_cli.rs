@@ -298,8 +298,7 @@ fn runtime_standins_patch_and_check() {
         .join("sglang_models_cli")
         .join("families");
     let _ = std::fs::remove_dir_all(&dir);
-    let source = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .join("crates/pysplice-sglang/tests/python/runtime/families");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/runtime/families");
     let pristine = source.join("sglang/srt/models");
     for file in common::python_files(&source) {
         let to = dir.join(file.strip_prefix(&source).unwrap());
@@ -327,10 +326,7 @@ fn runtime_standins_patch_and_check() {
     );
     let models = dir.join("sglang/srt/models");
     let check = Command::new("python3")
-        .arg(
-            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-                .join("crates/pysplice-sglang/tests/python/check_hs_models.py"),
-        )
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_hs_models.py"))
         .arg(&models)
         .arg(&pristine)
         .args(&archs)
@@ -359,8 +355,7 @@ fn runtime_standins_patch_and_check() {
         .output()
         .is_ok_and(|o| o.status.success());
     if has_torch {
-        let script = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-            .join("crates/pysplice-sglang/tests/python/runtime/run_families_test.py");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/runtime/run_families_test.py");
         let patched = Command::new("python3")
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .arg(&script)

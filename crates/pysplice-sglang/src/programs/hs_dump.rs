@@ -18,28 +18,30 @@
 //! were edited by hand, or `--check` found work; 2 bad usage or input that cannot be read or
 //! parsed; 3 the command succeeded but its report could not be written to standard output
 //! (closed pipe, full disk).
-
-#[macro_use]
-extern crate pysplice_cli;
-
-pysplice_cli::program_allocator!();
+//!
+//! The binary (`cli/sglang/sglang_hs_dump.rs`) calls [`main`] and declares the allocator
+//! (`pysplice_programs::program_allocator!`).
 
 mod demo;
 mod hub;
 mod models;
 mod one;
 
+pub use demo::DEMO_MODEL;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
 use pysplice::{report, Error, Patched};
-use pysplice_cli::contract::{self, Body, Dump, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
-use pysplice_sglang::install::Release;
-use pysplice_sglang::launch::{self as sglang, Launch};
+use pysplice_programs::contract::{self, Body, Dump, ErrorInfo, FileStatus, HookResult, Output, Splice, Words};
+use pysplice_programs::{errln, outln};
+
+use crate::install::Release;
+use crate::launch::{self as sglang, Launch};
 
 /// The program's name, `sglang-hs-dump`.
-const PROGRAM: &str = env!("CARGO_BIN_NAME");
+const PROGRAM: &str = "sglang-hs-dump";
 
 /// Patch SGLang's DeepSeek-V2/V3 model file (also used by Kimi-K2.5) to dump per-request hidden
 /// states for EAGLE-3 drafter training while the server runs prefill passes.
@@ -61,7 +63,7 @@ struct Args {
     python: String,
     /// How long `--python` may take to say where SGLang is (seconds, up to 3600); past it, it and
     /// whatever it started are killed.
-    #[arg(long, value_name = "SECONDS", default_value = "20", value_parser = pysplice_cli::installed::probe_timeout, requires = "installed")]
+    #[arg(long, value_name = "SECONDS", default_value = "20", value_parser = pysplice_programs::installed::probe_timeout, requires = "installed")]
     probe_timeout: std::time::Duration,
     /// Remove the patch, giving back the original bytes.
     #[arg(long, conflicts_with = "check")]
@@ -94,15 +96,15 @@ struct Args {
 }
 
 /// The `deepseek_v2.py` of the SGLang that `python` would import (located without importing it:
-/// [`pysplice_cli::installed`]), `python` given `limit` to answer.
+/// [`pysplice_programs::installed`]), `python` given `limit` to answer.
 fn installed_model_file(python: &str, limit: std::time::Duration) -> Result<std::path::PathBuf, String> {
-    let wanted = pysplice_cli::installed::Wanted {
+    let wanted = pysplice_programs::installed::Wanted {
         name: "sglang",
         shown: "SGLang",
-        remedy: pysplice_sglang::install::REMEDY,
+        remedy: crate::install::REMEDY,
     };
-    let package = pysplice_cli::installed::package_folder(python, wanted, limit)?;
-    pysplice_sglang::install::package_model_file(&package, &format!("`{python}`")).map_err(|e| e.message)
+    let package = pysplice_programs::installed::package_folder(python, wanted, limit)?;
+    crate::install::package_model_file(&package, &format!("`{python}`")).map_err(|e| e.message)
 }
 
 /// What to do with the file.
@@ -166,7 +168,7 @@ fn body(args: &Args, splice: Splice, release: Option<&Release>, launch: Option<(
             version: r.text.clone(),
             source: r.source.clone(),
         }),
-        launch: launch.map(|(env, launch)| contract::Launch::dump(env, launch)),
+        launch: launch.map(|(env, launch)| dump_launch(env, launch)),
         architectures: Vec::new(),
         skipped: None,
     }
@@ -231,9 +233,9 @@ fn print_check_lines(patched: &Patched) {
 }
 
 /// `patched`'s outcomes with summaries naming the classes the hooks sit in (see
-/// [`pysplice_sglang::summary::named`]).
+/// [`crate::summary::named`]).
 fn named(patched: &Patched) -> Vec<pysplice::HookOutcome> {
-    pysplice_sglang::summary::named(patched, RECIPE_ID)
+    crate::summary::named(patched, RECIPE_ID)
 }
 
 /// The marker id both bundled recipes write.
@@ -300,7 +302,7 @@ fn print_use(
     (python, model): (&str, &str),
     undo: Option<&str>,
 ) {
-    let dir = pysplice_sglang::install::DUMP_DIR;
+    let dir = crate::install::DUMP_DIR;
     outln!("To use: set {env}={dir} before starting server");
     match release {
         Some(r) => outln!(
@@ -336,7 +338,20 @@ fn run(args: &Args) -> u8 {
     one::run(args, Mode::of(args))
 }
 
-fn main() -> ExitCode {
+/// How to start the server for the dump, as the JSON output gives it: `env` (the recipe's
+/// variable, see [`crate::install::env_var`]) set to [`crate::install::DUMP_DIR`], and `launch`'s
+/// flags and notes.
+fn dump_launch(env: &str, launch: &Launch) -> contract::Launch {
+    contract::Launch {
+        env: [(env.to_string(), crate::install::DUMP_DIR.to_string())].into(),
+        flags: launch.flags.iter().map(|f| f.to_string()).collect(),
+        notes: launch.notes.clone(),
+    }
+}
+
+/// Runs `sglang-hs-dump` on the process's arguments and gives its exit code.
+#[must_use]
+pub fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(args) => args,
         Err(err) => {
@@ -345,5 +360,5 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    pysplice_cli::output::finish(run(&args))
+    pysplice_programs::output::finish(run(&args))
 }

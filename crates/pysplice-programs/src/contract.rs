@@ -360,20 +360,6 @@ pub struct Launch {
     pub notes: Vec<String>,
 }
 
-impl Launch {
-    /// How to start the server for the dump: `env` (the recipe's variable, see
-    /// [`pysplice_sglang::install::env_var`]) set to
-    /// [`pysplice_sglang::install::DUMP_DIR`], and `launch`'s flags and notes.
-    #[must_use]
-    pub fn dump(env: &str, launch: &pysplice_sglang::launch::Launch) -> Launch {
-        Launch {
-            env: [(env.to_string(), pysplice_sglang::install::DUMP_DIR.to_string())].into(),
-            flags: launch.flags.iter().map(|f| f.to_string()).collect(),
-            notes: launch.notes.clone(),
-        }
-    }
-}
-
 /// `locate`: definitions of a file, in source order.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Locate {
