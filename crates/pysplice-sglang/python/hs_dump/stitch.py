@@ -145,12 +145,14 @@ def _pysplice_hs_stitch_add(entry, job, i):
 
 
 def _pysplice_hs_stitch_put(st, key, p, rows):
-    # Rows from row p on. Through the file's mapping: in pieces of 8 MiB spread over the
-    # process's stitch threads (_pysplice_hs_stitch_serve), each piece's pages reserved,
-    # stored and CRC'd there; the CRCs combined here in order, meanwhile. Stores through
-    # one mapping do not wait for each other: tmpfs serialises pwrite of one file on its
-    # lock (H100: 2.3 GB/s by one thread, 2.1 by four; stores by 8 threads with their
-    # CRCs: see docs/benchmarks.md). Without a mapping, pwrite in pieces of 8 MiB, each
+    # Rows from row p on. Through the file's mapping: their pages reserved first, in one
+    # call (fallocate: a full folder is ENOSPC here, never a SIGBUS in a store; it takes
+    # the file's lock, so once per chunk, not per piece: 3.4 GB/s against 4.3 on an H100),
+    # then in pieces of 8 MiB spread over the process's stitch threads
+    # (_pysplice_hs_stitch_serve), stored and CRC'd there; the CRCs combined here in
+    # order, meanwhile. Stores through one mapping do not wait for each other: tmpfs
+    # serialises pwrite of one file on its lock (H100: 2-2.8 GB/s by one thread, no more
+    # by four; see docs/benchmarks.md). Without a mapping, pwrite in pieces of 8 MiB, each
     # CRC'd right after it is written (still in the cache): pwrite and crc32 release the
     # GIL, so writers run side by side, the CRCs beside the writes.
     import ctypes
@@ -163,6 +165,7 @@ def _pysplice_hs_stitch_put(st, key, p, rows):
     fd, src, piece = st["fd"], rows.data_ptr(), 8 << 20
     crc, done = 0, 0
     if st["base"] is not None:
+        _pysplice_hs_stitch_reserve(st, at, size)
         crc, done = _pysplice_hs_stitch_run(st, at, src, size, piece), size
     while done < size:
         n = min(piece, size - done)
@@ -211,9 +214,9 @@ def _pysplice_hs_stitch_run(st, at, src, size, piece):
 
 
 def _pysplice_hs_stitch_serve(tasks):
-    # A stitch thread: a piece at a time, its pages reserved (fallocate: a full folder is
-    # ENOSPC here, never a SIGBUS in the store), copied into the mapping, CRC'd from its
-    # source, 2 MiB at a time (still in the cache). memmove and crc32 release the GIL.
+    # A stitch thread: a piece at a time (its pages reserved), copied into the mapping and
+    # CRC'd from its source, 2 MiB at a time (still in the cache). memmove and crc32
+    # release the GIL.
     import ctypes
     import zlib
 
@@ -221,7 +224,6 @@ def _pysplice_hs_stitch_serve(tasks):
         task = tasks.get()
         try:
             st, n, crc = task["st"], task["n"], 0
-            _pysplice_hs_stitch_reserve(st, task["at"], n)
             for k in range(0, n, 2 << 20):
                 m = min(2 << 20, n - k)
                 ctypes.memmove(st["base"] + task["at"] + k, task["src"] + k, m)
