@@ -69,6 +69,7 @@ def _pysplice_hs_setup(model, config):
         lock=None,
         link=True,
     )
+    _pysplice_hs_ring_early(model._hs_dump_state, config)
     return os.environ.get("{env}")
 
 
@@ -95,3 +96,8 @@ def _pysplice_hs_layer_ids(raw, count):
     if count is not None and ids[-1] >= count:
         raise ValueError("layer %d does not exist, the model has %d layers (0-%d)" % (ids[-1], count, count - 1))
     return ids
+
+
+# Sibling names last: in the patched model file every module's definitions share one namespace,
+# and names imported after a module's own definitions resolve in any order of loading.
+from .writer import _pysplice_hs_ring_early

@@ -19,8 +19,12 @@ def _pysplice_hs_stitch_open(state, entry, job, i):
     # no symlink followed), of its final size, laid out as torch.save lays out the
     # sample (_pysplice_hs_zip_layout): data.pkl, the small records, loss_mask's ones
     # and every local header are written now; the rows of each chunk go to their
-    # offsets as they come (pwrite: a full disk is an error, as for any sample), and the
-    # data descriptors and the central directory (their CRCs) when the last one is in.
+    # offsets as they come, and the data descriptors and the central directory (their
+    # CRCs) when the last one is in. The rows go through a shared mapping of the file
+    # where the folder gives one and reserves space (fallocate), else with pwrite (see
+    # _pysplice_hs_stitch_put); either way a full disk is an error, as for any sample.
+    import ctypes
+    import mmap
     import zlib
 
     t, total = job["tensors"], entry["total"]
@@ -63,9 +67,25 @@ def _pysplice_hs_stitch_open(state, entry, job, i):
     else:
         raise FileExistsError("no free name for a chunked request's file after 1000 tries")
     st = dict(name=name, fd=fd, map=None, ref=None, base=None, entries=entries, at=at, size=at + len(end))
-    st.update(shapes=shapes, crcs=dict(), data=dict(), row=dict(), record=dict())
+    st.update(shapes=shapes, crcs=dict(), data=dict(), row=dict(), record=dict(), reserve=None)
     try:
         os.ftruncate(fd, st["size"])
+        # The probe: fallocate of the first page (refused where the folder has none: EOPNOTSUPP)
+        # and a shared mapping of the file (refused where it has none: ENODEV, EINVAL, ...).
+        # Only both together: a store into a page the folder has no room for is a SIGBUS.
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+            st["reserve"] = libc.fallocate
+            _pysplice_hs_stitch_reserve(st, 0, min(st["size"], 4096))
+            st["map"] = mmap.mmap(fd, st["size"])
+            st["ref"] = ctypes.c_char.from_buffer(st["map"])
+            st["base"] = ctypes.addressof(st["ref"])
+        except (AttributeError, OSError, ValueError) as exc:
+            if getattr(exc, "errno", None) == errno.ENOSPC:
+                raise
+            _pysplice_hs_stitch_unmap(st)
+            st["reserve"] = None
 
         def put(data, offset):
             view = memoryview(data).cast("B")
@@ -125,11 +145,16 @@ def _pysplice_hs_stitch_add(entry, job, i):
 
 
 def _pysplice_hs_stitch_put(st, key, p, rows):
-    # Rows from row p on, written in pieces of 8 MiB, each CRC'd right after it is
-    # written (still in the cache). pwrite and crc32 release the GIL, so writers run
-    # side by side: writes to one file take its lock in turn, the CRCs run meanwhile.
-    # (Through a shared mapping the writes would not wait for each other, but the
-    # page faults cost more: 2.1 GB/s against 2.6 on the H200 of the benchmarks.)
+    # Rows from row p on. Through the file's mapping: their pages reserved first, in one
+    # call (fallocate: a full folder is ENOSPC here, never a SIGBUS in a store; it takes
+    # the file's lock, so once per chunk, not per piece: 3.4 GB/s against 4.3 on an H100),
+    # then in pieces of 8 MiB spread over the process's stitch threads
+    # (_pysplice_hs_stitch_serve), stored and CRC'd there; the CRCs combined here in
+    # order, meanwhile. Stores through one mapping do not wait for each other: tmpfs
+    # serialises pwrite of one file on its lock (H100: 2-2.8 GB/s by one thread, no more
+    # by four; see docs/benchmarks.md). Without a mapping, pwrite in pieces of 8 MiB, each
+    # CRC'd right after it is written (still in the cache): pwrite and crc32 release the
+    # GIL, so writers run side by side, the CRCs beside the writes.
     import ctypes
     import zlib
 
@@ -137,18 +162,87 @@ def _pysplice_hs_stitch_put(st, key, p, rows):
     if not size:
         return
     at = st["data"][key] + p * st["row"][key]
-    fd, src = st["fd"], rows.data_ptr()
+    fd, src, piece = st["fd"], rows.data_ptr(), 8 << 20
     crc, done = 0, 0
+    if st["base"] is not None:
+        _pysplice_hs_stitch_reserve(st, at, size)
+        crc, done = _pysplice_hs_stitch_run(st, at, src, size, piece), size
     while done < size:
-        n = min(8 << 20, size - done)
-        piece = (ctypes.c_char * n).from_address(src + done)
-        view, offset = memoryview(piece).cast("B"), at + done
+        n = min(piece, size - done)
+        block = (ctypes.c_char * n).from_address(src + done)
+        view, offset = memoryview(block).cast("B"), at + done
         while view:
             k = os.pwrite(fd, view, offset)
             view, offset = view[k:], offset + k
-        crc = zlib.crc32(piece, crc)
+        crc = zlib.crc32(block, crc)
         done += n
     st["crcs"][key].append((p * st["row"][key], crc, size))  # list.append: atomic
+
+
+def _pysplice_hs_stitch_run(st, at, src, size, piece):
+    # The pieces of `size` bytes from address src to file offset `at`, handed to the stitch
+    # threads (started once per process); their CRCs combined in order as they are done.
+    # Returns only once every piece is done, so that no store outlives the op (the mapping
+    # goes after the request's last op); the first failure is raised then.
+    import queue
+    import threading
+
+    pool = _pysplice_hs_Writer.stitchers
+    if not pool:
+        with _pysplice_hs_Writer.stitch_lock:
+            if not pool:
+                tasks = queue.SimpleQueue()
+                for k in range(_pysplice_hs_Writer.stitch_threads):
+                    name = "pysplice-hs-dump-stitch-%d" % k
+                    threading.Thread(target=_pysplice_hs_stitch_serve, args=(tasks,), name=name, daemon=True).start()
+                pool.append(tasks)
+    cond = threading.Condition()
+    pieces = [dict(st=st, at=at + k, src=src + k, n=min(piece, size - k), cond=cond, crc=None, error=None, done=False) for k in range(0, size, piece)]
+    for task in pieces:
+        pool[0].put(task)
+    crc, error = 0, None
+    for task in pieces:
+        with cond:
+            while not task["done"]:
+                cond.wait()
+        error = error or task["error"]
+        if error is None:
+            crc = _pysplice_hs_crc_combine(crc, task["crc"], task["n"])
+    if error is not None:
+        raise error
+    return crc
+
+
+def _pysplice_hs_stitch_serve(tasks):
+    # A stitch thread: a piece at a time (its pages reserved), copied into the mapping and
+    # CRC'd from its source, 2 MiB at a time (still in the cache). memmove and crc32
+    # release the GIL.
+    import ctypes
+    import zlib
+
+    while True:
+        task = tasks.get()
+        try:
+            st, n, crc = task["st"], task["n"], 0
+            for k in range(0, n, 2 << 20):
+                m = min(2 << 20, n - k)
+                ctypes.memmove(st["base"] + task["at"] + k, task["src"] + k, m)
+                crc = zlib.crc32((ctypes.c_char * m).from_address(task["src"] + k), crc)
+            task["crc"] = crc
+        except BaseException as exc:
+            task["error"] = exc
+        with task["cond"]:
+            task["done"] = True
+            task["cond"].notify_all()
+
+
+def _pysplice_hs_stitch_reserve(st, at, n):
+    # fallocate(2) of bytes [at, at + n) of the request's file (mode 0: the size stays).
+    if st["reserve"](st["fd"], 0, at, n) != 0:
+        import ctypes
+
+        code = ctypes.get_errno()
+        raise OSError(code, "fallocate: %s" % os.strerror(code))
 
 
 def _pysplice_hs_stitch_publish(state, entry):
@@ -184,9 +278,11 @@ def _pysplice_hs_stitch_publish(state, entry):
         _pysplice_hs_publish_free(state, st["name"], ".ckpt", entry["number"])
         return
     # mapped to be read: the rows stay page cache of the file, never anonymous memory
-    st["map"] = mmap.mmap(st["fd"], st["size"])
-    st["ref"] = ctypes.c_char.from_buffer(st["map"])
-    base = st["base"] = ctypes.addressof(st["ref"])
+    if st["map"] is None:
+        st["map"] = mmap.mmap(st["fd"], st["size"])
+        st["ref"] = ctypes.c_char.from_buffer(st["map"])
+        st["base"] = ctypes.addressof(st["ref"])
+    base = st["base"]
     sample = dict()
     for name, key in (("input_ids", "ids"), ("hidden_state", "hidden"), ("aux_hidden_state", "aux")):
         if key == "aux" and key not in st["shapes"]:
@@ -263,4 +359,4 @@ from .archive import (
     _pysplice_hs_zip_layout,
 )
 from .files import _pysplice_hs_publish, _pysplice_hs_stem, _pysplice_hs_write
-from .writer import _pysplice_hs_serial
+from .writer import _pysplice_hs_serial, _pysplice_hs_Writer

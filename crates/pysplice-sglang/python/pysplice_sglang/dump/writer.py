@@ -43,6 +43,11 @@ class _pysplice_hs_Writer:
     # share a name, whatever their tokens (pid and serial: unique by construction).
     serials = __import__("itertools").count(1)  # next() on it is atomic
     crc_powers = []  # x^(2^k) modulo the CRC-32 polynomial, k = 0..31 (filled once)
+    # The threads that store a chunked request's rows through its file's mapping, shared
+    # by the writers of the process (_pysplice_hs_stitch_run): their queue, once started.
+    stitch_threads = 8
+    stitchers = []
+    stitch_lock = __import__("threading").Lock()
 
     def __init__(self, state, where):
         import atexit
@@ -75,6 +80,10 @@ class _pysplice_hs_Writer:
             self._write_status()
         except Exception as exc:  # bookkeeping: the status thread tries again
             self._status_failed(exc)
+        early = state.pop("early", None)
+        if early is not None:  # the ring built when the model was (_pysplice_hs_ring_early)
+            with self.cond:
+                self._resize(early["size"], True, early)
         self.workers = [
             threading.Thread(target=self._run, name="pysplice-hs-dump-%d" % k, daemon=True)
             for k in range(self.threads)
@@ -194,18 +203,19 @@ class _pysplice_hs_Writer:
             return 0 if need <= tail else None
         return head if head + need <= tail else None  # wrapped: free is [head, tail)
 
-    def _resize(self, size, cuda):
+    def _resize(self, size, cuda, early=None):
         # Under the lock: give up the current ring and have a new one of `size` bytes
-        # (none when 0) built by a thread of its own, not by the forward.
+        # (none when 0) built by a thread of its own, not by the forward (or the one
+        # `early` is building, adopted once built).
         import threading
 
         old, registered = self.ring, self.registered
         self.ring, self.registered, self.resizing = None, False, True
         self.retiring += old.numel() if old is not None else 0
         self.growing = size
-        threading.Thread(target=self._grow, args=(old, registered, size, cuda), name="pysplice-hs-dump-ring", daemon=True).start()
+        threading.Thread(target=self._grow, args=(old, registered, size, cuda, early), name="pysplice-hs-dump-ring", daemon=True).start()
 
-    def _grow(self, old, registered, size, cuda):
+    def _grow(self, old, registered, size, cuda, early=None):
         try:
             with self.cond:  # the old ring goes once no queued pass is in it
                 while old is not None and self.error is None and any(job["ring"] is old for job in self.jobs):
@@ -218,7 +228,10 @@ class _pysplice_hs_Writer:
                     pass
             del old
             ring, registered = None, False
-            if size:
+            if early is not None:
+                early["done"].wait()
+                ring, registered = early["ring"], early["registered"]
+            elif size:
                 ring = torch.empty(size, dtype=torch.uint8)
                 if cuda:
                     # Pin exactly `size` bytes; PyTorch's pinned allocator would round up
@@ -677,6 +690,53 @@ def _pysplice_hs_pin(ring):
         return False
 
 
+def _pysplice_hs_ring_early(state, config):
+    # From _pysplice_hs_setup, as the model is built: start building the ring that the
+    # first pass would have the writer build, so that the first pass finds it ready (a
+    # server loads the weights and captures its graphs between the two) instead of
+    # copying into pageable memory that it faults in (about 100 ms for an 8,192-token
+    # pass of DeepSeek-V3's width). Its size is what that pass would give it: four passes
+    # of the chunk size (8,192 tokens where unknown) at the config's width and the aux
+    # layers asked for (3, SGLang's default, where none are), within the budget. Only on
+    # CUDA, and only where this process writes (attention-TP rank 0); nothing otherwise.
+    import threading
+
+    try:
+        width = getattr(config, "hidden_size", None)
+        if torch is None or not isinstance(width, int) or width <= 0 or not torch.cuda.is_available():
+            return
+        if _pysplice_hs_ranks()[0] != 0:
+            return
+        dtype = getattr(config, "torch_dtype", None)
+        itemsize = dtype.itemsize if isinstance(dtype, torch.dtype) else 2
+        layers = len(state["layers"]) if state["layers"] is not None else 3
+        rows = _pysplice_hs_chunk_size() or 8192
+        need = rows * (width * itemsize * (1 + layers) + 8)
+        size = min(state["budget"] - need, need * 4)
+        if size < need:
+            return
+        early = dict(size=size, ring=None, registered=False, done=threading.Event())
+        device = torch.cuda.current_device()
+    except Exception:
+        return
+
+    def build():
+        try:
+            torch.cuda.set_device(device)
+            ring = torch.empty(size, dtype=torch.uint8)
+            registered = _pysplice_hs_pin(ring)
+            if not registered:
+                ring = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+            early.update(ring=ring, registered=registered)
+        except Exception:
+            pass  # no ring: the first pass has one built, as without this
+        finally:
+            early["done"].set()
+
+    state["early"] = early
+    threading.Thread(target=build, name="pysplice-hs-dump-ring", daemon=True).start()
+
+
 def _pysplice_hs_size(n):
     # Bytes for a message: "512 B", "20.0 KiB", "470.0 MiB".
     if n < 1024:
@@ -691,6 +751,7 @@ def _pysplice_hs_size(n):
 # and names imported after a module's own definitions resolve in any order of loading.
 from .debris import _pysplice_hs_clean
 from .files import _pysplice_hs_write
+from .parallel import _pysplice_hs_chunk_size, _pysplice_hs_ranks
 from .parts import _pysplice_hs_parts_add, _pysplice_hs_parts_drop, _pysplice_hs_parts_sample
 from .sample import _pysplice_hs_probe, _pysplice_hs_probe_row, _pysplice_hs_sample
 from .settings import _pysplice_hs_show

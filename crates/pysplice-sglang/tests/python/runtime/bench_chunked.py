@@ -12,13 +12,16 @@ one chunk each pass, `orig_seq_lens` the whole prompt, the request's pool slot k
 pass of the whole prompt. With --interleave N, N prompts of --tokens / N tokens each, their
 chunks taking turns pass by pass (rids tell them apart). Rows are DeepSeek-V3's width (bf16,
 H = --hidden, --aux aux layers), made on the GPU (CPU when there is none). Passes come back to
-back, or --gap seconds apart (the time a real forward of a chunk takes). Before the timed passes,
-one request of --chunk tokens (its own sample, not counted) lets the dump build its ring, as a
-server's earlier traffic has; that first pass's time is reported apart. --suite runs the set the
-benchmarks document: chunked back to back and 0.16 s apart, 4 prompts interleaved the same two
-ways, unchunked, and what the folder allows: the same bytes written with plain pwrite calls in
-pieces of 8 MiB, no CRC, by 4 threads into 4 files, by 4 threads into one file, and by one thread
-into one file. Each mode runs in a process of its own and reports:
+back, or --gap seconds apart (the time a real forward of a chunk takes). The model is built with
+a config of that width (the dump starts building its ring then, where it does, and the run waits
+for it, as a server loads its weights meanwhile: `ring built before`). Before the timed passes,
+one request of --chunk tokens (its own sample, not counted) is the run's first pass, reported
+apart. --suite runs the set the benchmarks document: first the folder's own bounds (the same
+bytes, 8 MiB pieces, no CRC: pwrite by 4 threads into 4 files, by 4 threads into one file and by
+one thread into one file; stores through one shared mapping of one file, torch copy_, by 4
+threads), then chunked back to back and 0.16 s apart, 4 prompts interleaved the same two ways,
+and unchunked; the GB/s of each run are also given as ratios to the one-thread pwrite rate and
+the four-thread mapped rate. Each mode runs in a process of its own and reports:
 
   pinned    a device-to-host copy of one pass's rows into pinned memory, timed to completion
             (median of 5), in the same process before the dump starts: the reference;
@@ -37,8 +40,10 @@ non-zero when a check fails; prints a Markdown table.
 """
 
 import argparse
+import ctypes
 import importlib.util
 import json
+import mmap
 import os
 import shutil
 import statistics
@@ -99,6 +104,13 @@ class Batch:
 
 class Model:
     """Stands for DeepseekV2Model: the attributes the recipe's init block sets."""
+
+
+class Config:
+    """Stands for the model's config: what the dump reads of it when the model is built."""
+
+    def __init__(self, hidden):
+        self.hidden_size, self.num_hidden_layers, self.torch_dtype = hidden, 61, torch.bfloat16
 
 
 def load(path):
@@ -178,7 +190,37 @@ def plain_writes(args):
             os.unlink(os.path.join(out, "f%d" % k))
         return share * threads / took / 1e9
 
-    result = dict(mode="plain", bytes=total, four_files=rate(4, 4), one_file_four=rate(4, 1), one_file_one=rate(1, 1), failures=[])
+    def mapped(threads):  # stores through one shared mapping of one file (torch copy_, 8 MiB pieces)
+        path = os.path.join(out, "m")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.ftruncate(fd, total)
+        m = mmap.mmap(fd, total)
+        ref = ctypes.c_char.from_buffer(m)
+        base, share = ctypes.addressof(ref), total // threads
+        whole = torch.frombuffer(src, dtype=torch.uint8)
+
+        def work(k):
+            at, done = k * share, 0
+            while done < share:
+                n = min(8 << 20, share - done)
+                dst = torch.frombuffer((ctypes.c_char * n).from_address(base + at + done), dtype=torch.uint8)
+                dst.copy_(whole[(done % (56 << 20)) :][:n])
+                done += n
+
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+        t0 = time.perf_counter()
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        took = time.perf_counter() - t0
+        del ref
+        m.close()
+        os.close(fd)
+        os.unlink(path)
+        return share * threads / took / 1e9
+
+    result = dict(mode="plain", bytes=total, four_files=rate(4, 4), one_file_four=rate(4, 1), one_file_one=rate(1, 1), mapped_four=mapped(4), failures=[])
     shutil.rmtree(out, ignore_errors=True)
     print(json.dumps(result), flush=True)
 
@@ -212,9 +254,16 @@ def run_mode(args):
     os.environ["SGLANG_HS_DUMP_DIR"] = out
     model = Model()
     model.layers_to_capture = [2, 30, 58][:K]
-    model._hs_dump_dir = mod._pysplice_hs_setup(model, None)
+    model._hs_dump_dir = mod._pysplice_hs_setup(model, Config(H))
     model._hs_dump_count = 0
     assert model._hs_dump_dir is not None
+    # A server builds the model, then loads its weights: the dump builds its ring meanwhile
+    # (where it does); the time that took, before the first pass.
+    t0 = time.perf_counter()
+    early = model._hs_dump_state.get("early")
+    if early is not None:
+        early["done"].wait()
+    ring_s = time.perf_counter() - t0 if early is not None else None
 
     def one_pass(rid, begin, start, m, full):
         # rows [start, start + m) of a prompt of `full` rows that begins at row `begin` of the
@@ -258,7 +307,7 @@ def run_mode(args):
     files = sorted(os.listdir(out))
     complete = [f for f in files if f.endswith(".ckpt")]
     row_bytes = n * (8 + H * 2 * (1 + K))
-    result = dict(mode=args.mode, ways=ways, gap=args.gap, passes=len(blocked), pinned_ms=pinned, first_ms=first * 1e3,
+    result = dict(mode=args.mode, ways=ways, gap=args.gap, passes=len(blocked), pinned_ms=pinned, first_ms=first * 1e3, ring_s=ring_s,
                   blocked_ms=statistics.median(blocked) * 1e3, blocked_max_ms=max(blocked) * 1e3, done_s=done,
                   after_s=done - (t_last - t_all), gbps=row_bytes / done / 1e9, rss_mib=(peak - base) / 1024,
                   anon_mib=(peak_anon - base_anon) / 1024, files=files, failures=[])
@@ -315,10 +364,10 @@ def main():
     gpu = torch.cuda.get_device_name(0) if DEVICE == "cuda" else "no GPU"
     print("torch %s, %s, %d CPUs, folder %s" % (torch.__version__, gpu, os.cpu_count(), args.dir))
     if args.suite:
-        runs = [("chunked", 1, 0.0), ("chunked", 1, 0.16), ("chunked", 4, 0.0), ("chunked", 4, 0.16), ("unchunked", 1, 0.0), ("plain", 1, 0.0)]
+        runs = [("plain", 1, 0.0), ("chunked", 1, 0.0), ("chunked", 1, 0.16), ("chunked", 4, 0.0), ("chunked", 4, 0.16), ("unchunked", 1, 0.0)]
     else:
         runs = [("chunked", args.interleave, args.gap), ("unchunked", 1, 0.0)]
-    rows, failed = [], False
+    rows, failed, plain = [], False, None
     for mode, ways, gap in runs:
         cmd = [sys.executable, os.path.abspath(__file__), args.mock, "--mode", mode, "--dir", args.dir, "--tokens", str(args.tokens),
                "--chunk", str(args.chunk), "--hidden", str(args.hidden), "--aux", str(args.aux), "--gap", str(gap), "--interleave", str(ways)]
@@ -348,21 +397,26 @@ def main():
     def ratio(v, ref):
         return "%.2fx" % (v / ref) if ref else "-"
 
-    print("| prefill | passes | blocked per pass, median (max) | pinned copy of a pass | median, max / pinned | all written | after the last pass | GB/s | first pass | peak RSS over base | peak anonymous | files |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| prefill | passes | blocked per pass, median (max) | pinned copy of a pass | median, max / pinned | all written | after the last pass | GB/s | / pwrite 1 thread, / mapped 4 threads | first pass (/ pinned) | ring built before | peak RSS over base | peak anonymous | files |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if r["mode"] == "unchunked":
             what = "unchunked"
         else:
             what = ("%d prompts interleaved, " % r["ways"] if r["ways"] > 1 else "") + ("%.2f s apart" % r["gap"] if r["gap"] else "back to back")
         counts = "%d .ckpt, %d .ckpt.partial" % (sum(f.endswith(".ckpt") for f in r["files"]), sum(f.endswith(".ckpt.partial") for f in r["files"]))
-        print("| %s | %d | %s (%s) | %s | %s, %s | %.2f s | %.2f s | %.2f | %s | %.0f MiB | %.0f MiB | %s |" % (
+        bounds = "%s, %s" % (ratio(r["gbps"], plain["one_file_one"]), ratio(r["gbps"], plain["mapped_four"])) if plain else "-"
+        ring = "%.2f s" % r["ring_s"] if r.get("ring_s") is not None else "-"
+        print("| %s | %d | %s (%s) | %s | %s, %s | %.2f s | %.2f s | %.2f | %s | %s (%s) | %s | %.0f MiB | %.0f MiB | %s |" % (
             what, r["passes"], ms(r["blocked_ms"]), ms(r["blocked_max_ms"]), ms(r["pinned_ms"]), ratio(r["blocked_ms"], r["pinned_ms"]),
-            ratio(r["blocked_max_ms"], r["pinned_ms"]), r["done_s"], r["after_s"], r["gbps"], ms(r["first_ms"]), r["rss_mib"], r["anon_mib"], counts))
+            ratio(r["blocked_max_ms"], r["pinned_ms"]), r["done_s"], r["after_s"], r["gbps"], bounds, ms(r["first_ms"]),
+            ratio(r["first_ms"], r["pinned_ms"]), ring, r["rss_mib"], r["anon_mib"], counts))
     if args.suite:
         print()
-        print("Plain writes of the same %.2f GB to the folder (pwrite, 8 MiB pieces, no CRC): 4 threads, 4 files: %.2f GB/s; "
-              "4 threads, one file: %.2f GB/s; one thread, one file: %.2f GB/s" % (plain["bytes"] / 1e9, plain["four_files"], plain["one_file_four"], plain["one_file_one"]))
+        print("The folder's bounds, the same %.2f GB written in the same run (8 MiB pieces, no CRC): pwrite by 4 threads into 4 files: %.2f GB/s; "
+              "pwrite by 4 threads into one file: %.2f GB/s; pwrite by one thread into one file: %.2f GB/s; stores through one shared mapping "
+              "of one file (torch copy_) by 4 threads: %.2f GB/s" % (plain["bytes"] / 1e9, plain["four_files"], plain["one_file_four"],
+                                                                       plain["one_file_one"], plain["mapped_four"]))
     return 1 if failed else 0
 
 

@@ -15,6 +15,7 @@ temporary directory put first on sys.path) supplies the rank getters that the
 recipe's code imports.
 """
 
+import errno
 import glob
 import importlib.util
 import logging
@@ -2045,6 +2046,32 @@ def case_a_taken_stitch_name_is_skipped_never_followed(mod, ref, tmp):
                 check(f.read() == b"an earlier file", "%s was written over" % path)
         os.unlink(path)
     _stitched(out, rows, ref, prompts)
+
+
+def case_stitched_with_pwrite_where_the_folder_maps_no_file(mod, ref, tmp):
+    # the probe at a stitched file's open refused (mmap failing, as on a folder without
+    # shared mappings): that request's rows go in with pwrite, the next one's through the
+    # mapping; both files bit for bit (the first aborted: .ckpt.partial, read back mapped)
+    import mmap
+
+    prompts = _prompts(4, [20, 6, 30, 3])
+    real = mmap.mmap
+    calls = []
+
+    def refused(fd, size, *args, **kwargs):
+        calls.append(size)
+        if len(calls) == 1:  # the probe at the first request's open
+            raise OSError(errno.ENODEV, "No such device")
+        return real(fd, size, *args, **kwargs)
+
+    out = os.path.join(tmp, "dump")
+    mmap.mmap = refused
+    try:
+        rows, _, _ = _run_chunked(mod, out, "0.5.18", 8, prompts, abort=("r0", 2))
+    finally:
+        mmap.mmap = real
+    check(len(calls) >= 1, "the stitched file was never mapped: %s" % calls)
+    _stitched(out, rows, ref, prompts, partial=("r0",))
 
 
 def case_chunked_request_aborted(mod, ref, tmp):
