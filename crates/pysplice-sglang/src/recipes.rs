@@ -49,11 +49,13 @@ pub const DUMP_CODE: &[(&str, &str)] = &[
         "provenance.py",
         include_str!("../python/pysplice_sglang/dump/provenance.py"),
     ),
+    ("ring.py", include_str!("../python/pysplice_sglang/dump/ring.py")),
     ("sample.py", include_str!("../python/pysplice_sglang/dump/sample.py")),
     (
         "settings.py",
         include_str!("../python/pysplice_sglang/dump/settings.py"),
     ),
+    ("state.py", include_str!("../python/pysplice_sglang/dump/state.py")),
     ("status.py", include_str!("../python/pysplice_sglang/dump/status.py")),
     ("stitch.py", include_str!("../python/pysplice_sglang/dump/stitch.py")),
     ("writer.py", include_str!("../python/pysplice_sglang/dump/writer.py")),

@@ -32,7 +32,7 @@ sys.modules["torch"] = None  # `import torch` raises ImportError from here on
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-from pysplice_sglang.dump import archive, capture, chunks, debris, files, hooks, sample, settings, status, writer  # noqa: E402
+from pysplice_sglang.dump import archive, capture, chunks, debris, files, hooks, sample, settings, state, status, writer  # noqa: E402
 
 # The recipe's [vars] as the package writes them (template slots).
 ENV, MAX_ENV, QUEUE_ENV, LAYERS_ENV = "{env}", "{max_env}", "{queue_env}", "{layers_env}"
@@ -355,11 +355,11 @@ class DebrisRules(Folder):
         for name in expected:
             self.put(name)
         expected.add(self.status_file(pid, "feedf00d"))
-        writer._pysplice_hs_Writer.tokens.add("feedf00d")
+        state._pysplice_hs_Process.tokens.add("feedf00d")
         try:
             self.clean()
         finally:
-            writer._pysplice_hs_Writer.tokens.discard("feedf00d")
+            state._pysplice_hs_Process.tokens.discard("feedf00d")
         self.assertEqual(self.names(), expected)
 
     def test_passes_a_killed_process_left_unwritten_are_reported(self):

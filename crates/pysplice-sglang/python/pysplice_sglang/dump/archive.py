@@ -11,6 +11,8 @@ try:
 except ImportError:  # the dump runs under PyTorch; the parts that need none are tested without it
     torch = None
 
+from .state import _pysplice_hs_Process
+
 
 def _pysplice_hs_crc_mul(a, b):
     # a * b modulo the CRC-32 polynomial, in zlib's reflected bit order (a != 0)
@@ -27,13 +29,13 @@ def _pysplice_hs_crc_mul(a, b):
 def _pysplice_hs_crc_combine(crc1, crc2, len2):
     # zlib's crc32_combine: the CRC-32 of A + B from the CRC-32s of A and of B and B's
     # length in bytes (A shifted by 8 * len2 bits: x^(8 * len2) mod P, by squarings)
-    powers = _pysplice_hs_Writer.crc_powers
+    powers = _pysplice_hs_Process.crc_powers
     if len(powers) != 32:  # x^(2^k) mod P, k = 0..31 (the sequence repeats after 32)
         powers, x = [], 1 << 30
         for _ in range(32):
             powers.append(x)
             x = _pysplice_hs_crc_mul(x, x)
-        _pysplice_hs_Writer.crc_powers = powers  # whole, in one assignment: threads share it
+        _pysplice_hs_Process.crc_powers = powers  # whole, in one assignment: threads share it
     p, k, n = 1 << 31, 3, len2
     while n:
         if n & 1:
@@ -144,8 +146,3 @@ def _pysplice_hs_pickle(sample):
     buf = io.BytesIO()
     Pickler(buf, protocol=2).dump(sample)
     return buf.getvalue()
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .writer import _pysplice_hs_Writer

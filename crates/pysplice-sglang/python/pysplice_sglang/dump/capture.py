@@ -7,6 +7,8 @@ Its definitions are injected as they are written here (see __init__.py).
 
 import logging
 
+from .settings import _pysplice_hs_show
+
 
 def _pysplice_hs_backbones(model):
     # The modules under `model` (itself included) whose dump is on.
@@ -82,8 +84,3 @@ def _pysplice_hs_capture_end(model, begun, exc=None):
                 why,
             )
             return
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .settings import _pysplice_hs_show

@@ -7,6 +7,9 @@ Its definitions are injected as they are written here (see __init__.py).
 import logging
 import os
 
+from .status import _pysplice_hs_read_status, _pysplice_hs_started
+from .state import _pysplice_hs_Process
+
 
 def _pysplice_hs_clean(fd_dir, me):
     # Remove what earlier processes of this dump left in the folder when they were
@@ -40,7 +43,7 @@ def _pysplice_hs_clean(fd_dir, me):
             group[1].append(entry.name)
     lost = []
     for (pid, token), (statuses, debris) in groups.items():
-        if not statuses or token in _pysplice_hs_Writer.tokens:
+        if not statuses or token in _pysplice_hs_Process.tokens:
             continue
         # every status file of the group (writers of one process) must prove it gone
         infos = [_pysplice_hs_read_status(fd_dir, status, me["uid"]) for status in statuses]
@@ -66,9 +69,3 @@ def _pysplice_hs_clean(fd_dir, me):
             "wait until the folder is idle before stopping the server",
             ", ".join(lost[:8]) + (", ..." if len(lost) > 8 else ""),
         )
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .status import _pysplice_hs_read_status, _pysplice_hs_started
-from .writer import _pysplice_hs_Writer

@@ -12,6 +12,13 @@ try:
 except ImportError:  # the dump runs under PyTorch; the parts that need none are tested without it
     torch = None
 
+from .chunks import _pysplice_hs_stitch_how, _pysplice_hs_stitch_keys
+from .files import _pysplice_hs_open_dir
+from .parallel import _pysplice_hs_chunk_size, _pysplice_hs_ranks
+from .provenance import _pysplice_hs_provenance
+from .sample import _pysplice_hs_probe
+from .writer import _pysplice_hs_Writer
+
 
 def _pysplice_hs_dump(model, input_ids, batch, value):
     # Called with the value DeepseekV2Model.forward is about to return; returns it as is.
@@ -184,13 +191,3 @@ def _pysplice_hs_off(model, exc):
     )
     model._hs_dump_warned = True
     model._hs_dump_dir = None
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .chunks import _pysplice_hs_stitch_how, _pysplice_hs_stitch_keys
-from .files import _pysplice_hs_open_dir
-from .parallel import _pysplice_hs_chunk_size, _pysplice_hs_ranks
-from .provenance import _pysplice_hs_provenance
-from .sample import _pysplice_hs_probe
-from .writer import _pysplice_hs_Writer

@@ -8,6 +8,9 @@ targets that sglang_hs_dump_models.toml selects).
 
 import os
 
+from .capture import _pysplice_hs_capture_begin, _pysplice_hs_capture_end
+from .settings import _pysplice_hs_is_draft, _pysplice_hs_setup
+
 
 def init(self, config):
     # Hidden-state dump: None keeps it off (one attribute test per forward). Draft
@@ -35,9 +38,3 @@ def capture(self, config):
                 _pysplice_hs_capture_end(self, _hs_dump_begun, _hs_dump_exc)
             else:
                 _pysplice_hs_capture_end(self, _hs_dump_begun)
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .capture import _pysplice_hs_capture_begin, _pysplice_hs_capture_end
-from .settings import _pysplice_hs_is_draft, _pysplice_hs_setup

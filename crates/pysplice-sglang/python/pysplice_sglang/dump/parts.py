@@ -11,6 +11,10 @@ try:
 except ImportError:  # the dump runs under PyTorch; the parts that need none are tested without it
     torch = None
 
+from .files import _pysplice_hs_stem
+from .stitch import _pysplice_hs_stitch_close
+from .state import _pysplice_hs_serial
+
 
 def _pysplice_hs_parts_add(state, entry, job, i, number):
     # A chunked request of unknown length (before 0.5.1: no orig_seq_lens): append
@@ -89,10 +93,3 @@ def _pysplice_hs_parts_drop(state, entry):
     entry["parts"] = None
     if entry.get("stitch") is not None:
         _pysplice_hs_stitch_close(state, entry["stitch"])
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .files import _pysplice_hs_stem
-from .stitch import _pysplice_hs_stitch_close
-from .writer import _pysplice_hs_serial

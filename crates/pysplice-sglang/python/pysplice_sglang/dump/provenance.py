@@ -10,6 +10,8 @@ try:
 except ImportError:  # the dump runs under PyTorch; the parts that need none are tested without it
     torch = None
 
+from .parallel import _pysplice_hs_parallel
+
 
 def _pysplice_hs_provenance(model, hidden, aux):
     # What a trainer needs to refuse a wrong mix of files, settled once per model at its
@@ -97,8 +99,3 @@ def _pysplice_hs_config_digest(config):
     except Exception:
         return None
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .parallel import _pysplice_hs_parallel

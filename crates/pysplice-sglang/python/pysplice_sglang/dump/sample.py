@@ -9,6 +9,8 @@ try:
 except ImportError:  # the dump runs under PyTorch; the parts that need none are tested without it
     torch = None
 
+from .chunks import _pysplice_hs_complete
+
 
 def _pysplice_hs_sample(job, i):
     # Request i of a queued pass, from its host rows: (sample, file suffix).
@@ -63,8 +65,3 @@ def _pysplice_hs_alone(rows):
         return rows.contiguous()
     raw = (ctypes.c_char * (rows.numel() * rows.element_size())).from_address(rows.data_ptr())
     return torch.frombuffer(raw, dtype=rows.dtype).view(rows.shape)
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .chunks import _pysplice_hs_complete

@@ -8,6 +8,8 @@ Its definitions are injected as they are written here (see __init__.py).
 import logging
 import os
 
+from .ring import _pysplice_hs_ring_early
+
 
 def _pysplice_hs_is_draft(module, config):
     # Speculative draft models reuse these classes (MistralLarge3ForCausalLMEagle,
@@ -96,8 +98,3 @@ def _pysplice_hs_layer_ids(raw, count):
     if count is not None and ids[-1] >= count:
         raise ValueError("layer %d does not exist, the model has %d layers (0-%d)" % (ids[-1], count, count - 1))
     return ids
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .writer import _pysplice_hs_ring_early

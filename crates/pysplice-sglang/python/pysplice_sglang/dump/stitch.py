@@ -12,6 +12,17 @@ try:
 except ImportError:  # the dump runs under PyTorch; the parts that need none are tested without it
     torch = None
 
+from .archive import (
+    _pysplice_hs_crc_combine,
+    _pysplice_hs_pickle,
+    _pysplice_hs_Stored,
+    _pysplice_hs_zip_descriptor,
+    _pysplice_hs_zip_end,
+    _pysplice_hs_zip_layout,
+)
+from .files import _pysplice_hs_publish, _pysplice_hs_stem, _pysplice_hs_write
+from .state import _pysplice_hs_Process, _pysplice_hs_serial
+
 
 def _pysplice_hs_stitch_open(state, entry, job, i):
     # The file of a chunked request of known length (entry["total"] rows), created by
@@ -187,12 +198,12 @@ def _pysplice_hs_stitch_run(st, at, src, size, piece):
     import queue
     import threading
 
-    pool = _pysplice_hs_Writer.stitchers
+    pool = _pysplice_hs_Process.stitchers
     if not pool:
-        with _pysplice_hs_Writer.stitch_lock:
+        with _pysplice_hs_Process.stitch_lock:
             if not pool:
                 tasks = queue.SimpleQueue()
-                for k in range(_pysplice_hs_Writer.stitch_threads):
+                for k in range(_pysplice_hs_Process.stitch_threads):
                     name = "pysplice-hs-dump-stitch-%d" % k
                     threading.Thread(target=_pysplice_hs_stitch_serve, args=(tasks,), name=name, daemon=True).start()
                 pool.append(tasks)
@@ -346,17 +357,3 @@ def _pysplice_hs_publish_free(state, tmp, suffix, number):
         if published:
             return name
     raise FileExistsError("no free file name after 1000 tries")
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .archive import (
-    _pysplice_hs_crc_combine,
-    _pysplice_hs_pickle,
-    _pysplice_hs_Stored,
-    _pysplice_hs_zip_descriptor,
-    _pysplice_hs_zip_end,
-    _pysplice_hs_zip_layout,
-)
-from .files import _pysplice_hs_publish, _pysplice_hs_stem, _pysplice_hs_write
-from .writer import _pysplice_hs_serial, _pysplice_hs_Writer

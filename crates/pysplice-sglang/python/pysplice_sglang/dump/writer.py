@@ -13,6 +13,16 @@ try:
 except ImportError:  # the dump runs under PyTorch; the parts that need none are tested without it
     torch = None
 
+from .debris import _pysplice_hs_clean
+from .files import _pysplice_hs_write
+from .parts import _pysplice_hs_parts_add, _pysplice_hs_parts_drop, _pysplice_hs_parts_sample
+from .ring import _pysplice_hs_pin, _pysplice_hs_size
+from .sample import _pysplice_hs_probe, _pysplice_hs_probe_row, _pysplice_hs_sample
+from .settings import _pysplice_hs_show
+from .state import _pysplice_hs_Process, _pysplice_hs_serial
+from .status import _pysplice_hs_identity
+from .stitch import _pysplice_hs_stitch_add, _pysplice_hs_stitch_open, _pysplice_hs_stitch_publish
+
 
 class _pysplice_hs_Writer:
     # Takes the dump off the forward's critical path. The forward copies a pass's
@@ -37,17 +47,6 @@ class _pysplice_hs_Writer:
     # never turns the dump off.
 
     threads = 4
-    tokens = set()  # this process's writers: never debris
-    # Serials of this process's writers and stitched files: the names of status files and
-    # of a chunked request's temporaries carry one, so that no two writers of a process
-    # share a name, whatever their tokens (pid and serial: unique by construction).
-    serials = __import__("itertools").count(1)  # next() on it is atomic
-    crc_powers = []  # x^(2^k) modulo the CRC-32 polynomial, k = 0..31 (filled once)
-    # The threads that store a chunked request's rows through its file's mapping, shared
-    # by the writers of the process (_pysplice_hs_stitch_run): their queue, once started.
-    stitch_threads = 8
-    stitchers = []
-    stitch_lock = __import__("threading").Lock()
 
     def __init__(self, state, where):
         import atexit
@@ -74,7 +73,7 @@ class _pysplice_hs_Writer:
         self.me = _pysplice_hs_identity()
         self.serial = _pysplice_hs_serial()
         self.status = ".hs_dump_status_dp%d_pid%d_%s_%d.json" % (state["dp_rank"], os.getpid(), state["token"], self.serial)
-        _pysplice_hs_Writer.tokens.add(state["token"])
+        _pysplice_hs_Process.tokens.add(state["token"])
         self.status_warned = False
         try:  # before any temporary: it marks them as this process's
             self._write_status()
@@ -671,89 +670,3 @@ class _pysplice_hs_Writer:
             os.unlink(self.status + ".tmp", dir_fd=self.state["dir_fd"])
         except Exception:
             pass
-
-
-def _pysplice_hs_serial():
-    # The next serial of this process (1, 2, ...), for names no two writers share.
-    return next(_pysplice_hs_Writer.serials)
-
-
-def _pysplice_hs_pin(ring):
-    # Page-lock `ring` for the side stream's copies (True when registered). The pages are
-    # faulted in first: registering faulted pages is about 5x faster, and the driver lock
-    # that the call holds keeps the forward's own CUDA calls waiting only that long. (One
-    # registration: a copy into two adjacent registrations is refused by CUDA.)
-    try:
-        ring.fill_(0)
-        return int(torch.cuda.cudart().cudaHostRegister(ring.data_ptr(), ring.numel(), 0)) == 0
-    except Exception:
-        return False
-
-
-def _pysplice_hs_ring_early(state, config):
-    # From _pysplice_hs_setup, as the model is built: start building the ring that the
-    # first pass would have the writer build, so that the first pass finds it ready (a
-    # server loads the weights and captures its graphs between the two) instead of
-    # copying into pageable memory that it faults in (about 100 ms for an 8,192-token
-    # pass of DeepSeek-V3's width). Its size is what that pass would give it: four passes
-    # of the chunk size (8,192 tokens where unknown) at the config's width and the aux
-    # layers asked for (3, SGLang's default, where none are), within the budget. Only on
-    # CUDA, and only where this process writes (attention-TP rank 0); nothing otherwise.
-    import threading
-
-    try:
-        width = getattr(config, "hidden_size", None)
-        if torch is None or not isinstance(width, int) or width <= 0 or not torch.cuda.is_available():
-            return
-        if _pysplice_hs_ranks()[0] != 0:
-            return
-        dtype = getattr(config, "torch_dtype", None)
-        itemsize = dtype.itemsize if isinstance(dtype, torch.dtype) else 2
-        layers = len(state["layers"]) if state["layers"] is not None else 3
-        rows = _pysplice_hs_chunk_size() or 8192
-        need = rows * (width * itemsize * (1 + layers) + 8)
-        size = min(state["budget"] - need, need * 4)
-        if size < need:
-            return
-        early = dict(size=size, ring=None, registered=False, done=threading.Event())
-        device = torch.cuda.current_device()
-    except Exception:
-        return
-
-    def build():
-        try:
-            torch.cuda.set_device(device)
-            ring = torch.empty(size, dtype=torch.uint8)
-            registered = _pysplice_hs_pin(ring)
-            if not registered:
-                ring = torch.empty(size, dtype=torch.uint8, pin_memory=True)
-            early.update(ring=ring, registered=registered)
-        except Exception:
-            pass  # no ring: the first pass has one built, as without this
-        finally:
-            early["done"].set()
-
-    state["early"] = early
-    threading.Thread(target=build, name="pysplice-hs-dump-ring", daemon=True).start()
-
-
-def _pysplice_hs_size(n):
-    # Bytes for a message: "512 B", "20.0 KiB", "470.0 MiB".
-    if n < 1024:
-        return "%d B" % n
-    for unit in ("KiB", "MiB", "GiB"):
-        n /= 1024.0
-        if n < 1024 or unit == "GiB":
-            return "%.1f %s" % (n, unit)
-
-
-# Sibling names last: in the patched model file every module's definitions share one namespace,
-# and names imported after a module's own definitions resolve in any order of loading.
-from .debris import _pysplice_hs_clean
-from .files import _pysplice_hs_write
-from .parallel import _pysplice_hs_chunk_size, _pysplice_hs_ranks
-from .parts import _pysplice_hs_parts_add, _pysplice_hs_parts_drop, _pysplice_hs_parts_sample
-from .sample import _pysplice_hs_probe, _pysplice_hs_probe_row, _pysplice_hs_sample
-from .settings import _pysplice_hs_show
-from .status import _pysplice_hs_identity
-from .stitch import _pysplice_hs_stitch_add, _pysplice_hs_stitch_open, _pysplice_hs_stitch_publish

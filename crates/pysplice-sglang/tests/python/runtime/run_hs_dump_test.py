@@ -2021,7 +2021,7 @@ def case_a_taken_stitch_name_is_skipped_never_followed(mod, ref, tmp):
         model = build(mod, "list")
         state = model.model._hs_dump_state
         # the serials this process hands out next (count(N)'s repr), and some after them
-        first = int(re.search(r"\d+", repr(mod._pysplice_hs_Writer.serials)).group())
+        first = int(re.search(r"\d+", repr(mod._pysplice_hs_Process.serials)).group())
         planted = []
         for k in range(first, first + 24):
             path = os.path.join(out, ".data_dp0_pid%d_%s_s%d.stitch.tmp" % (os.getpid(), state["token"], k))
