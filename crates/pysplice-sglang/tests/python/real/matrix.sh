@@ -16,7 +16,7 @@
 # Each job's log is WORK_DIR/<release>-<arch>.log; a failed job leaves its folder (server logs,
 # samples) for a look. Exit 0 when every job passed.
 set -uo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../../.." && pwd)
 programs=$(cd "${1:?usage: matrix.sh PROGRAMS_DIR WORK_DIR}" && pwd)
 work=${2:?usage: matrix.sh PROGRAMS_DIR WORK_DIR}
 mkdir -p "$work"
@@ -32,7 +32,7 @@ lane() { # "RELEASE ARCH [--live]"... : the jobs of one lane, in order
             status=1
             continue
         fi
-        if "$venv/bin/python" "$repo/tests/real/job.py" --venv "$venv" --release "$release" --arch "$arch" \
+        if "$venv/bin/python" "$repo/crates/pysplice-sglang/tests/python/real/job.py" --venv "$venv" --release "$release" --arch "$arch" \
             --bin "$programs" --work "$work/$release-$arch" "${fields[@]:2}" >"$log" 2>&1; then
             rm -rf "$work/$release-$arch"
         else

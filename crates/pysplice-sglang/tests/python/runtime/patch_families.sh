@@ -10,7 +10,7 @@
 #   bash DIR/run_families_on_device.sh DIR
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../../.." && pwd)
 dest=${1:-$repo/.device/families}
 cd "$repo"
 rm -rf "$dest"

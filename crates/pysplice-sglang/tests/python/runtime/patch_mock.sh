@@ -18,7 +18,7 @@
 #   python3 crates/pysplice-sglang/tests/python/runtime/run_hs_dump_test.py DIR/mock_deepseek_v2_patched.py
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../../.." && pwd)
 dest=${1:-$repo/.device/hs}
 cd "$repo"
 rm -rf "$dest"
