@@ -18,7 +18,7 @@ import jsonschema
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures"
 OUTPUT = jsonschema.Draft7Validator(json.loads((ROOT / "schemas" / "output.schema.json").read_text()))
-RECIPES = ROOT / "crates" / "pysplice-sglang" / "recipes"
+RECIPES = ROOT / "crates" / "pysplice-sglang" / "python" / "pysplice_sglang" / "dump"
 SPEC = jsonschema.Draft7Validator(json.loads((ROOT / "schemas" / "hook-spec.schema.json").read_text()))
 
 checked = 0
@@ -197,7 +197,9 @@ def main(pysplice, dump):
         assert len(bundled) >= 2, f"no bundled recipes in {RECIPES}"
         for path in bundled:
             first = path.read_text().splitlines()[0]
-            assert first == "#:schema ../../../schemas/hook-spec.schema.json", f"{path}: no #:schema line"
+            assert first.startswith("#:schema "), f"{path}: no #:schema line"
+            schema = (path.parent / first[len("#:schema "):]).resolve()
+            assert schema == ROOT / "schemas" / "hook-spec.schema.json", f"{path}: #:schema names {schema}"
         for path in bundled + sorted((FIXTURES / "engine").glob("*.toml")):
             errors = list(SPEC.iter_errors(tomllib.loads(path.read_text())))
             assert not errors, f"{path}: {errors[0].message}"

@@ -410,7 +410,7 @@ def real_dump(tmp, out, layers=None):
     mock = os.path.join(tmp, "mock_patched_%d.py" % len(os.listdir(tmp)))
     with open(os.path.join(REPO, "crates", "pysplice-sglang", "tests", "python", "runtime", "mock_deepseek_v2.py")) as src, open(mock, "w") as dst:
         dst.write(src.read())
-    spec = os.path.join(REPO, "crates", "pysplice-sglang", "recipes", "sglang_hs_dump.toml")
+    spec = os.path.join(REPO, "crates", "pysplice-sglang", "python", "pysplice_sglang", "dump", "sglang_hs_dump.toml")
     subprocess.run([pysplice(), "apply", "--spec", spec, mock], check=True, stdout=subprocess.DEVNULL)
     loader = importlib.util.spec_from_file_location(os.path.basename(mock)[:-3], mock)
     module = importlib.util.module_from_spec(loader)

@@ -72,7 +72,7 @@ def pysplice():
 def patch_mock(tmp):
     dest = os.path.join(tmp, "mock_deepseek_v2_patched.py")
     shutil.copy(os.path.join(REPO, "crates", "pysplice-sglang", "tests", "python", "runtime", "mock_deepseek_v2.py"), dest)
-    spec = os.path.join(REPO, "crates", "pysplice-sglang", "recipes", "sglang_hs_dump.toml")
+    spec = os.path.join(REPO, "crates", "pysplice-sglang", "python", "pysplice_sglang", "dump", "sglang_hs_dump.toml")
     subprocess.run(pysplice() + ["apply", "--spec", spec, dest], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     return dest
 
