@@ -53,5 +53,20 @@ class SamplesAgainstTorch(unittest.TestCase):
             self.assertEqual(torch.load(path, weights_only=True)["loss_mask"].tolist(), [k % 2 for k in range(n)])
 
 
+    def test_the_loss_mask_tests_torch_free_writer_matches_torch(self):
+        # loss_mask_test.py writes its samples without PyTorch where it has none: those files
+        # load in torch as the real ones
+        import loss_mask_test
+
+        path = self.path("fake.ckpt")
+        loss_mask_test.write_sample_without_torch(path, [5, 6, 7], "r", prefix_len=2)
+        s = torch.load(path, weights_only=True)
+        self.assertEqual(s["input_ids"].tolist(), [5, 6, 7])
+        self.assertEqual(s["loss_mask"].tolist(), [1, 1, 1])
+        self.assertEqual(tuple(s["hidden_state"].shape), (1, 3, 4))
+        self.assertEqual(s["hidden_state"].dtype, torch.bfloat16)
+        self.assertEqual((s["rid"], s["prefix_len"], s["layers_to_capture"]), ("r", 2, None))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
