@@ -248,7 +248,7 @@ def unreadable_kinds(r):
 
 
 def case_hand_written_samples_are_read_by_torch_as_by_the_checker(tmp):
-    # the archives the torch-free tests use (py_hs_inspect_samples.py) are what torch.load
+    # the archives the torch-free tests use (hs_inspect_samples.py) are what torch.load
     # reads, tensor for tensor: the command's torch.load step compares them with its own reading
     d = os.path.join(tmp, "dump")
     for i, n in enumerate((3, 7, 12)):
