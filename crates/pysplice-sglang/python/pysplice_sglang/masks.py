@@ -107,7 +107,9 @@ def shown(text, limit=80):
     text = str(text)
     if len(text) <= limit:
         return printable(text)
-    size = len(text.encode("utf-8", "surrogateescape" if any(0xDC80 <= ord(c) <= 0xDCFF for c in text) else "strict"))
+    # A byte of a name that is not UTF-8 counts as one byte; any other lone surrogate as UTF-8 would
+    # write it: never an error, whatever the text.
+    size = sum(1 if 0xDC80 <= ord(c) <= 0xDCFF else len(c.encode("utf-8", "surrogatepass")) for c in text)
     return "%s... (%d bytes)" % (printable(text[:limit]), size)
 
 
