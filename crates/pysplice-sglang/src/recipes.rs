@@ -55,6 +55,7 @@ pub const DUMP_CODE: &[(&str, &str)] = &[
         "settings.py",
         include_str!("../python/pysplice_sglang/dump/settings.py"),
     ),
+    ("sink.py", include_str!("../python/pysplice_sglang/dump/sink.py")),
     ("state.py", include_str!("../python/pysplice_sglang/dump/state.py")),
     ("status.py", include_str!("../python/pysplice_sglang/dump/status.py")),
     ("stitch.py", include_str!("../python/pysplice_sglang/dump/stitch.py")),

@@ -18,6 +18,12 @@ folder, that the server answered) and sends what is missing or partial again. Th
 also holds each conversation's mask, so that `--masks-only` sets the masks of a folder
 merged from several nodes without the tokenizer or the conversations.
 
+With --publish CONTROL the samples go to SpecForge's online trainer instead: the server's dump
+moves each complete sample into a Mooncake store (SGLANG_HS_DUMP_SINK) and leaves a ticket in
+the folder; the sender matches the ticket as it matches a sample, puts its loss mask and
+announces it in CONTROL/refs.jsonl (publish.py beside this file), under the trainer's
+back-pressure, and stops when the trainer ends.
+
 Before the first conversation it checks, each failure one line and exit status 2: that
 `jinja2` and `transformers` import, that the server answers (/health or /get_model_info, a
 few tries), that the tokenizer loads (its own code, e.g. a tiktoken-based class, only with
@@ -51,6 +57,7 @@ import time
 import urllib.parse
 
 from . import masks as slm
+from . import publish
 from . import request_dumps
 
 PROG = "sglang-hs-send"
@@ -372,9 +379,13 @@ class Folders:
     """The samples in the dump folders, by rid; rescanned for new files as they land. A file
     that is not a readable sample is named once (through `report`) and skipped."""
 
-    def __init__(self, dirs, report=say):
+    def __init__(self, dirs, report=say, tickets=False):
         self.dirs = dirs
         self.report = report
+        # With the store sink: tickets are the samples; a .ckpt is one the sink has not moved
+        # yet, or one it spilled (named at the end, never landed here).
+        self.tickets = tickets
+        self.files = set()
         self.seen = set()
         self.by_rid = dict()  # rid -> [path, ...] in name order
         self.unreadable = dict()  # path -> why, named once
@@ -394,14 +405,20 @@ class Folders:
             if e.name.startswith("."):
                 status.append(path)
                 continue
-            if path in self.seen or not is_sample_name(e.name):
+            if path in self.seen:
+                continue
+            ticket = self.tickets and publish.is_ticket_name(e.name)
+            if self.tickets and e.name.endswith(".ckpt"):
+                self.files.add(path)
+                continue
+            if not ticket and not is_sample_name(e.name):
                 continue
             try:
                 mode = e.stat(follow_symlinks=False).st_mode
                 if not stat.S_ISREG(mode):
                     self._bad(path, "%s, not a regular file; not read" % slm.what_it_is(mode))
                     continue
-                rid = slm.Sample(path).data.get("rid")
+                rid = publish.read_ticket(path).get("rid") if ticket else slm.Sample(path).data.get("rid")
             except FileNotFoundError:
                 continue  # gone between the listing and the read (a duplicate removed)
             except slm.MaskError as exc:
@@ -415,11 +432,33 @@ class Folders:
             if rid is None:
                 if path.endswith(".ckpt"):
                     self.no_rid.append(path)
+                if ticket:  # matched by its ids (SGLang before 0.5.10)
+                    new.append((None, path))
                 continue
             self.by_rid.setdefault(rid, []).append(path)
             new.append((rid, path))
         self.status = status
         return new
+
+    def sink_spilled(self):
+        """Samples the store sinks of the dump writers in the folders left as files (their status)."""
+        total = 0
+        for info in self._statuses():
+            sink = info.get("sink")
+            if isinstance(sink, dict) and is_int(sink.get("spilled")):
+                total += sink["spilled"]
+        return total
+
+    def _statuses(self):
+        for path in self.status:
+            try:
+                with slm_open(path) as f:
+                    raw = f.read(MAX_STATUS + 1)
+                info = load_json(raw) if len(raw) <= MAX_STATUS else None
+            except (OSError, slm.MaskError, BadJSON):
+                continue
+            if isinstance(info, dict):
+                yield info
 
     def idle(self):
         """True when every dump writer in the folders has written all it queued."""
@@ -437,6 +476,9 @@ class Folders:
                 continue
             if info.get("state") == "running" and queued > written + dropped:
                 return False
+            sink = info.get("sink")
+            if isinstance(sink, dict) and is_int(sink.get("queued")) and sink["queued"] > 0:
+                return False  # samples written, not yet in the store
         return True
 
 
@@ -840,9 +882,19 @@ class Run:
     def __init__(self, args, tokenizer, record):
         self.args, self.tokenizer = args, tokenizer
         self.progress = None
-        self.folders = Folders(args.dump_dir, self.say) if args.dump_dir else None
+        self.folders = Folders(args.dump_dir, self.say, tickets=args.publish is not None) if args.dump_dir else None
         self.record = record
-        self.stats = dict(done=0, skipped=0, failed=0, tokens=0, on_disk=0, answered=0, masked=0, partial=0, duplicates=0)
+        self.stats = dict(done=0, skipped=0, failed=0, tokens=0, on_disk=0, answered=0, masked=0, partial=0, duplicates=0,
+                          published=0, published_before=0)
+        # --publish: SpecForge's channel; `halt` stops a publisher waiting on the trainer
+        # (an interrupt, a refusal), `ended` says why the trainer stopped taking samples.
+        self.publisher, self.halt, self.ended = None, threading.Event(), None
+        if args.publish is not None and not args.dry_run:
+            expect = publish.Expect()
+            if args.draft_config:
+                expect.aux_ids, expect.hidden = publish.expected_from_draft(args.draft_config)
+            versions = dict(target=args.target_model_version, tokenizer=os.path.basename(os.path.normpath(args.tokenizer or "")) or "unknown")
+            self.publisher = publish.Publisher(args.publish, expect, versions, args.high_watermark, report=self.say)
         self.lock = threading.Lock()
         self.pending = dict()  # rid -> (digest, mask runs, tokens, line): sent, sample not landed yet
         self.complete = dict()  # rid -> path of its complete sample
@@ -878,6 +930,8 @@ class Run:
 
     def land(self, rid, path):
         """A sample file for `rid` appeared: set its mask, or note a duplicate or a partial."""
+        if self.publisher is not None and publish.is_ticket_name(os.path.basename(path)):
+            return self.land_ticket(rid, path)
         with self.lock:
             want = self.pending.get(rid)
             if want is None:
@@ -920,6 +974,67 @@ class Run:
             self.stats["masked"] += 1
         self.record.write(event="masked", rid=rid, file=os.path.basename(path))
 
+    def land_ticket(self, rid, path):
+        """A ticket of the server's store sink appeared: announce its sample with its mask (rid
+        None: matched by its ids), or remove a duplicate's objects and ticket."""
+        if self.halt.is_set():
+            return
+        try:
+            ticket = publish.read_ticket(path)
+        except FileNotFoundError:
+            return
+        ids = ticket["input_ids"]
+        digest = ids_digest(ids)
+        with self.lock:
+            if rid is None:  # no rid in the sample (SGLang before 0.5.10): its ids say whose it is
+                rid = next((r for r, w in self.pending.items() if w[0] == digest and w[2] == len(ids)), None)
+                if rid is None:
+                    rid = next((r for r, e in self.record.sent.items() if e.get("ids_sha256") == digest), None)
+            want = self.pending.get(rid) if rid is not None else None
+            if want is None and rid is not None:
+                entry = self.record.sent.get(rid)
+                if entry is not None:
+                    want = (entry["ids_sha256"], entry["mask"], entry["tokens"], entry.get("line"))
+        if want is None:
+            return  # not ours (another job shares the folder)
+        want_digest, spans, tokens, _line = want
+        if len(ids) != tokens or digest != want_digest:
+            self.say("%s: rid %s holds other tokens than were sent (%d, sent %d); not published" % (path, rid, len(ids), tokens))
+            return
+        with self.lock:
+            kept = self.complete.get(rid)
+            duplicate = (kept is not None and kept != path) or rid in self.publisher.rids
+            if not duplicate:
+                self.complete[rid] = path
+        if duplicate:  # the same request processed twice: one sample is published
+            for o in ticket["objects"].values():
+                self.publisher.store.remove(o["key"])
+            os.unlink(path)
+            with self.lock:
+                self.stats["duplicates"] += 1
+            self.say("%s: removed with its store objects, a second sample of rid %s" % (path, rid))
+            return
+        try:
+            self.publisher.publish(ticket, unruns(spans, tokens), rid, digest, self.halt)
+        except publish.Stop as exc:
+            self.ended = str(exc)
+            self.halt.set()
+            self.stop.set()
+            return
+        except publish.Refused as exc:
+            self.fatal = str(exc)
+            self.halt.set()
+            self.stop.set()
+            return
+        with self.lock:
+            self.pending.pop(rid, None)
+            self.stats["published"] += 1
+        self.record.write(event="published", rid=rid, sample=ticket["sample_id"])
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
     def watch(self):
         """The lander: new files in the dump folders get their masks as they appear."""
         while True:
@@ -944,7 +1059,8 @@ class Run:
             if path.endswith(".ckpt.partial"):
                 continue
             try:
-                ids = slm.Sample(path).input_ids()
+                ticket = publish.is_ticket_name(os.path.basename(path))
+                ids = publish.read_ticket(path)["input_ids"] if ticket else slm.Sample(path).input_ids()
             except Exception:
                 continue
             if len(ids) == tokens and ids_digest(ids) == digest:
@@ -1068,7 +1184,11 @@ class Run:
         self.progress = Progress(args.progress, total, noun(args))
         server = Server(args.url, args.timeout) if not args.dry_run else None
         if self.folders is not None:
-            self.folders.scan()
+            found = self.folders.scan()
+            if self.publisher is not None:  # tickets of an earlier run's conversations first
+                for rid, path in found:
+                    if publish.is_ticket_name(os.path.basename(path)):
+                        self.land(rid, path)
         watcher = None
         if self.folders is not None and not args.dry_run:
             watcher = threading.Thread(target=self.watch, name="lander", daemon=True)
@@ -1102,6 +1222,12 @@ class Run:
                     self.problem(line, rid, str(exc))
                     continue
                 digest = ids_digest(ids)
+                if self.publisher is not None and rid in self.publisher.rids:
+                    with self.lock:  # announced by an earlier run (the channel says so)
+                        self.stats["published_before"] += 1
+                        self.stats["skipped"] += 1
+                    self.progress.show(self.stats)
+                    continue
                 with self.lock:
                     landed = self.on_disk(rid, digest, len(ids))
                     if not landed and not args.dry_run:
@@ -1135,6 +1261,12 @@ class Run:
                     job["source"] = messages.source
                 if self.unproven and self.first_sample(server, job):
                     continue
+                # --publish: the server runs at most a few batches ahead of the trainer
+                while self.publisher is not None and not self.stop.is_set():
+                    with self.lock:
+                        if len(self.pending) <= max(4 * args.concurrency, 16):
+                            break
+                    time.sleep(0.05)
                 while not self.stop.is_set():
                     try:
                         jobs.put(job, timeout=0.2)
@@ -1144,6 +1276,7 @@ class Run:
         except KeyboardInterrupt:
             interrupted = True
             self.stop.set()
+            self.halt.set()
             self.say("interrupted: finishing the requests in flight (Ctrl-C again to quit at once)")
         try:
             for _ in workers:
@@ -1155,9 +1288,18 @@ class Run:
                 self.wait_landing()
         except KeyboardInterrupt:
             interrupted = True
+            self.halt.set()
         self.stop.set()
-        if watcher is not None:
+        try:
+            if watcher is not None:
+                while watcher.is_alive():
+                    watcher.join(0.2)
+        except KeyboardInterrupt:
+            interrupted = True
+            self.halt.set()
             watcher.join()
+        if self.publisher is not None:
+            self.finish_publishing(interrupted)
         if self.fatal:
             self.record.close()
             self.say(self.fatal)
@@ -1182,7 +1324,7 @@ class Run:
         start = time.monotonic()
         while not self.stop.is_set():
             with self.lock:
-                landed, others = bool(folders.by_rid.get(rid)), len(folders.seen) - seen
+                landed, others = bool(folders.by_rid.get(rid)) or rid in self.complete, len(folders.seen) - seen
             if landed:
                 self.unproven = False
                 return True
@@ -1222,9 +1364,9 @@ class Run:
         without them (then they are reported missing; a rerun sends them again)."""
         quiet_since, count = time.monotonic(), -1
         while True:
-            with self.lock:
-                left = len(self.pending)
-            if not left:
+            with self.lock:  # (a ticket landed and waiting on the trainer is not missing)
+                left = sum(1 for rid in self.pending if rid not in self.complete)
+            if not left or self.halt.is_set():
                 return
             if left != count:
                 count, quiet_since = left, time.monotonic()
@@ -1245,13 +1387,22 @@ class Run:
             parts.append("%d already complete on disk" % s["on_disk"])
         else:
             parts.append("%d answered in an earlier run (the record)" % s["answered"])
-        if self.folders is not None and not self.args.dry_run:
+        if self.publisher is not None:
+            parts.append("%d published to %s (%d in an earlier run)" % (s["published"], self.publisher.channel.path, s["published_before"]))
+        elif self.folders is not None and not self.args.dry_run:
             parts.append("%d loss masks set" % s["masked"])
         if s["failed"]:
             parts.append("%d skipped (named above)" % s["failed"])
         if s["duplicates"]:
             parts.append("%d duplicate samples removed" % s["duplicates"])
         out("; ".join(parts))
+        if self.publisher is not None:
+            spilled = self.folders.sink_spilled()
+            if spilled:
+                out("the server's store sink left %d samples in the dump folders as ordinary sample files (its "
+                    "overflow rule: the store or its queue was full, or a put failed; the server's log says which)" % spilled)
+            if self.ended:
+                out("the trainer stopped taking samples: %s" % self.ended)
         if self.args.request_dumps:
             out(harvest_counts(self))
         if missing and not interrupted:
@@ -1271,7 +1422,25 @@ class Run:
             left = self.progress.total - (s["done"] + s["skipped"] + s["failed"])
             out("interrupted with %d %s left; rerun the same command to go on (the record is %s)" % (left, what, self.args.record))
             return 130
-        return 1 if s["failed"] or missing else 0
+        if self.ended and self.ended != "the trainer is done":
+            return 1
+        return 1 if s["failed"] or (missing and not self.ended) else 0
+
+    def finish_publishing(self, interrupted):
+        """The channel's verdict, then the wait for the trainer (the loss masks live in this
+        sender's store segment unless a segment host keeps them)."""
+        if self.ended is not None and not self.fatal:
+            return  # the trainer ended the run: nothing to close
+        failure = self.fatal or ("the sender was interrupted" if interrupted else None)
+        self.say("%s; waiting for the trainer to end (Ctrl-C stops waiting)" % (
+            "wrote %s.failed" % self.publisher.channel.path if failure else "all published: wrote %s.closed" % self.publisher.channel.path))
+        waiter = threading.Event()
+        try:
+            ended, left = self.publisher.finish(failure, waiter, self.args.consumer_wait)
+        except KeyboardInterrupt:
+            return
+        if ended is not None and self.ended is None:
+            self.ended = ended
 
 
 def noun(args):
@@ -1371,6 +1540,12 @@ def parse(argv):
     p.add_argument("--python", help="the interpreter to run in (default python3; read by the command itself)")
     p.add_argument("--dry-run", action="store_true", help="render and check every conversation, send nothing")
     p.add_argument("--masks-only", action="store_true", help="set the masks in --dump-dir from the record; send nothing")
+    o = p.add_argument_group("SpecForge's online trainer through a Mooncake store (--publish)")
+    o.add_argument("--publish", metavar="CONTROL", help="announce the samples the server's store sink put (SGLANG_HS_DUMP_SINK=mooncake://RUN) in CONTROL/refs.jsonl, the trainer's channel; the store from MOONCAKE_MASTER_SERVER_ADDR and MOONCAKE_METADATA_SERVER")
+    o.add_argument("--high-watermark", type=int, default=0, help="samples announced and not yet trained on, at most (default: the trainer's own quantum)")
+    o.add_argument("--draft-config", help="the draft model's config (JSON): its aux layer ids and target width are checked against each sample's (default: SpecForge's default ids)")
+    o.add_argument("--target-model-version", default="unknown", help="written in each SampleRef (default %(default)s)")
+    o.add_argument("--consumer-wait", type=float, help="seconds to wait for the trainer to end after the last sample (default: until it ends; the store objects of this sender live as long as it does)")
     h = p.add_argument_group("request dumps (--request-dumps)")
     h.add_argument("--keep-finish", default="stop", help="finish reasons kept, comma-separated: stop, length (default %(default)s; aborted requests are never kept)")
     h.add_argument("--sample-fraction", type=float, default=1.0, help="keep this fraction of the requests, chosen by --seed (default %(default)s)")
@@ -1391,6 +1566,10 @@ def parse(argv):
         if not args.dump_dir:
             p.error("--masks-only needs --dump-dir")
         return args
+    if args.publish is not None and not args.dump_dir:
+        p.error("--publish needs --dump-dir: the folder the server's sink leaves its tickets in")
+    if args.high_watermark < 0:
+        p.error("--high-watermark must be 0 or more")
     if args.request_dumps:
         if args.conversations:
             p.error("--request-dumps and --conversations are two inputs: give one")
@@ -1538,7 +1717,7 @@ def main(argv=None):
             return run.run()
         finally:
             record.close()
-    except Refused as exc:
+    except (Refused, publish.Refused) as exc:
         say(str(exc))
         return 2
 

@@ -28,6 +28,8 @@ const SEND: &str = include_str!("../../python/pysplice_sglang/send.py");
 const LOSS_MASK: &str = include_str!("../../python/pysplice_sglang/masks.py");
 /// The reader of SGLang's request dumps (`--request-dumps`), which the sender imports.
 const REQUEST_DUMPS: &str = include_str!("../../python/pysplice_sglang/request_dumps.py");
+/// The publisher to SpecForge's online trainer (`--publish`), which the sender imports.
+const PUBLISH: &str = include_str!("../../python/pysplice_sglang/publish.py");
 
 /// Runs the command on the process's arguments and gives its exit status.
 #[must_use]
@@ -36,12 +38,12 @@ pub fn main() -> ExitCode {
 }
 
 /// The program: the start isolated from the working folder ([`python_launch::ISOLATE`]: a
-/// `types.py` or `json.py` where the command runs is never imported), the loss-mask and
-/// request-dump modules made importable from their text, then the sender run as `__main__`.
+/// `types.py` or `json.py` where the command runs is never imported), the loss-mask,
+/// request-dump and publisher modules made importable from their text, then the sender run as `__main__`.
 const PROGRAM: Program = Program {
     name: "sglang-hs-send",
     package: "pysplice_sglang",
-    modules: &[("masks", LOSS_MASK), ("request_dumps", REQUEST_DUMPS)],
+    modules: &[("masks", LOSS_MASK), ("request_dumps", REQUEST_DUMPS), ("publish", PUBLISH)],
     main: ("send", SEND),
 };
 

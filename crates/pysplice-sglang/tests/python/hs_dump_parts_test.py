@@ -32,7 +32,7 @@ sys.modules["torch"] = None  # `import torch` raises ImportError from here on
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-from pysplice_sglang.dump import archive, capture, chunks, debris, files, hooks, sample, settings, state, status, writer  # noqa: E402
+from pysplice_sglang.dump import archive, capture, chunks, debris, files, hooks, sample, settings, sink, state, status, writer  # noqa: E402
 
 # The recipe's [vars] as the package writes them (template slots).
 ENV, MAX_ENV, QUEUE_ENV, LAYERS_ENV = "{env}", "{max_env}", "{queue_env}", "{layers_env}"
@@ -247,6 +247,7 @@ class StatusFiles(Folder):
         w.state = dict(token="0badcafe", dir_fd=self.fd)
         w.queued, w.written, w.dropped, w.files, w.lost, w.held, w.phase = 5, 3, 1, 9, 2, {"a": 1}, "running"
         w.status = ".hs_dump_status_dp0_pid1_0badcafe_1.json"
+        w.sink = None
         self.put(w.status, b"old")
         w._write_status()
         self.assertEqual(self.names(), {w.status})  # no temporary left
@@ -254,6 +255,20 @@ class StatusFiles(Folder):
         info.pop("time")
         self.assertEqual(info, dict(host="h", pid=1, token="0badcafe", queued=5, written=3, dropped=1, files=9, held=1, lost=2, state="running"))
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.dir, w.status)).st_mode), 0o600)
+        # with the store sink on, its counts too (what the sender waits on)
+        counts = dict(store="run", queued=2, stored=7, spilled=1)
+        w.sink = type("Sink", (), dict(counts=lambda self: counts))()
+        w._write_status()
+        self.assertEqual(status._pysplice_hs_read_status(self.fd, w.status, os.geteuid())["sink"], counts)
+
+    def test_the_sink_setting(self):
+        self.assertIsNone(sink._pysplice_hs_sink_setting(""))
+        self.assertEqual(sink._pysplice_hs_sink_setting("mooncake://run-1"), ("run-1", False))
+        self.assertEqual(sink._pysplice_hs_sink_setting("mooncake://a.b:c_d?keep=files"), ("a.b:c_d", True))
+        for bad in ("run", "file://x", "mooncake://", "mooncake://a/b", "mooncake://a?keep=all", "mooncake://a b",
+                    "mooncake://" + "x" * 201):
+            with self.assertRaises(ValueError, msg=bad):
+                sink._pysplice_hs_sink_setting(bad)
 
 
 def dead_pid():

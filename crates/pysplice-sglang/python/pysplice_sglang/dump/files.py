@@ -95,6 +95,8 @@ def _pysplice_hs_write(state, sample, suffix, number=None):
                     state["failed"] = exc
                     raise
             if published:
+                if state.get("sink") is not None:  # the store sink takes it from here
+                    state["sink"].offer(name)
                 return name
         finally:
             try:

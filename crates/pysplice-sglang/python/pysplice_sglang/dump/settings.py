@@ -9,6 +9,7 @@ import logging
 import os
 
 from .ring import _pysplice_hs_ring_early
+from .sink import _pysplice_hs_sink_setting
 
 
 def _pysplice_hs_is_draft(module, config):
@@ -27,11 +28,18 @@ def _pysplice_hs_setup(model, config):
     count = getattr(config, "num_hidden_layers", None)
     count = count if isinstance(count, int) and count > 0 else None
     settings = dict()
-    for key, name, default in (("cap", "{max_env}", None), ("budget", "{queue_env}", 2048), ("layers", "{layers_env}", None)):
+    for key, name, default in (
+        ("cap", "{max_env}", None),
+        ("budget", "{queue_env}", 2048),
+        ("layers", "{layers_env}", None),
+        ("sink", "{sink_env}", None),
+    ):
         raw = os.environ.get(name, "").strip()
         try:
             if key == "layers":
                 value = _pysplice_hs_layer_ids(raw, count)
+            elif key == "sink":
+                value = _pysplice_hs_sink_setting(raw)
             else:
                 value = float(raw) if key == "budget" and raw else int(raw) if raw else default
                 if value is not None and not value >= 0:
@@ -58,6 +66,8 @@ def _pysplice_hs_setup(model, config):
         budget_raw=os.environ.get("{queue_env}", "").strip() or "2048",
         layers=settings["layers"],
         layer_count=count,
+        sink_setting=settings["sink"],
+        sink=None,
         # the config (for the provenance's digest) and the provenance, once per model
         config=config,
         provenance=None,

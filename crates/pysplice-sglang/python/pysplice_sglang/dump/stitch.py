@@ -355,5 +355,7 @@ def _pysplice_hs_publish_free(state, tmp, suffix, number):
                 state["failed"] = exc
                 raise
         if published:
+            if state.get("sink") is not None:  # the store sink takes it from here
+                state["sink"].offer(name)
             return name
     raise FileExistsError("no free file name after 1000 tries")

@@ -19,6 +19,7 @@ from .parts import _pysplice_hs_parts_add, _pysplice_hs_parts_drop, _pysplice_hs
 from .ring import _pysplice_hs_pin, _pysplice_hs_size
 from .sample import _pysplice_hs_probe, _pysplice_hs_probe_row, _pysplice_hs_sample
 from .settings import _pysplice_hs_show
+from .sink import _pysplice_hs_Sink
 from .state import _pysplice_hs_Process, _pysplice_hs_serial
 from .status import _pysplice_hs_identity
 from .stitch import _pysplice_hs_stitch_add, _pysplice_hs_stitch_open, _pysplice_hs_stitch_publish
@@ -75,6 +76,7 @@ class _pysplice_hs_Writer:
         self.status = ".hs_dump_status_dp%d_pid%d_%s_%d.json" % (state["dp_rank"], os.getpid(), state["token"], self.serial)
         _pysplice_hs_Process.tokens.add(state["token"])
         self.status_warned = False
+        self.sink = None
         try:  # before any temporary: it marks them as this process's
             self._write_status()
         except Exception as exc:  # bookkeeping: the status thread tries again
@@ -83,6 +85,9 @@ class _pysplice_hs_Writer:
         if early is not None:  # the ring built when the model was (_pysplice_hs_ring_early)
             with self.cond:
                 self._resize(early["size"], True, early)
+        # The store sink (${sink_env}): complete samples move on from the folder.
+        if state.get("sink_setting") is not None:
+            self.sink = state["sink"] = _pysplice_hs_Sink(state, state["sink_setting"], self._sink_changed)
         self.workers = [
             threading.Thread(target=self._run, name="pysplice-hs-dump-%d" % k, daemon=True)
             for k in range(self.threads)
@@ -576,6 +581,8 @@ class _pysplice_hs_Writer:
             info = dict(self.me, token=self.state["token"], queued=self.queued, written=self.written)
             info.update(dropped=self.dropped, files=self.files, state=self.phase, time=round(time.time(), 3))
             info.update(held=len(self.held), lost=self.lost)
+        if self.sink is not None:
+            info.update(sink=self.sink.counts())
         data = (json.dumps(info, sort_keys=True) + "\n").encode()
         fd_dir = self.state["dir_fd"]
         with self.status_lock:
@@ -621,6 +628,11 @@ class _pysplice_hs_Writer:
                     self.cond.wait(1.0)
                     seen = -1
 
+    def _sink_changed(self):
+        with self.cond:
+            self.version += 1
+            self.cond.notify_all()
+
     def _status_failed(self, exc):
         if not self.status_warned:
             self.status_warned = True
@@ -650,6 +662,8 @@ class _pysplice_hs_Writer:
                 self._do(None, op, None)
             except BaseException as exc:
                 self._fail(exc)
+        if self.sink is not None:  # what it has queued goes to the store first, within a minute
+            self.sink.close(60.0)
         with self.cond:
             self.version += 1
             self.cond.notify_all()
