@@ -1542,7 +1542,7 @@ def parse(argv):
     p.add_argument("--masks-only", action="store_true", help="set the masks in --dump-dir from the record; send nothing")
     o = p.add_argument_group("SpecForge's online trainer through a Mooncake store (--publish)")
     o.add_argument("--publish", metavar="CONTROL", help="announce the samples the server's store sink put (SGLANG_HS_DUMP_SINK=mooncake://RUN) in CONTROL/refs.jsonl, the trainer's channel; the store from MOONCAKE_MASTER_SERVER_ADDR and MOONCAKE_METADATA_SERVER")
-    o.add_argument("--high-watermark", type=int, default=0, help="samples announced and not yet trained on, at most (default: the trainer's own quantum)")
+    o.add_argument("--high-watermark", type=int, default=256, help="samples announced and not yet trained on, at most, and at least the trainer's quantum (default %(default)s, SpecForge's own; the trainer's count of what it trained on lags by a few batches)")
     o.add_argument("--draft-config", help="the draft model's config (JSON): its aux layer ids and target width are checked against each sample's (default: SpecForge's default ids)")
     o.add_argument("--target-model-version", default="unknown", help="written in each SampleRef (default %(default)s)")
     o.add_argument("--consumer-wait", type=float, help="seconds to wait for the trainer to end after the last sample (default: until it ends; the store objects of this sender live as long as it does)")

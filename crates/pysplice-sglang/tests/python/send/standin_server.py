@@ -232,7 +232,7 @@ class Engine:
             "sglang/srt/managers/__init__.py": "",
             # one process, no parallelism: every rank 0; chunked prefill off (-1)
             "sglang/srt/server_args.py": "import types\ndef get_global_server_args():\n"
-            "    return types.SimpleNamespace(chunked_prefill_size=-1)\n",
+            "    return types.SimpleNamespace(chunked_prefill_size=%d)\n" % (self.args.chunk or -1),
             "sglang/srt/runtime_context.py": "class _P:\n    attn_tp_rank = 0\n    attn_dp_rank = 0\n"
             "def get_parallel():\n    return _P()\n",
             "sglang/srt/layers/dp_attention.py": "def get_attention_tp_rank():\n    return 0\n"
@@ -251,7 +251,7 @@ class Engine:
         if not hasattr(mod, "_pysplice_hs_dump"):
             sys.exit("%s is not patched (no _pysplice_hs_dump)" % path)
         torch.manual_seed(1234)
-        model = mod.DeepseekV2ForCausalLM(mod.MockConfig(vocab_size=self.args.vocab_size))
+        model = mod.DeepseekV2ForCausalLM(mod.MockConfig(vocab_size=self.args.vocab_size, hidden_size=self.args.hidden_size))
         self.torch, self.mod = torch, mod
         self.model = model.to(dtype=torch.bfloat16).eval()
 
@@ -296,23 +296,42 @@ class Engine:
                     j.done.set()
 
     def _forward(self, batch):
+        # With --chunk N, SGLang's chunked prefill: passes of at most N tokens, each request's
+        # next piece in arrival order, its prefix the pieces before (extend_prefix_lens_cpu).
+        if not self.args.chunk:
+            self._pass(batch, [0] * len(batch), [len(j.ids) for j in batch])
+            return
+        done = [0] * len(batch)
+        while True:
+            budget, take = self.args.chunk, []
+            for k, j in enumerate(batch):
+                n = min(len(j.ids) - done[k], budget)
+                if n > 0:
+                    take.append((k, n))
+                    budget -= n
+            if not take:
+                return
+            self._pass([batch[k] for k, _ in take], [done[k] for k, _ in take], [n for _, n in take])
+            for k, n in take:
+                done[k] += n
+
+    def _pass(self, jobs, starts, lens):
         torch, mod = self.torch, self.mod
-        lens = [len(j.ids) for j in batch]
-        ids = torch.tensor([t for j in batch for t in j.ids], dtype=torch.long)
-        positions = torch.cat([torch.arange(n) for n in lens])
+        ids = torch.tensor([t for j, s, n in zip(jobs, starts, lens) for t in j.ids[s : s + n]], dtype=torch.long)
+        positions = torch.cat([torch.arange(s, s + n) for s, n in zip(starts, lens)])
         fb = mod.ForwardBatch(
             forward_mode=mod.ForwardMode.EXTEND,
             input_ids=ids,
             positions=positions,
             extend_seq_lens_cpu=lens,
-            extend_prefix_lens_cpu=[0] * len(lens),
-            rids=[j.rid for j in batch],
-            orig_seq_lens=lens,
+            extend_prefix_lens_cpu=starts,
+            rids=[j.rid for j in jobs],
+            orig_seq_lens=[len(j.ids) for j in jobs],
         )
         with torch.no_grad():
             out = self.model(ids, positions, fb)
         last = torch.cumsum(torch.tensor(lens), 0) - 1
-        for j, tok in zip(batch, out.next_token_logits[last].float().argmax(-1).tolist()):
+        for j, tok in zip(jobs, out.next_token_logits[last].float().argmax(-1).tolist()):
             j.output_id = tok
 
     def stop(self):
@@ -500,6 +519,8 @@ def main(argv=None):
     p.add_argument("--patched-mock", help="the patched mock_deepseek_v2.py (needs PyTorch)")
     p.add_argument("--vocab-size", type=int, default=4096, help="the mock's vocabulary (ids must be below)")
     p.add_argument("--max-batch", type=int, default=8, help="requests per forward pass at most")
+    p.add_argument("--hidden-size", type=int, default=16, help="the mock's width (each sample holds 4 x this bf16 values a token)")
+    p.add_argument("--chunk", type=int, default=0, help="chunked prefill: passes of at most this many tokens (0: off)")
     p.add_argument("--context-length", type=int, default=4096)
     p.add_argument("--fail-first", type=int, default=0, help="fail the first K /generate requests transiently")
     p.add_argument("--delay", type=float, default=0.0, help="seconds each pass takes")
