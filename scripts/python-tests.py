@@ -2,11 +2,13 @@
 """Runs the project's Python tests, every one of them, and fails on one that did not run and pass.
 
     python3 scripts/python-tests.py --python PY --torch-python PY --programs DIR SUITE_DIR...
+    python3 scripts/python-tests.py --store-python PY crates/pysplice-sglang/tests/python/store
     python3 scripts/python-tests.py ... SUITE_DIR --only send_test.py      # one file of a suite
     python3 scripts/python-tests.py --list SUITE_DIR                       # the inventory, as found
     python3 scripts/python-tests.py --update-inventory SUITE_DIR           # rewrite tests.txt
 
-A suite is a folder with `suite.json`: each entry a file, how it runs and with which interpreter:
+A suite is a folder with `suite.json`: each entry a file, how it runs and with which interpreter
+("python": "torch" for --torch-python, "store" for --store-python; --python otherwise):
 
 - "unittest": the file's TestCase classes, run in a child interpreter that reports every test's
   outcome. Every `test_*` method of every class of the file (read from its syntax tree, so a
@@ -17,14 +19,17 @@ A suite is a folder with `suite.json`: each entry a file, how it runs and with w
 
 Beside suite.json, `tests.txt` lists every test the suite holds (`file::Class.test_name`, or
 `file` for a script), written by --update-inventory: a test deleted or renamed without that
-list changing fails the run, as does a Python file named `*_test.py` that no entry runs. Files
+list changing fails the run, as does a Python file named `*_test.py` that no entry runs (a
+folder inside a suite that has a suite.json of its own is a suite of its own). Files
 that run only elsewhere (a GPU machine, an interpreter CI does not have) are named in
 suite.json's "elsewhere" with the reason, and are listed, not run.
 
 The entries run side by side (most wait on the servers and programs they start), at most
 --jobs at once, longest first. In an entry's "args" and "env", `{programs}` is the folder of the
-built programs, `{python}` and `{torch_python}` the interpreters, `{tools}` the folder of
-`{python}`, `{repo}` the checkout, `{work}` a scratch folder of the run. Standard library only.
+built programs, `{python}`, `{torch_python}` and `{store_python}` the interpreters, `{tools}` the
+folder of `{python}`, `{repo}` the checkout, `{work}` a scratch folder of the run. An option is
+needed only when an entry that runs uses it (its interpreter, or a slot of its args and env): a
+suite whose tests all run on --python needs no --torch-python. Standard library only.
 """
 
 import argparse
@@ -32,6 +37,7 @@ import ast
 import json
 import os
 import shutil
+import string
 import subprocess
 import sys
 import tempfile
@@ -40,6 +46,10 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ("unittest", "script")
+# An entry's "python" -> the slot of its interpreter; each slot -> the option that gives it.
+INTERPRETERS = {None: "python", "torch": "torch_python", "store": "store_python"}
+OPTIONS = {"programs": "--programs", "python": "--python", "torch_python": "--torch-python",
+           "store_python": "--store-python"}
 
 # What the child interpreter runs for a "unittest" entry: the file imported as its own module
 # (its folder first on sys.path, as when it runs as a script), every TestCase of it run, and
@@ -118,6 +128,9 @@ def load_suite(folder):
     for entry in entries:
         if not isinstance(entry, dict) or entry.get("kind") not in KINDS or not isinstance(entry.get("file"), str):
             raise SuiteError("%s: each test has a \"file\" and a \"kind\" (%s): %r" % (path, " or ".join(KINDS), entry))
+        if not (entry.get("python") is None or isinstance(entry["python"], str) and entry["python"] in INTERPRETERS):
+            raise SuiteError("%s: %s: \"python\" is %s or absent, not %r" % (
+                path, entry["file"], " or ".join('"%s"' % k for k in INTERPRETERS if k), entry["python"]))
         if entry["file"] in seen or entry["file"] in elsewhere:
             raise SuiteError("%s: %s is named twice" % (path, entry["file"]))
         seen.add(entry["file"])
@@ -127,7 +140,9 @@ def load_suite(folder):
         if not os.path.isfile(os.path.join(folder, name)):
             raise SuiteError("%s: %s (elsewhere) does not exist" % (path, name))
     for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        # A folder with a suite.json of its own is a suite of its own.
+        dirs[:] = sorted(d for d in dirs
+                         if d != "__pycache__" and not os.path.isfile(os.path.join(root, d, "suite.json")))
         for name in sorted(files):
             rel = os.path.relpath(os.path.join(root, name), folder)
             if name.endswith("_test.py") and rel not in seen and rel not in elsewhere:
@@ -163,6 +178,16 @@ class Job:
         except (KeyError, IndexError, ValueError) as exc:
             raise SuiteError("%s: %r: unknown slot %s" % (self.name, text, exc)) from None
 
+    def missing_options(self):
+        """The options this entry needs and the run was not given (its interpreter, its slots)."""
+        slots = {INTERPRETERS[self.entry.get("python")]}
+        for text in list(self.entry.get("args", [])) + list(self.entry.get("env", {}).values()):
+            try:
+                slots.update(field for _, field, _, _ in string.Formatter().parse(text) if field)
+            except ValueError as exc:
+                raise SuiteError("%s: %r: %s" % (self.name, text, exc)) from None
+        return sorted(OPTIONS[slot] for slot in slots if slot in OPTIONS and self.values.get(slot) is None)
+
     def run(self):
         start = time.monotonic()
         try:
@@ -176,7 +201,7 @@ class Job:
     def _run(self):
         entry = self.entry
         path = os.path.join(self.folder, entry["file"])
-        python = self.values["torch_python"] if entry.get("python") == "torch" else self.values["python"]
+        python = self.values[INTERPRETERS[entry.get("python")]]
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
         env.update({k: self.fill(v) for k, v in entry.get("env", {}).items()})
         args = [self.fill(a) for a in entry.get("args", [])]
@@ -242,10 +267,15 @@ def run_jobs(jobs, width):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(prog="python-tests.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python-tests.py", description=__doc__.split("\n\n")[0],
+        epilog='An entry of a suite.json names its interpreter: "python": "torch" (--torch-python), "store" '
+        "(--store-python), none (--python). An option is needed only by the entries that run and use it.")
     parser.add_argument("suites", nargs="+", metavar="SUITE_DIR")
     parser.add_argument("--python", default=sys.executable, help="the interpreter of most tests")
     parser.add_argument("--torch-python", help="the interpreter of the tests that need PyTorch")
+    parser.add_argument("--store-python", help="the interpreter of the tests that need the Mooncake store and "
+                        "SpecForge's online trainer (scripts/store-venv.sh prints its venv)")
     parser.add_argument("--programs", help="the folder of the built programs")
     parser.add_argument("--only", action="append", default=[], help="run only this file of the suites")
     parser.add_argument("--jobs", type=int, default=4)
@@ -282,18 +312,24 @@ def main(argv):
         if problems:
             print("\n".join(problems + ["(run scripts/python-tests.py --update-inventory SUITE_DIR after adding, renaming or deleting a test on purpose)"]))
             return 1
-        if not args.programs or not args.torch_python:
-            raise SuiteError("--programs and --torch-python are needed to run the suites")
         work = tempfile.mkdtemp(prefix="python-tests-")
-        python, torch_python = (os.path.abspath(p) if os.sep in p else p for p in (args.python, args.torch_python))
-        values = dict(programs=os.path.abspath(args.programs), python=python, torch_python=torch_python,
-                      tools=os.path.dirname(python), repo=REPO, work=work)
+        python, torch_python, store_python = (
+            None if p is None else os.path.abspath(p) if os.sep in p else p
+            for p in (args.python, args.torch_python, args.store_python))
+        values = dict(programs=args.programs and os.path.abspath(args.programs), python=python,
+                      torch_python=torch_python, store_python=store_python, tools=os.path.dirname(python),
+                      repo=REPO, work=work)
         jobs = []
         for folder, entries, _, _ in suites:
             for entry in entries:
                 if args.only and entry["file"] not in args.only:
                     continue
                 jobs.append(Job(folder, entry, values, work))
+        missing = ["%s needs %s" % (job.name, ", ".join(job.missing_options()))
+                   for job in jobs if job.missing_options()]
+        if missing:
+            shutil.rmtree(work, ignore_errors=True)
+            raise SuiteError("; ".join(missing))
         jobs.sort(key=lambda j: -j.entry.get("weight", 1))
         start = time.monotonic()
         run_jobs(jobs, args.jobs)
