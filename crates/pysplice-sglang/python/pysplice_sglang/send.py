@@ -386,6 +386,7 @@ class Folders:
         # yet, or one it spilled (named at the end, never landed here).
         self.tickets = tickets
         self.files = set()
+        self.ticketed = set()  # the names (less their suffix) of the samples tickets were seen for
         self.seen = set()
         self.by_rid = dict()  # rid -> [path, ...] in name order
         self.unreadable = dict()  # path -> why, named once
@@ -408,6 +409,8 @@ class Folders:
             if path in self.seen:
                 continue
             ticket = self.tickets and publish.is_ticket_name(e.name)
+            if ticket:
+                self.ticketed.add(e.name[: -len(publish.TICKET_SUFFIX)])
             if self.tickets and e.name.endswith(".ckpt"):
                 self.files.add(path)
                 continue
@@ -885,10 +888,11 @@ class Run:
         self.folders = Folders(args.dump_dir, self.say, tickets=args.publish is not None) if args.dump_dir else None
         self.record = record
         self.stats = dict(done=0, skipped=0, failed=0, tokens=0, on_disk=0, answered=0, masked=0, partial=0, duplicates=0,
-                          published=0, published_before=0)
+                          published=0, published_before=0, spilled=0)
         # --publish: SpecForge's channel; `halt` stops a publisher waiting on the trainer
         # (an interrupt, a refusal), `ended` says why the trainer stopped taking samples.
         self.publisher, self.halt, self.ended = None, threading.Event(), None
+        self.broken = set()  # tickets whose objects are not all in the store
         if args.publish is not None and not args.dry_run:
             expect = publish.Expect()
             if args.draft_config:
@@ -1016,6 +1020,14 @@ class Run:
             return
         try:
             self.publisher.publish(ticket, unruns(spans, tokens), rid, digest, self.halt)
+        except slm.MaskError as exc:  # its objects are not all in the store: never announced
+            with self.lock:
+                self.complete.pop(rid, None)
+                first = path not in self.broken
+                self.broken.add(path)
+            if first:
+                self.problem(path, rid, "not announced: %s" % exc)
+            return
         except publish.Stop as exc:
             self.ended = str(exc)
             self.halt.set()
@@ -1047,6 +1059,8 @@ class Run:
                 except Exception as exc:
                     self.say("%s: loss_mask not set: %s" % (path, exc))
             if finished:
+                if self.publisher is not None and not self.halt.is_set():
+                    self.land_spilled()  # every ticket seen by now
                 return
             self.stop.wait(0.2)
 
@@ -1398,9 +1412,10 @@ class Run:
         out("; ".join(parts))
         if self.publisher is not None:
             spilled = self.folders.sink_spilled()
-            if spilled:
+            if spilled or s["spilled"]:
                 out("the server's store sink left %d samples in the dump folders as ordinary sample files (its "
-                    "overflow rule: the store or its queue was full, or a put failed; the server's log says which)" % spilled)
+                    "overflow rule: the store or its queue was full, or a put failed; the server's log says which); "
+                    "%d of this run's, not announced, got their loss masks there" % (spilled, s["spilled"]))
             if self.ended:
                 out("the trainer stopped taking samples: %s" % self.ended)
         if self.args.request_dumps:
@@ -1422,9 +1437,32 @@ class Run:
             left = self.progress.total - (s["done"] + s["skipped"] + s["failed"])
             out("interrupted with %d %s left; rerun the same command to go on (the record is %s)" % (left, what, self.args.record))
             return 130
-        if self.ended and self.ended != "the trainer is done":
+        if self.ended and self.ended != "the trainer is done" or s["spilled"]:
             return 1
         return 1 if s["failed"] or (missing and not self.ended) else 0
+
+    def land_spilled(self):
+        """Once the dump is idle: samples of this run that the server's store sink left in the
+        folder (its overflow rule: files without a ticket, ever) get their masks there, as the
+        folder route gives them. (With ?keep=files a stored sample's file stays too: its ticket
+        was seen, or the channel names it.)"""
+        if not self.folders.idle():
+            return
+        with self.lock:
+            left = set(rid for rid in self.pending if rid not in self.complete)
+        for path in sorted(self.folders.files):
+            stem = os.path.basename(path)[: -len(".ckpt")]
+            if stem in self.folders.ticketed or stem in self.publisher.done:
+                continue
+            try:
+                rid = slm.Sample(path).data.get("rid")
+            except (OSError, slm.MaskError):
+                continue
+            if rid in left:
+                self.land(rid, path)
+                with self.lock:
+                    if rid not in self.pending:
+                        self.stats["spilled"] += 1
 
     def finish_publishing(self, interrupted):
         """The channel's verdict, then the wait for the trainer (the loss masks live in this

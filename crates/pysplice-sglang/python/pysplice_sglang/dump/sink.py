@@ -89,7 +89,12 @@ class _pysplice_hs_Sink:
 
     def close(self, wait):
         # At exit: the names queued are moved (up to `wait` seconds), then the thread ends.
-        self.names.put(None)
+        import queue
+
+        try:
+            self.names.put(None, timeout=wait)
+        except queue.Full:  # the thread is stuck in the store: what it holds stays in the folder
+            return
         self.thread.join(wait)
 
     def _spill(self, name, why):
@@ -119,6 +124,18 @@ class _pysplice_hs_Sink:
         buffer = int(env.get("MOONCAKE_LOCAL_BUFFER_SIZE", "") or 512 << 20)
         protocol = env.get("MOONCAKE_PROTOCOL", "") or "tcp"
         host = env.get("MOONCAKE_LOCAL_HOSTNAME", "") or __import__("socket").gethostname()
+        # The client's setup holds the interpreter's lock while it retries an absent master
+        # (20 tries, about 90 s: the forward would stop with it): both servers must answer
+        # a plain connection first, which waits without holding it.
+        import socket
+        import urllib.parse
+
+        where = urllib.parse.urlsplit(metadata)
+        for name, address in (("master", master.rpartition(":")), ("metadata server", (where.hostname, ":", where.port))):
+            try:
+                socket.create_connection((address[0].strip("[]"), int(address[2])), timeout=5).close()
+            except (OSError, ValueError, TypeError) as exc:
+                raise RuntimeError("the %s at %s does not answer (%s)" % (name, master if name == "master" else metadata, exc)) from None
         client = MooncakeDistributedStore()
         rc = client.setup(host, metadata, segment, buffer, protocol, env.get("MOONCAKE_DEVICE", ""), master)
         if rc != 0:

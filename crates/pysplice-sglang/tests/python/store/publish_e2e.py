@@ -18,11 +18,23 @@ Trainer.fit on the CPU). Cases:
    loss_mask the conversation's mask (masks.py, SpecForge's rule), attention_mask all ones; the
    stitched long prompts included; the store is empty at the end (the trainer removed what it
    trained on); nothing spilled;
-2. back-pressure: a high watermark of 1 and a trainer that stops after 2 steps: at most 3 lines
-   are ever announced, the sender stops, and says the trainer is done;
-3. the overflow rule: a sink whose store cannot be reached leaves every sample in the folder as an
-   ordinary sample file, counted in the dump's status file, while the server answers as usual;
-   the sender announces nothing and says how many were spilled.
+2. (with 3) back-pressure: a high watermark of 1: at most one line announced beyond what the
+   trainer has taken, so a trainer that stops in its third step sees at most 4 lines;
+3. a trainer that fails (its loss raises in its third step; SpecForge writes .consumer_failed):
+   the sender stops, names the failure, exits 1, and nothing is announced after the failure;
+4. a sample with a missing tensor: its `target` object removed from the store after the server
+   put it: never announced (named, exit 1), and the trainer trains on every other one;
+5. the sender killed with SIGKILL mid-run and started again, the objects in a segment host (a
+   `mooncake_client` process, so that they outlive the process that put them): every sample
+   the server wrote is announced exactly once (by sample and by rid) and trained on;
+6. the overflow rule, a full store: 16 MiB segments and samples of 4 to 37 MiB (width 1024): the
+   server answers every request (the forward never waits), the samples that do not fit stay in
+   the folder, counted as spilled in the dump's status file, and get their masks there; the
+   others are trained on; the sender says so and exits 1;
+7. the overflow rule, no store at all (the master gone): every sample stays a file, counted, the
+   server's log says why once, and the folder route works as before;
+8. a draft config whose aux layer ids are not the samples': one line says so before anything is
+   announced, the channel gets .failed, exit 2.
 Exit 0 when every check passes.
 """
 
@@ -65,11 +77,11 @@ def sha(b):
     return hashlib.sha256(b).hexdigest()
 
 
-def start_server(tmp, name, env, patched):
+def start_server(tmp, name, env, patched, *extra):
     log = open(os.path.join(tmp, name + ".log"), "w")
     proc = subprocess.Popen(
         [sys.executable, os.path.join(TESTS, "send", "standin_server.py"), "--port", "0", "--patched-mock", patched,
-         "--dump-dir", os.path.join(tmp, name), "--max-batch", "4", "--chunk", str(CHUNK), "--context-length", "8192"],
+         "--dump-dir", os.path.join(tmp, name), "--max-batch", "4", "--chunk", str(CHUNK), "--context-length", "8192", *extra],
         stdout=subprocess.PIPE, stderr=log, text=True, env=env)
     line = proc.stdout.readline()
     if not line.startswith("listening on "):
@@ -112,6 +124,7 @@ def main():
                    capture_output=True, env=dict(os.environ, PYSPLICE=os.path.join(programs, "pysplice")))
     tiny_tokenizer.make(os.path.join(tmp, "tok"))
     cases = [c for c in tiny_tokenizer.conversations(16, seed=3) if c.kind in ("ok", "sharegpt", "long")]
+    cases = [c for c in cases if c.kind == "long"][:2] + [c for c in cases if c.kind != "long"][:6]  # 8: a trainer's few steps
     conv = os.path.join(tmp, "conv.jsonl")
     tiny_tokenizer.write_jsonl(conv, cases)
     tok = slm.load_tokenizer(os.path.join(tmp, "tok"), False, None)
@@ -174,33 +187,138 @@ def main():
         status = [json.load(open(p)) for p in glob.glob(os.path.join(tmp, "dump", ".hs_dump_status_*.json"))]
         check(all(s.get("sink", dict()).get("spilled", 0) == 0 for s in status), "nothing spilled: %s" % status)
 
-        # 2. back-pressure: high watermark 1, a trainer that stops after 2 steps
-        proc, url = start_server(tmp, "dump2", server_env, patched)
-        control2 = os.path.join(tmp, "control2")
-        trainer = consumer(tmp, control2, env, "--steps", "2")
-        out = send(programs, tmp, url, os.path.join(tmp, "dump2"), control2, conv, env, "--high-watermark", "1")
+        # 3. a trainer that fails in its third step
+        proc, url = start_server(tmp, "dump3", server_env, patched)
+        control3 = os.path.join(tmp, "control3")
+        trainer = consumer(tmp, control3, env, "--fail-after-steps", "2")
+        out = send(programs, tmp, url, os.path.join(tmp, "dump3"), control3, conv, env, "--high-watermark", "1")
         rc = trainer.wait(600)
         stop_server(proc)
-        with open(os.path.join(control2, "refs.jsonl")) as f:
+        refs_path = os.path.join(control3, "refs.jsonl")
+        failed = refs_path + ".consumer_failed"
+        with open(refs_path) as f:
             announced = sum(1 for _ in f)
-        phase("2. high watermark 1, trainer of 2 steps: %d announced (sender %d, trainer %d)" % (announced, out.returncode, rc), t0)
-        check(rc == 0, "2: the trainer's exit status %d" % rc)
-        check(2 <= announced <= 3, "2: %d lines announced to a trainer of 2 steps with a high watermark of 1" % announced)
-        check("the trainer is done" in out.stdout, "2: the sender says the trainer is done:\n" + out.stdout[-2000:])
+        phase("3. a trainer failing in step 3: %d announced (sender %d, trainer %d)" % (announced, out.returncode, rc), t0)
+        check(rc != 0 and os.path.exists(failed), "3: the trainer failed and said so (exit %d)" % rc)
+        check(out.returncode == 1 and "the trainer failed" in out.stdout, "3: the sender names the failure:\n" + out.stdout[-2000:])
+        check(2 <= announced <= 4, "2, 3: %d announced to a trainer that failed in step 3, high watermark 1" % announced)
+        check(os.path.exists(failed) and os.path.getmtime(refs_path) <= os.path.getmtime(failed) + 0.5, "3: a line announced after the failure")
+        check(not os.path.exists(refs_path + ".closed"), "3: .closed written after the trainer failed")
 
-    # 3. overflow: the store cannot be reached (the master is gone); the samples stay files
+        # 4. a sample with a missing tensor is never announced
+        proc, url = start_server(tmp, "dump4", server_env, patched)
+        record = os.path.join(tmp, "record4.jsonl")
+        out = send(programs, tmp, url, os.path.join(tmp, "dump4"), None, conv, env, "--record", record)  # the folder route first
+        tickets = sorted(glob.glob(os.path.join(tmp, "dump4", "*.store.json")))
+        check(out.returncode == 0 and len(tickets) == len(cases), "4: %d tickets left by the folder route (sender %d)" % (len(tickets), out.returncode))
+        broken = json.load(open(tickets[0]))
+        os.environ.update(stack.env, GLOG_minloglevel="2")  # this process's own client: loopback, quiet
+        from mooncake.store import MooncakeDistributedStore
+
+        client = MooncakeDistributedStore()
+        client.setup("127.0.0.1", stack.env["MOONCAKE_METADATA_SERVER"], 0, 16 << 20, "tcp", "", stack.env["MOONCAKE_MASTER_SERVER_ADDR"])
+        check(client.remove(broken["objects"]["target"]["key"], True) == 0, "4: the target object removed")
+        control4 = os.path.join(tmp, "control4")
+        trainer = consumer(tmp, control4, env, "--received", os.path.join(tmp, "received4.jsonl"))
+        out = send(programs, tmp, url, os.path.join(tmp, "dump4"), control4, conv, env, "--record", record)
+        rc = trainer.wait(600)
+        stop_server(proc)
+        with open(os.path.join(control4, "refs.jsonl")) as f:
+            sids = [json.loads(line)["sample_id"] for line in f]
+        phase("4. one target missing: %d of %d announced (sender %d, trainer %d)" % (len(sids), len(cases), out.returncode, rc), t0)
+        check(broken["sample_id"] not in sids and len(sids) == len(cases) - 1, "4: announced %d, the broken one %s" % (len(sids), broken["sample_id"] in sids))
+        check(out.returncode == 1 and "not announced: the store lost its target" in out.stdout + out.stderr, "4: named:\n" + out.stdout[-2000:])
+        check(rc == 0, "4: the trainer's exit status %d" % rc)
+
+        # 8. the draft config names other aux layers: refused before the trainer reads anything
+        proc, url = start_server(tmp, "dump8", server_env, patched)
+        draft = os.path.join(tmp, "draft.json")
+        with open(draft, "w") as f:
+            json.dump(dict(target_hidden_size=16, eagle_config=dict(eagle_aux_hidden_state_layer_ids=[1, 2, 5])), f)
+        control8 = os.path.join(tmp, "control8")
+        out = send(programs, tmp, url, os.path.join(tmp, "dump8"), control8, conv, env, "--draft-config", draft, "--consumer-wait", "1")
+        stop_server(proc)
+        refs8 = os.path.join(control8, "refs.jsonl")
+        phase("8. a draft config of other aux layers (sender %d)" % out.returncode, t0)
+        check(out.returncode == 2 and "aux layer ids [1, 3, 4], the trainer expects [1, 2, 5]" in out.stdout + out.stderr,
+              "8: one line names the mismatch:\n" + out.stdout[-1500:] + out.stderr[-1500:])
+        check(not os.path.exists(refs8) or os.path.getsize(refs8) == 0, "8: nothing announced")
+        check(os.path.exists(refs8 + ".failed"), "8: the channel's .failed written")
+
+    # 5. the sender killed and started again; the objects in a segment host
+    with MooncakeStack(os.path.join(tmp, "mc5"), segment="256MB") as stack:
+        env = dict(os.environ, **stack.env, MOONCAKE_GLOBAL_SEGMENT_SIZE="0")
+        proc, url = start_server(tmp, "dump5", dict(env, SGLANG_HS_DUMP_SINK="mooncake://run1"), patched)
+        control5 = os.path.join(tmp, "control5")
+        trainer = consumer(tmp, control5, env, "--received", os.path.join(tmp, "received5.jsonl"))
+        refs_path = os.path.join(control5, "refs.jsonl")
+        cmd = [os.path.join(programs, "sglang-hs-send"), "--python", sys.executable, "--conversations", conv, "--tokenizer",
+               os.path.join(tmp, "tok"), "--url", url, "--dump-dir", os.path.join(tmp, "dump5"), "--progress", "none",
+               "--publish", control5, "--concurrency", "2"]
+        first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        deadline = time.time() + 300
+        while time.time() < deadline and first.poll() is None:
+            if os.path.exists(refs_path) and sum(1 for _ in open(refs_path)) >= 3:
+                break
+            time.sleep(0.05)
+        killed = first.poll() is None
+        first.kill()
+        first.wait()
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+        rc = trainer.wait(600)
+        stop_server(proc)
+        refs = [json.loads(line) for line in open(refs_path)]
+        rids = [r["metadata"]["rid"] for r in refs]
+        trained = [json.loads(line)["sample_id"] for line in open(os.path.join(tmp, "received5.jsonl"))]
+        left = glob.glob(os.path.join(tmp, "dump5", "*.store.json")) + glob.glob(os.path.join(tmp, "dump5", "*.ckpt"))
+        phase("5. sender SIGKILLed after 3 lines and rerun: %d announced, %d trained (sender %d, trainer %d)" % (
+            len(refs), len(trained), out.returncode, rc), t0)
+        check(killed, "5: the first sender was killed mid-run")
+        check(out.returncode == 0 and rc == 0, "5: exit statuses %d, %d:\n%s" % (out.returncode, rc, out.stdout[-2000:]))
+        check(len(set(r["sample_id"] for r in refs)) == len(refs) and len(set(rids)) == len(rids), "5: a sample or rid announced twice")
+        check(set(rids) == set(expected) and sorted(trained) == sorted(r["sample_id"] for r in refs), "5: announced %d rids, trained %d" % (len(set(rids)), len(trained)))
+        check(not left, "5: tickets or files left in the folder: %s" % left[:3])
+
+    # 6. a full store: 16 MiB segments (the server's and the sender's), samples of a few MiB
+    with MooncakeStack(os.path.join(tmp, "mc6")) as stack:
+        env = dict(os.environ, **stack.env, MOONCAKE_GLOBAL_SEGMENT_SIZE=str(16 << 20))
+        few = [c for c in cases if c.kind == "long"][:2] + [c for c in cases if c.kind != "long"][:2]
+        conv6 = os.path.join(tmp, "conv6.jsonl")
+        tiny_tokenizer.write_jsonl(conv6, few)
+        proc, url = start_server(tmp, "dump6", dict(env, SGLANG_HS_DUMP_SINK="mooncake://run6"), patched, "--hidden-size", "1024")
+        control6 = os.path.join(tmp, "control6")
+        trainer = consumer(tmp, control6, env, "--run-id", "run6", "--hidden", "1024", "--tiny-dir", os.path.join(tmp, "tiny-1024"))
+        out = send(programs, tmp, url, os.path.join(tmp, "dump6"), control6, conv6, env)
+        rc = trainer.wait(600)
+        status = [json.load(open(p)) for p in glob.glob(os.path.join(tmp, "dump6", ".hs_dump_status_*.json"))]
+        stop_server(proc)
+        spilled = sum(st.get("sink", dict()).get("spilled", 0) for st in status)
+        stored = sum(st.get("sink", dict()).get("stored", 0) for st in status)
+        files = glob.glob(os.path.join(tmp, "dump6", "*.ckpt"))
+        refs6 = os.path.join(control6, "refs.jsonl")
+        announced = sum(1 for _ in open(refs6)) if os.path.exists(refs6) else 0
+        phase("6. a full store: %d stored, %d spilled, %d files, %d announced (sender %d, trainer %d)" % (
+            stored, spilled, len(files), announced, out.returncode, rc), t0)
+        check(spilled >= 2 and stored > 0 and spilled + stored == len(few), "6: %d spilled and %d stored of %d" % (spilled, stored, len(few)))
+        check(len(files) == spilled and announced == stored, "6: %d files for %d spilled, %d announced" % (len(files), spilled, announced))
+        masked = [f for f in files if slm.Sample(f).mask() == expected[slm.Sample(f).data["rid"]][1]]
+        check(len(masked) == len(files), "6: %d of %d spilled files got their masks" % (len(masked), len(files)))
+        check(out.returncode == 1 and "got their loss masks there" in out.stdout, "6: the sender says so:\n" + out.stdout[-2000:])
+        check(rc == 0, "6: the trainer's exit status %d" % rc)
+
+    # 7. overflow: the store cannot be reached (the master is gone); the samples stay files
     dead_env = dict(env, SGLANG_HS_DUMP_SINK="mooncake://run1")
-    proc, url = start_server(tmp, "dump3", dead_env, patched)
-    out = send(programs, tmp, url, os.path.join(tmp, "dump3"), None, conv, env)
-    status = [json.load(open(p)) for p in glob.glob(os.path.join(tmp, "dump3", ".hs_dump_status_*.json"))]
+    proc, url = start_server(tmp, "dump7", dead_env, patched)
+    out = send(programs, tmp, url, os.path.join(tmp, "dump7"), None, conv, env)
+    status = [json.load(open(p)) for p in glob.glob(os.path.join(tmp, "dump7", ".hs_dump_status_*.json"))]
     stop_server(proc)
-    files = glob.glob(os.path.join(tmp, "dump3", "*.ckpt"))
+    files = glob.glob(os.path.join(tmp, "dump7", "*.ckpt"))
     spilled = sum(s.get("sink", dict()).get("spilled", 0) for s in status)
-    phase("3. no store: %d files, %d counted spilled (sender %d)" % (len(files), spilled, out.returncode), t0)
-    check(out.returncode == 0, "3: the folder route still works:\n" + out.stdout[-2000:] + out.stderr[-2000:])
-    check(len(files) == len(cases) and spilled == len(cases), "3: %d files, %d spilled, %d sent" % (len(files), spilled, len(cases)))
-    log = open(os.path.join(tmp, "dump3.log")).read()
-    check("stays in the dump folder" in log and "cannot be reached" in log, "3: the server's log names the spill and why")
+    phase("7. no store: %d files, %d counted spilled (sender %d)" % (len(files), spilled, out.returncode), t0)
+    check(out.returncode == 0, "7: the folder route still works:\n" + out.stdout[-2000:] + out.stderr[-2000:])
+    check(len(files) == len(cases) and spilled == len(cases), "7: %d files, %d spilled, %d sent" % (len(files), spilled, len(cases)))
+    log = open(os.path.join(tmp, "dump7.log")).read()
+    check("stays in the dump folder" in log and "does not answer" in log, "7: the server's log names the spill and why")
 
     if FAILURES:
         print("%d checks failed; the run's files are in %s" % (len(FAILURES), tmp))

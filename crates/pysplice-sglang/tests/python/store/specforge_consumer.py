@@ -70,6 +70,7 @@ def parse_args(argv):
     p.add_argument("--idle-timeout", type=float, default=60.0, help="seconds without a ref before failing")
     p.add_argument("--buffer-bytes", type=int, default=64 << 20, help="the store client's local buffer")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fail-after-steps", type=int, help="the loss raises in the step after this many (a trainer that fails)")
     p.add_argument("--specforge", default=os.environ.get("SPECFORGE_SRC", DEFAULT_SPECFORGE),
                    help="the folder holding the `specforge` package (default: $SPECFORGE_SRC, else %(default)s)")
     args = p.parse_args(argv)
@@ -185,10 +186,15 @@ class TorchLogSoftmaxLoss:
     """specforge.core.loss.LogSoftmaxLoss (a Triton kernel) as its reference computes it:
     -sum(mask * p * log_softmax(logits)) over the vocabulary, mean over the rest."""
 
+    calls, fail_after = 0, None  # --fail-after: its loss raises from that many calls on
+
     @staticmethod
     def apply(logits, target_p, position_mask):
         import torch
 
+        TorchLogSoftmaxLoss.calls += 1
+        if TorchLogSoftmaxLoss.fail_after is not None and TorchLogSoftmaxLoss.calls > TorchLogSoftmaxLoss.fail_after:
+            raise RuntimeError("a failure injected by --fail-after-steps")
         logp = torch.log_softmax(logits.float(), dim=2)
         return -torch.sum(position_mask * (target_p * logp), 2).mean()
 
@@ -297,6 +303,8 @@ def main(argv):
     import specforge.algorithms.eagle3.model as eagle3_model
 
     eagle3_model.LogSoftmaxLoss = TorchLogSoftmaxLoss  # the name the module bound at import
+    if args.fail_after_steps is not None:  # each step computes the loss once per TTT position
+        TorchLogSoftmaxLoss.fail_after = args.fail_after_steps * args.ttt_length * args.accumulation_steps
     from specforge.algorithms.eagle3.model import OnlineEagle3Model
     from specforge.algorithms.eagle3.providers import create_registration
     from specforge.launch import build_disagg_online_consumer
