@@ -43,7 +43,11 @@ pub fn main() -> ExitCode {
 const PROGRAM: Program = Program {
     name: "sglang-hs-send",
     package: "pysplice_sglang",
-    modules: &[("masks", LOSS_MASK), ("request_dumps", REQUEST_DUMPS), ("publish", PUBLISH)],
+    modules: &[
+        ("masks", LOSS_MASK),
+        ("request_dumps", REQUEST_DUMPS),
+        ("publish", PUBLISH),
+    ],
     main: ("send", SEND),
 };
 
