@@ -304,6 +304,7 @@ class Publisher:
         self.done = self.channel.published()  # sample_id -> rid
         self.run_id = self.channel.run_id
         self.rids = set(r for r in self.done.values() if r is not None)
+        self.rids_before = set(self.rids)
         self.count = len(self.done)
         self.store = store if store is not None else Store()
         self.quantum = None

@@ -999,6 +999,16 @@ class Run:
                 entry = self.record.sent.get(rid)
                 if entry is not None:
                     want = (entry["ids_sha256"], entry["mask"], entry["tokens"], entry.get("line"))
+        if ticket["sample_id"] in self.publisher.done:  # announced, its ticket left by a run that stopped
+            if rid is not None:
+                with self.lock:
+                    self.complete[rid] = path
+                    self.pending.pop(rid, None)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            return
         if want is None:
             return  # not ours (another job shares the folder)
         want_digest, spans, tokens, _line = want
@@ -1237,8 +1247,8 @@ class Run:
                     continue
                 digest = ids_digest(ids)
                 if self.publisher is not None and rid in self.publisher.rids:
-                    with self.lock:  # announced by an earlier run (the channel says so)
-                        self.stats["published_before"] += 1
+                    with self.lock:  # announced already: by an earlier run (the channel says so), or now
+                        self.stats["published_before"] += rid in self.publisher.rids_before
                         self.stats["skipped"] += 1
                     self.progress.show(self.stats)
                     continue
@@ -1330,7 +1340,7 @@ class Run:
         the next one. True: the job was handled."""
         rid, folders = job["rid"], self.folders
         with self.lock:
-            done, seen = self.stats["done"], len(folders.seen)
+            done, seen, files = self.stats["done"], len(folders.seen), len(folders.files)
         self.deliver(server, job)
         with self.lock:
             if self.stats["done"] == done:
@@ -1338,7 +1348,9 @@ class Run:
         start = time.monotonic()
         while not self.stop.is_set():
             with self.lock:
-                landed, others = bool(folders.by_rid.get(rid)) or rid in self.complete, len(folders.seen) - seen
+                # (with the store sink, a sample file is one it spilled or has not moved yet)
+                landed = bool(folders.by_rid.get(rid)) or rid in self.complete or len(folders.files) > files
+                others = len(folders.seen) - seen
             if landed:
                 self.unproven = False
                 return True
