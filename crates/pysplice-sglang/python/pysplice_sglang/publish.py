@@ -19,6 +19,7 @@ with SpecForge's own parser.
 import dataclasses
 import json
 import os
+import re
 import time
 
 from . import masks as slm
@@ -26,7 +27,9 @@ from . import masks as slm
 TICKET_SUFFIX = ".store.json"
 MAX_TICKET = 64 << 20  # bytes: a ticket holds a sample's ids (about 8 per token as JSON)
 STORE_FULL = -200
-READABLE_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+# The dtypes SpecForge's consumer reads, by their size in bytes.
+ITEMSIZE = dict(float32=4, float64=8, float16=2, bfloat16=2, int64=8, int32=4, int16=2, int8=1, uint8=1, bool=1)
+READABLE_DTYPES = tuple(ITEMSIZE)
 
 
 class Refused(Exception):
@@ -67,8 +70,11 @@ def read_ticket(path):
                 or o.get("dtype") not in READABLE_DTYPES or len(shape) < 2 or shape[:2] != [1, n]):
             raise slm.MaskError("object %s: key, shape [1, %d, ...] and dtype expected" % (name, n))
     for key in ("store_id", "sample_id"):
-        if not isinstance(t.get(key), str) or not t[key]:
-            raise slm.MaskError("%s missing" % key)
+        if not isinstance(t.get(key), str) or not re.fullmatch(r"[A-Za-z0-9._:-]{1,200}", t[key]):
+            raise slm.MaskError("%s missing, or not letters, digits and . _ : -" % key)
+    for name, o in objects.items():  # where SpecForge's consumer will look for it, and nowhere else
+        if o["key"] != "%s/%s/g1/%s" % (t["store_id"], t["sample_id"], name):
+            raise slm.MaskError("object %s: its key is not %s/%s/g1/%s" % (name, t["store_id"], t["sample_id"], name))
     if t.get("generation") != 1:
         raise slm.MaskError("generation must be 1")
     if t.get("rid") is not None and not isinstance(t["rid"], str):
@@ -85,8 +91,11 @@ def default_aux_ids(layers):
 
 def expected_from_draft(path):
     """(aux ids or None, hidden width or None) from a SpecForge draft config (JSON)."""
-    with open(path, encoding="utf-8") as f:
-        cfg = json.load(f)
+    try:
+        with open(path, "rb") as f:
+            cfg = json.loads(f.read(MAX_TICKET).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise Refused("--draft-config %s: %s" % (slm.shown(path, 200), slm.one_line(exc, 200))) from None
     if not isinstance(cfg, dict):
         raise Refused("%s: not a JSON object" % path)
     eagle = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
@@ -132,12 +141,20 @@ def provenance_problem(ticket, expect):
     return None
 
 
+def size_of(o):
+    """The bytes of an object of a ticket: its shape times its dtype's size."""
+    count = 1
+    for d in o["shape"]:
+        count *= d
+    return count * ITEMSIZE[o["dtype"]]
+
+
 def ref_line(ticket, run_id, mask_key, versions, rid, digest):
     """The SampleRef line of a ticket's sample (SpecForge's field order, compact JSON)."""
     n = ticket["num_tokens"]
     sid = ticket["sample_id"]
     objects = dict(ticket["objects"])
-    objects["loss_mask"] = dict(key=mask_key, shape=[1, n], dtype="int64", bytes=8 * n)
+    objects["loss_mask"] = dict(key=mask_key, shape=[1, n], dtype="int64")
     order = ("input_ids", "loss_mask", "hidden_state", "target", "attention_mask")
     specs = dict()
     for name in order:
@@ -157,7 +174,7 @@ def ref_line(ticket, run_id, mask_key, versions, rid, digest):
         draft_weight_version=None,
         tokenizer_version=versions["tokenizer"],
         num_tokens=n,
-        estimated_bytes=sum(o["bytes"] for o in objects.values()),
+        estimated_bytes=sum(size_of(o) for o in objects.values()),
         metadata=dict(
             run_id=run_id, source_task_id=rid, strategy="eagle3", target_repr="hidden_state", vocab_map_version=None,
             generation=1, producer="pysplice sglang-hs-send", rid=rid, ids_sha256=digest,

@@ -1212,7 +1212,10 @@ class Run:
             if self.publisher is not None:  # tickets of an earlier run's conversations first
                 for rid, path in found:
                     if publish.is_ticket_name(os.path.basename(path)):
-                        self.land(rid, path)
+                        try:
+                            self.land(rid, path)
+                        except Exception as exc:
+                            self.say("%s: not announced: %s" % (path, exc))
         watcher = None
         if self.folders is not None and not args.dry_run:
             watcher = threading.Thread(target=self.watch, name="lander", daemon=True)
