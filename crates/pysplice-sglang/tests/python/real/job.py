@@ -25,6 +25,13 @@ crates/pysplice-sglang/tests/python/real/tiny_models.py. The steps, each checked
    against SpecForge's parser (crates/pysplice-sglang/tests/python/real/expect.py).
 10. Revert, and every model file is the wheel's again.
 
+With --store PY (PY: the store venv's python, scripts/store-venv.sh; 0.5.10 or newer) the server
+also runs the dump's store sink (SGLANG_HS_DUMP_SINK=mooncake://job?keep=files, a Mooncake master
+on loopback started and stopped here): after step 6, and before the server stops (the objects are
+in its segment), `sglang-hs-send --publish` announces every sample to SpecForge's own online
+trainer (crates/pysplice-sglang/tests/python/store/specforge_consumer.py), which must train on
+each, every tensor it receives the bytes of the sample's file (its loss mask the one step 5 set).
+
 CPU specifics (crates/pysplice-sglang/tests/python/real/standin/sgl_kernel on PYTHONPATH, `SGLANG_USE_CPU_ENGINE=1`, the
 launch wrapper crates/pysplice-sglang/tests/python/real/launch.py for DeepSeek's attention backend) are in
 docs/sglang.md's compatibility section. Prints one line per step; exit 0 when all hold.
@@ -121,6 +128,22 @@ class Install:
         return count, differ
 
 
+STORE = os.path.join(REPO, "crates", "pysplice-sglang", "tests", "python", "store")
+
+
+class Store:
+    """A Mooncake master on loopback for the store route (store/mooncake_stack.py, by PID)."""
+
+    def __init__(self, python, work):
+        self.python, self.logs = python, os.path.join(work, "mooncake")
+        out = run([python, os.path.join(STORE, "mooncake_stack.py"), "start", "--log-dir", self.logs], ok=(0,)).stdout
+        self.env = dict(re.findall(r"^export (\w+)=(\S*)$", out, re.M))
+        self.site = run([python, "-I", "-c", "import os, mooncake; print(os.path.dirname(os.path.dirname(mooncake.__file__)))"]).stdout.strip()
+
+    def stop(self):
+        run([self.python, os.path.join(STORE, "mooncake_stack.py"), "stop", "--log-dir", self.logs], ok=(0, 1))
+
+
 class Server:
     """`python -m sglang.launch_server` (or the DeepSeek wrapper) on a free port, its log in a file."""
 
@@ -133,6 +156,9 @@ class Server:
         env.update(SGLANG_USE_CPU_ENGINE="1", PYTHONPATH=os.path.join(HERE, "standin"), PYTHONUNBUFFERED="1")
         if dump_dir:
             env["SGLANG_HS_DUMP_DIR"] = dump_dir
+        if dump_dir and job.store is not None:  # the store sink: mooncake importable, the store's address
+            env.update(job.store.env, SGLANG_HS_DUMP_SINK="mooncake://job?keep=files", MOONCAKE_GLOBAL_SEGMENT_SIZE=str(256 << 20))
+            env["PYTHONPATH"] += os.pathsep + job.store.site
         deepseek = job.arch in DEEPSEEK
         entry = [os.path.join(HERE, "launch.py")] if deepseek else ["-m", "sglang.launch_server"]
         cmd = [job.install.python] + entry + [
@@ -198,6 +224,7 @@ class Job:
         # Samples carry their request's rid from 0.5.10: before, the sender cannot match them to
         # what it sent, so it sends with a record only and the masks stay all ones (the guide).
         self.rids = records_rids(self.release)
+        self.store = Store(args.store, self.work) if args.store else None
 
     def hs_dump(self, *extra, ok=(0,)):
         arch = [] if self.arch in DEEPSEEK else ["--arch", ARCH_CLASS[self.arch]]
@@ -323,9 +350,45 @@ class Job:
                 out = run(send + ["--request-dumps", self.requests, "--min-age", "0", "--keep-finish", "stop,length"], timeout=900)
                 step("sent the request dumps in %.0f s: %s" % (time.monotonic() - began, out.stdout.strip().splitlines()[-1]))
             self.wait_idle()
+            if self.store is not None:
+                self.publish(send)
         finally:
             stopped = server.stop()
+            if self.store is not None:
+                self.store.stop()
         step("patched server stopped in %.0f s" % stopped)
+
+    def publish(self, send):
+        """The store route: every sample announced to SpecForge's trainer, which trains on it
+        with the bytes of the sample's file."""
+        began = time.monotonic()
+        control, received = os.path.join(self.work, "control"), os.path.join(self.work, "received.jsonl")
+        env = dict(os.environ, **self.store.env)
+        trainer = subprocess.Popen(
+            [self.store.python, os.path.join(STORE, "specforge_consumer.py"), "--control-dir", control, "--run-id", "job",
+             "--tiny-dir", self.model, "--hidden", "64", "--vocab", "1024", "--received", received],
+            stdout=open(os.path.join(self.work, "trainer.log"), "w"), stderr=subprocess.STDOUT, env=env)
+        cmd = [self.store.python if a == self.install.python else a for a in send]
+        try:
+            out = run(cmd + ["--conversations", self.conv_path, "--publish", control], ok=(0,), timeout=900, env=env)
+            rc = trainer.wait(600)
+        finally:
+            if trainer.poll() is None:
+                trainer.kill()
+        if rc != 0:
+            raise JobFailed("SpecForge's trainer exited %d (%s/trainer.log)" % (rc, self.work))
+        files = dict()
+        for name in os.listdir(self.dump):
+            if name.endswith(".ckpt"):
+                files[name[: -len(".ckpt")]] = os.path.join(self.dump, name)
+        with open(received) as f:
+            got = [json.loads(line) for line in f]
+        if sorted(r["sample_id"] for r in got) != sorted(files):
+            raise JobFailed("the trainer trained on %d samples, the folder holds %d" % (len(got), len(files)))
+        check = [self.store.python, os.path.join(STORE, "same_bytes.py"), received, self.dump]
+        run(check, ok=(0,), timeout=300)
+        step("store route: %d samples announced and trained on, each tensor the file's bytes, in %.0f s: %s" % (
+            len(got), time.monotonic() - began, out.stdout.strip().splitlines()[-1]))
 
     def wait_idle(self):
         """The guide's own block of step 5, as docs/sglang.md prints it."""
@@ -371,9 +434,10 @@ def main():
     parser.add_argument("--bin", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--live", action="store_true", help="also the live-traffic route")
+    parser.add_argument("--store", metavar="PY", help="also the store route, with the store venv's python")
     args = parser.parse_args()
-    if args.live and not records_rids(args.release):
-        parser.error("--live needs 0.5.10 or newer (the sender masks by rid)")
+    if (args.live or args.store) and not records_rids(args.release):
+        parser.error("--live and --store need 0.5.10 or newer (the sender masks by rid)")
     began = time.monotonic()
     job = Job(args)
     try:

@@ -39,7 +39,6 @@ Exit 0 when every check passes.
 """
 
 import glob
-import hashlib
 import json
 import os
 import signal
@@ -55,6 +54,7 @@ REPO = os.path.abspath(os.path.join(TESTS, "..", "..", "..", ".."))
 sys.path[:0] = [HERE, os.path.join(TESTS, "send"), os.path.join(REPO, "crates", "pysplice-sglang", "python")]
 
 import tiny_tokenizer  # noqa: E402
+import same_bytes  # noqa: E402
 from mooncake_stack import MooncakeStack  # noqa: E402
 from pysplice_sglang import masks as slm  # noqa: E402
 
@@ -71,10 +71,6 @@ def check(cond, what):
 
 def phase(name, t0):
     print("%7.1f s  %s" % (time.time() - t0, name), flush=True)
-
-
-def sha(b):
-    return hashlib.sha256(b).hexdigest()
 
 
 def start_server(tmp, name, env, patched, *extra):
@@ -182,14 +178,14 @@ def main():
                     continue
                 s = torch.load(path, weights_only=True)
                 ids, mask = expected[rid]
-                wanted = dict(
-                    hidden_state=s["aux_hidden_state"], target=s["hidden_state"], input_ids=s["input_ids"].reshape(1, -1),
-                    loss_mask=torch.tensor([mask], dtype=torch.long), attention_mask=torch.ones((1, len(ids)), dtype=torch.long))
+                # the file's tensors under SpecForge's names; its loss mask the conversation's (the
+                # publishing sender puts it; the file kept beside it has the dump's all-ones one)
+                wanted = same_bytes.online(s)
+                wanted["loss_mask"] = torch.tensor([mask], dtype=torch.long)
                 check(s["input_ids"].tolist() == ids, "%s: the file's ids are the conversation's" % sid)
                 for name, t in wanted.items():
                     got = r["tensors"][name]
-                    check(got["sha256"] == sha(t.contiguous().view(torch.uint8).numpy().tobytes()) and got["shape"] == list(t.shape),
-                          "%s: %s as received is not the folder route's (%s)" % (sid, name, got))
+                    check(got == same_bytes.describe(t), "%s: %s as received is not the folder route's (%s)" % (sid, name, got))
                 check(r["loss"] == r["loss"] and abs(r["loss"]) != float("inf"), "%s: loss %s" % (sid, r["loss"]))
             check(rids == set(expected), "samples trained: %d of %d rids" % (len(rids & set(expected)), len(expected)))
             check(any(expected[rid][0] and len(expected[rid][0]) > CHUNK for rid in rids), "a stitched prompt was trained on")
