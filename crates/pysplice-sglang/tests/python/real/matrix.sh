@@ -11,7 +11,10 @@
 #   0.5.23 Llama (llama.py through --arch: the EAGLE-3 family with its own model file), with
 #          PYSPLICE_REAL_ALL=1 only: CI's time budget holds three jobs, and 0.5.9 runs llama.py
 #   0.5.10 DeepSeek-V2 (V2-Lite's shape: no q LoRA, softmax routing): the first release whose
-#          samples carry their rid, the release of Kimi-K2.5's first aux capture
+#          samples carry their rid, the release of Kimi-K2.5's first aux capture; with
+#          PYSPLICE_STORE_PYTHON (the store venv's python, scripts/store-venv.sh; CI sets it where
+#          SpecForge's pinned copy is) also the store route: the server's store sink, the sender's
+#          --publish, SpecForge's own online trainer (job.py --store)
 #   0.5.9  Llama: the newest release before rids, where chunks are stitched by their KV slots
 #          and the sender sends with a record only (masks stay all ones)
 # Each job's log is WORK_DIR/<release>-<arch>.log; a failed job leaves its folder (server logs,
@@ -49,7 +52,8 @@ first_lane=("0.5.23 deepseek_v3 --live")
 [ "${PYSPLICE_REAL_ALL:-0}" != 1 ] || first_lane+=("0.5.23 llama")
 lane "${first_lane[@]}" &
 first=$!
-lane "0.5.10 deepseek_v2" "0.5.9 llama" &
+second_lane=("0.5.10 deepseek_v2${PYSPLICE_STORE_PYTHON:+ --store $PYSPLICE_STORE_PYTHON}" "0.5.9 llama")
+lane "${second_lane[@]}" &
 second=$!
 status=0
 wait $first || status=1
