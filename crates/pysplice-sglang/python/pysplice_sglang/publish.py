@@ -291,6 +291,10 @@ class Store:
     def exists(self, key):
         return self.client.is_exist(key) == 1
 
+    def size(self, key):
+        """The object's size in bytes, or a negative status (-704: no such object)."""
+        return self.client.get_size(key)
+
     def remove(self, key):
         try:
             return self.client.remove(key, True)
@@ -367,24 +371,34 @@ class Publisher:
         self.wait_turn(stop)
         key = "%s/%s/g1/loss_mask" % (ticket["store_id"], sid)
         data = b"".join(int(v).to_bytes(8, "little", signed=True) for v in mask)
-        delay = 0.1
-        while True:
-            rc = self.store.put(key, data)
-            if rc == 0:
-                break
-            self.store.remove(key)
-            if rc != STORE_FULL:
-                raise Refused("the store refused the loss mask of %s (status %d)" % (sid, rc))
-            if self.channel.ended() is not None or stop.is_set():  # full: wait for the trainer to free some
-                raise Stop(self.channel.ended() or "interrupted")
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+        self.put_mask(key, data, sid, stop)
         self.channel.append(ref_line(ticket, self.run_id, key, self.versions, rid, digest))
         self.done[sid] = rid
         if rid is not None:
             self.rids.add(rid)
         self.count += 1
         return True
+
+    def put_mask(self, key, data, sid, stop, patience=60.0):
+        """Put a loss mask and make sure it is there, whole. A put to a key that holds an object
+        answers 0 and keeps that object: a sender killed in the middle of this put may have
+        left one that never completes (the master drops it later), so the size is read back,
+        and a stale object removed and the put tried again, for `patience` seconds at most."""
+        delay, began = 0.1, time.monotonic()
+        while True:
+            rc = self.store.put(key, data)
+            if rc == 0 and self.store.size(key) == len(data):
+                return
+            self.store.remove(key)
+            if rc != 0 and rc != STORE_FULL:
+                raise Refused("the store refused the loss mask of %s (status %d)" % (sid, rc))
+            if rc == 0 and time.monotonic() - began > patience:
+                raise slm.MaskError("the store keeps no whole loss mask for it (an unfinished put of a sender that died?)")
+            # full (or a stale object): wait for the trainer to free some, or the master to drop it
+            if self.channel.ended() is not None or stop.is_set():
+                raise Stop(self.channel.ended() or "interrupted")
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     def finish(self, failure, stop, wait_s=None):
         """Write the verdict (.closed, or .failed with `failure`), then keep the store client (and

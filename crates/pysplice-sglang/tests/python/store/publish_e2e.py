@@ -27,7 +27,7 @@ Trainer.fit on the CPU). Cases:
 5. the sender killed with SIGKILL mid-run and started again, the objects in a segment host (a
    `mooncake_client` process, so that they outlive the process that put them): every sample
    the server wrote is announced exactly once (by sample and by rid) and trained on;
-6. the overflow rule, a full store: 16 MiB segments and samples of 4 to 37 MiB (width 1024): the
+6. the overflow rule, a full store: 16 MiB segments and samples of 1 to 19 MiB (width 512): the
    server answers every request (the forward never waits), the samples that do not fit stay in
    the folder, counted as spilled in the dump's status file, and get their masks there; the
    others are trained on; the sender says so and exits 1;
@@ -35,7 +35,8 @@ Trainer.fit on the CPU). Cases:
    server's log says why once, and the folder route works as before;
 8. a draft config whose aux layer ids are not the samples': one line says so before anything is
    announced, the channel gets .failed, exit 2.
-Exit 0 when every check passes.
+Exit 0 when every check passes. CI runs 3 to 8 (--only=3,4,5,6,7,8): the real-server job's store
+route (real/job.py --store) checks the whole route there, on SGLang itself.
 """
 
 import glob
@@ -129,7 +130,7 @@ def main():
                    capture_output=True, env=dict(os.environ, PYSPLICE=os.path.join(programs, "pysplice")))
     tiny_tokenizer.make(os.path.join(tmp, "tok"))
     cases = [c for c in tiny_tokenizer.conversations(16, seed=3) if c.kind in ("ok", "sharegpt", "long")]
-    cases = [c for c in cases if c.kind == "long"][:2] + [c for c in cases if c.kind != "long"][:6]  # 8: a trainer's few steps
+    cases = [c for c in cases if c.kind == "long"][:2] + [c for c in cases if c.kind != "long"][:3]  # 5: a trainer's few steps
     conv = os.path.join(tmp, "conv.jsonl")
     tiny_tokenizer.write_jsonl(conv, cases)
     tok = slm.load_tokenizer(os.path.join(tmp, "tok"), False, None)
@@ -268,7 +269,7 @@ def main():
             first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
             deadline = time.time() + 300
             while time.time() < deadline and first.poll() is None:
-                if os.path.exists(refs_path) and sum(1 for _ in open(refs_path)) >= 3:
+                if os.path.exists(refs_path) and sum(1 for _ in open(refs_path)) >= 2:
                     break
                 time.sleep(0.05)
             killed = first.poll() is None
@@ -281,7 +282,7 @@ def main():
             rids = [r["metadata"]["rid"] for r in refs]
             trained = [json.loads(line)["sample_id"] for line in open(os.path.join(tmp, "received5.jsonl"))]
             left = glob.glob(os.path.join(tmp, "dump5", "*.store.json")) + glob.glob(os.path.join(tmp, "dump5", "*.ckpt"))
-            phase("5. sender SIGKILLed after 3 lines and rerun: %d announced, %d trained (sender %d, trainer %d)" % (
+            phase("5. sender SIGKILLed after 2 lines and rerun: %d announced, %d trained (sender %d, trainer %d)" % (
                 len(refs), len(trained), out.returncode, rc), t0)
             check(killed, "5: the first sender was killed mid-run")
             check(out.returncode == 0 and rc == 0, "5: exit statuses %d, %d:\n%s" % (out.returncode, rc, out.stdout[-2000:]))
@@ -296,9 +297,9 @@ def main():
             few = [c for c in cases if c.kind == "long"][:2] + [c for c in cases if c.kind != "long"][:2]
             conv6 = os.path.join(tmp, "conv6.jsonl")
             tiny_tokenizer.write_jsonl(conv6, few)
-            proc, url = start_server(tmp, "dump6", dict(env, SGLANG_HS_DUMP_SINK="mooncake://run6"), patched, "--hidden-size", "1024")
+            proc, url = start_server(tmp, "dump6", dict(env, SGLANG_HS_DUMP_SINK="mooncake://run6"), patched, "--hidden-size", "512")
             control6 = os.path.join(tmp, "control6")
-            trainer = consumer(tmp, control6, env, "--run-id", "run6", "--hidden", "1024", "--tiny-dir", os.path.join(tmp, "tiny-1024"))
+            trainer = consumer(tmp, control6, env, "--run-id", "run6", "--hidden", "512", "--tiny-dir", os.path.join(tmp, "tiny-512"))
             out = send(programs, tmp, url, os.path.join(tmp, "dump6"), control6, conv6, env)
             rc = trainer.wait(600)
             status = [json.load(open(p)) for p in glob.glob(os.path.join(tmp, "dump6", ".hs_dump_status_*.json"))]
