@@ -465,15 +465,7 @@ class Folders:
 
     def idle(self):
         """True when every dump writer in the folders has written all it queued."""
-        for path in self.status:
-            try:
-                with slm_open(path) as f:
-                    raw = f.read(MAX_STATUS + 1)
-                info = load_json(raw) if len(raw) <= MAX_STATUS else None
-            except (OSError, slm.MaskError, BadJSON):
-                continue
-            if not isinstance(info, dict):
-                continue
+        for info in self._statuses():
             queued, written, dropped = (info.get(k, 0) for k in ("queued", "written", "dropped"))
             if not all(is_int(v) for v in (queued, written, dropped)):
                 continue

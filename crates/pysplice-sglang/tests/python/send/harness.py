@@ -21,10 +21,21 @@ def send_program(kinds=("debug", "release")):
     raise SystemExit("no sglang-hs-send: cargo build --bin sglang-hs-send, or set SGLANG_HS_SEND")
 
 
-def start_server(*args):
+FAILURES = []  # what check() found, for a script's exit status
+
+
+def check(cond, what):
+    """Note and print a failed check; `cond` as it was."""
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what, flush=True)
+    return cond
+
+
+def start_server(*args, env=None, stderr=None):
     """Start crates/pysplice-sglang/tests/python/send/standin_server.py with `args` on a free port: (process, its URL)."""
     cmd = [sys.executable, os.path.join(HERE, "standin_server.py"), "--port", "0", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env, stderr=stderr)
     line = proc.stdout.readline()
     if not line.startswith("listening on "):
         proc.kill()

@@ -30,24 +30,17 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "send")]
 
 import mooncake_stack  # noqa: E402
+from harness import FAILURES, check  # noqa: E402
 import numpy as np  # noqa: E402
 
 RUN_ID = "selftest"
 LENGTHS = (16, 24, 40)  # one sample each; a length of its own, so a mix-up shows
 HIDDEN, VOCAB, AUX = 64, 1024, 3
-FAILURES = []
 TIMES = []
 START = time.monotonic()
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
 
 
 def phase(name, t0):

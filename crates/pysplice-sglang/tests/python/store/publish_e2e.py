@@ -54,20 +54,14 @@ TESTS = os.path.dirname(HERE)
 REPO = os.path.abspath(os.path.join(TESTS, "..", "..", "..", ".."))
 sys.path[:0] = [HERE, os.path.join(TESTS, "send"), os.path.join(REPO, "crates", "pysplice-sglang", "python")]
 
+import harness  # noqa: E402
 import tiny_tokenizer  # noqa: E402
+from harness import FAILURES, check  # noqa: E402
 import same_bytes  # noqa: E402
 from mooncake_stack import MooncakeStack  # noqa: E402
 from pysplice_sglang import masks as slm  # noqa: E402
 
 CHUNK = 256
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
 
 
 def phase(name, t0):
@@ -76,15 +70,8 @@ def phase(name, t0):
 
 def start_server(tmp, name, env, patched, *extra):
     log = open(os.path.join(tmp, name + ".log"), "w")
-    proc = subprocess.Popen(
-        [sys.executable, os.path.join(TESTS, "send", "standin_server.py"), "--port", "0", "--patched-mock", patched,
-         "--dump-dir", os.path.join(tmp, name), "--max-batch", "4", "--chunk", str(CHUNK), "--context-length", "8192", *extra],
-        stdout=subprocess.PIPE, stderr=log, text=True, env=env)
-    line = proc.stdout.readline()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise SystemExit("the stand-in did not start: %s" % line)
-    return proc, line.split()[-1]
+    return harness.start_server("--patched-mock", patched, "--dump-dir", os.path.join(tmp, name), "--max-batch", "4",
+                                "--chunk", str(CHUNK), "--context-length", "8192", *extra, env=env, stderr=log)
 
 
 def stop_server(proc):
