@@ -27,6 +27,7 @@ from . import masks as slm
 TICKET_SUFFIX = ".store.json"
 MAX_TICKET = 64 << 20  # bytes: a ticket holds a sample's ids (about 8 per token as JSON)
 STORE_FULL = -200
+MAX_REF_LINE = 1 << 20  # bytes of one SampleRef line read back (this publisher writes about 2 KiB)
 # The dtypes SpecForge's consumer reads, by their size in bytes.
 ITEMSIZE = dict(float32=4, float64=8, float16=2, bfloat16=2, int64=8, int32=4, int16=2, int8=1, uint8=1, bool=1)
 READABLE_DTYPES = tuple(ITEMSIZE)
@@ -223,20 +224,25 @@ class Channel:
         """{sample_id: rid} of the lines already in the channel (a restart's starting point)."""
         out = dict()
         try:
-            with open(self.path, "rb") as f:
-                data = f.read()
+            f = open(self.path, "rb")
         except FileNotFoundError:
             return out
-        if data and not data.endswith(b"\n"):
-            raise Refused("%s ends in a cut line: the trainer cannot read it either; start a new channel" % self.path)
-        for k, line in enumerate(data.splitlines(), 1):
-            try:
-                ref = json.loads(line)
-                out[ref["sample_id"]] = ref.get("metadata", dict()).get("rid")
-                self.run_id = ref["run_id"]
-            except (ValueError, KeyError, TypeError, AttributeError):
-                raise Refused("%s:%d is not a SampleRef line" % (self.path, k)) from None
-        return out
+        with f:  # a line at a time: a long run's channel holds many (what is kept is two ids a line)
+            k = 0
+            while True:
+                line = f.readline(MAX_REF_LINE + 1)
+                if not line:
+                    return out
+                k += 1
+                if not line.endswith(b"\n"):
+                    raise Refused("%s:%d is cut or over %d bytes: the trainer cannot read it either; start a new channel" % (
+                        self.path, k, MAX_REF_LINE))
+                try:
+                    ref = json.loads(line)
+                    out[ref["sample_id"]] = ref.get("metadata", dict()).get("rid")
+                    self.run_id = ref["run_id"]
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    raise Refused("%s:%d is not a SampleRef line" % (self.path, k)) from None
 
     def append(self, line):
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
