@@ -44,7 +44,8 @@ class _pysplice_hs_Sink:
     # STORE/SAMPLE/g1/NAME, SAMPLE being the file's name without .ckpt. SpecForge's names:
     # hidden_state is the aux layers' rows, target the final rows; input_ids and
     # attention_mask are [1, L]. Once every object is in, a ticket (SAMPLE.store.json:
-    # the keys, shapes, ids, rid and provenance) is published beside it and the file goes.
+    # the keys, shapes, ids, rid and provenance) is published beside it, and a third
+    # thread unmaps the sample and removes its file while the next one is put.
     # The sender publishes the ticket to the trainer; a sample without a ticket is never
     # announced, and a failed put removes what the sample had put.
     #
@@ -157,24 +158,52 @@ class _pysplice_hs_Sink:
             with self.lock:
                 self.dead = "the store cannot be reached: %s" % (exc,)
         loaded = queue.Queue(maxsize=1)  # one sample mapped ahead of the one being put
+        done = queue.Queue(maxsize=2)  # samples put, their mappings and files not yet gone
         threading.Thread(target=self._load_ahead, args=(loaded,), name="pysplice-hs-sink-load", daemon=True).start()
+        freeing = threading.Thread(target=self._free_behind, args=(done,), name="pysplice-hs-sink-free", daemon=True)
+        freeing.start()
         while True:
             item = loaded.get()
             if item is None:
+                done.put(None)
+                freeing.join()
                 return
             name, sample, why = item
+            gone = None
             try:
                 if why is not None:
                     self._spill(name, why)
-                else:
-                    self._move(name, sample)
+                elif self._move(name, sample) and not self.keep:
+                    gone = name
             except Exception as exc:
                 self._spill(name, "%s: %s" % (type(exc).__name__, exc))
             finally:
+                done.put((sample, gone))
                 del sample, item
-                with self.lock:
-                    self.pending -= 1
-                self.changed()
+
+    def _free_behind(self, done):
+        # Unmapping a sample (its page tables) and unlinking its file (its pages) cost about a
+        # sixth and a half of its put: done here, beside the next put. The sample leaves the
+        # queued count only once its file is gone, so that a folder with nothing queued holds
+        # no file the store already has.
+        while True:
+            item = done.get()
+            if item is None:
+                return
+            sample, gone = item
+            # Unmapping holds the interpreter's lock (the puts would wait): the pages leave
+            # the mapping first without it (MADV_DONTNEED; they stay in the file).
+            if sample is not None:
+                _pysplice_hs_sink_advise(sample, 4)
+            del item, sample
+            if gone is not None:
+                try:
+                    os.unlink(gone, dir_fd=self.state["dir_fd"])
+                except OSError:
+                    pass
+            with self.lock:
+                self.pending -= 1
+            self.changed()
 
     def _load_ahead(self, loaded):
         while True:
@@ -193,27 +222,18 @@ class _pysplice_hs_Sink:
     def _load(self, name):
         # The sample, its tensors on the file's pages, faulted in (MADV_POPULATE_READ, Linux
         # 5.14+; where it is refused the put faults them itself).
-        import ctypes
-        import mmap
-
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.state["dir_fd"])
         try:
             sample = torch.load("/proc/self/fd/%d" % fd, mmap=True, weights_only=True, map_location="cpu")
         finally:
             os.close(fd)
-        libc = ctypes.CDLL(None, use_errno=True)
-        for t in sample.values():
-            if isinstance(t, torch.Tensor) and t.numel():
-                start = t.data_ptr() // mmap.PAGESIZE * mmap.PAGESIZE
-                size = t.data_ptr() + t.numel() * t.element_size() - start
-                libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(size), 22)
+        _pysplice_hs_sink_advise(sample, 22)
         return sample
 
     def _move(self, name, sample):
-        # Put one sample's objects, publish its ticket, remove its file.
+        # Put one sample's objects and publish its ticket: whether it is in the store.
         import json
 
-        fd_dir = self.state["dir_fd"]
         aux = sample.get("aux_hidden_state")
         if aux is None:
             raise ValueError("no aux_hidden_state (the aux layers are not captured)")
@@ -262,18 +282,15 @@ class _pysplice_hs_Sink:
         except _pysplice_hs_SinkRefused as exc:
             self._unput(put)
             self._spill(name, str(exc))
-            return
+            return False
         except BaseException:
             self._unput(put)
             raise
         del aux, ids, objects
         with self.lock:
             self.stored += 1
-        if not self.keep:
-            try:
-                os.unlink(name, dir_fd=fd_dir)
-            except OSError:
-                pass
+        self.changed()
+        return True
 
     def _unput(self, keys):
         for where in keys:
@@ -302,6 +319,20 @@ class _pysplice_hs_Sink:
                 os.unlink(tmp, dir_fd=fd_dir)
             except OSError:
                 pass
+
+
+def _pysplice_hs_sink_advise(sample, advice):
+    # madvise(2) on the pages of a loaded sample's tensors, through ctypes (which lets go of
+    # the interpreter's lock); a refusal changes nothing that matters, so it is not checked.
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for t in sample.values():
+        if isinstance(t, torch.Tensor) and t.numel():
+            start = t.data_ptr() // mmap.PAGESIZE * mmap.PAGESIZE
+            size = t.data_ptr() + t.numel() * t.element_size() - start
+            libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(size), advice)
 
 
 class _pysplice_hs_SinkRefused(Exception):

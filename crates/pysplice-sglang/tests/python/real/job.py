@@ -367,7 +367,8 @@ class Job:
         trainer = subprocess.Popen(
             [self.store.python, os.path.join(STORE, "specforge_consumer.py"), "--control-dir", control, "--run-id", "job",
              "--tiny-dir", self.model, "--hidden", "64", "--vocab", "1024", "--received", received],
-            stdout=open(os.path.join(self.work, "trainer.log"), "w"), stderr=subprocess.STDOUT, env=env)
+            # one compute thread: the tiny draft gains nothing from more, and idle OpenMP threads spin
+            stdout=open(os.path.join(self.work, "trainer.log"), "w"), stderr=subprocess.STDOUT, env=dict(env, OMP_NUM_THREADS="1"))
         cmd = [self.store.python if a == self.install.python else a for a in send]
         try:
             out = run(cmd + ["--conversations", self.conv_path, "--publish", control], ok=(0,), timeout=900, env=env)

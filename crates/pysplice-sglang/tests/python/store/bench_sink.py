@@ -598,6 +598,8 @@ def main():
         "%.3f/%.3f/%.3f" % (r["sink"], r["plain"], r["mapped"]) for r in s["rounds"])) for s in puts["sizes"]))
     print("Anonymous memory grown per counted round (MiB; the segment's pages faulted after the warm-up): " + "; ".join(
         "%d tokens: %s" % (s["tokens"], ", ".join("%.0f" % g for g in s["anon_growth_mib"])) for s in puts["sizes"]))
+    if not args.forward_rounds:
+        return 0
     print()
     print("The forward (passes of one 8,192-token request, %.0f MB of rows, %.2f s apart; %d processes a route, %d timed passes each):" % (
         sample_bytes(8192, args.hidden, args.aux) / 1e6, args.gap, args.forward_rounds, args.passes))
