@@ -169,5 +169,23 @@ class SinkThreads(unittest.TestCase):
         self.assertFalse([t for t in threading.enumerate() if t.name.startswith("pysplice-hs-sink")])
 
 
+class Advice(unittest.TestCase):
+    def test_dropping_a_tensors_pages_never_touches_a_byte_outside_it(self):
+        # A tensor in the middle of other memory, starting and ending inside pages it shares.
+        page = 4096
+        whole = torch.arange(8 * page, dtype=torch.int32).view(torch.uint8)[: 8 * page].clone()
+        before = whole.clone()
+        inner = whole[page // 2 : 6 * page + 100]
+        sink._pysplice_hs_sink_advise(dict(t=inner, n=3, empty=whole[:0]), 4)
+        self.assertTrue(torch.equal(whole[: page // 2], before[: page // 2]))
+        self.assertTrue(torch.equal(whole[6 * page + 100 :], before[6 * page + 100 :]))
+
+    def test_faulting_in_changes_nothing(self):
+        t = torch.randn(3, 1000).to(torch.bfloat16)
+        again = t.clone()
+        sink._pysplice_hs_sink_advise(dict(t=t[1:]), 22)
+        self.assertTrue(torch.equal(t, again))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -324,15 +324,23 @@ class _pysplice_hs_Sink:
 def _pysplice_hs_sink_advise(sample, advice):
     # madvise(2) on the pages of a loaded sample's tensors, through ctypes (which lets go of
     # the interpreter's lock); a refusal changes nothing that matters, so it is not checked.
+    # Faulting in (22, MADV_POPULATE_READ) takes every page a tensor touches; dropping
+    # (4, MADV_DONTNEED) only the pages wholly inside one, so that no page another object
+    # shares is ever dropped, whatever memory the tensor turned out to be on.
     import ctypes
     import mmap
 
     libc = ctypes.CDLL(None, use_errno=True)
+    page = mmap.PAGESIZE
     for t in sample.values():
         if isinstance(t, torch.Tensor) and t.numel():
-            start = t.data_ptr() // mmap.PAGESIZE * mmap.PAGESIZE
-            size = t.data_ptr() + t.numel() * t.element_size() - start
-            libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(size), advice)
+            first, end = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+            if advice == 4:
+                first, end = -(-first // page) * page, end // page * page
+            else:
+                first, end = first // page * page, -(-end // page) * page
+            if end > first:
+                libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(end - first), advice)
 
 
 class _pysplice_hs_SinkRefused(Exception):
