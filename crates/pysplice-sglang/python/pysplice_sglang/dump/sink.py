@@ -215,19 +215,24 @@ class _pysplice_hs_Sink:
                 loaded.put((name, None, self.dead))
                 continue
             try:
-                loaded.put((name, self._load(name), None))
+                sample = self._load(name)
             except Exception as exc:
                 loaded.put((name, None, "%s: %s" % (type(exc).__name__, exc)))
+                continue
+            loaded.put((name, sample, None))
+            # The aux rows, put first, are in; the rest is faulted in while they are put.
+            _pysplice_hs_sink_advise(dict((k, t) for k, t in sample.items() if k != "aux_hidden_state"), 22)
+            del sample
 
     def _load(self, name):
-        # The sample, its tensors on the file's pages, faulted in (MADV_POPULATE_READ, Linux
-        # 5.14+; where it is refused the put faults them itself).
+        # The sample, its tensors on the file's pages, the aux rows' faulted in
+        # (MADV_POPULATE_READ, Linux 5.14+; where it is refused the put faults them itself).
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.state["dir_fd"])
         try:
             sample = torch.load("/proc/self/fd/%d" % fd, mmap=True, weights_only=True, map_location="cpu")
         finally:
             os.close(fd)
-        _pysplice_hs_sink_advise(sample, 22)
+        _pysplice_hs_sink_advise(dict(aux=sample.get("aux_hidden_state")), 22)
         return sample
 
     def _move(self, name, sample):
