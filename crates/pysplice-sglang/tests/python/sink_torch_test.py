@@ -180,6 +180,15 @@ class Advice(unittest.TestCase):
         self.assertTrue(torch.equal(whole[: page // 2], before[: page // 2]))
         self.assertTrue(torch.equal(whole[6 * page + 100 :], before[6 * page + 100 :]))
 
+    def test_a_view_wider_than_its_storage_drops_no_byte_beyond_it(self):
+        # An expanded view (stride 0) spans far more elements than its storage holds.
+        page = 4096
+        whole = torch.arange(8 * page, dtype=torch.int32).view(torch.uint8)[: 8 * page].clone()
+        before = whole.clone()
+        one = whole[page : page + 8].view(torch.int64).expand(6 * page)
+        sink._pysplice_hs_sink_advise(dict(t=one), 4)
+        self.assertTrue(torch.equal(whole, before))
+
     def test_faulting_in_changes_nothing(self):
         t = torch.randn(3, 1000).to(torch.bfloat16)
         again = t.clone()

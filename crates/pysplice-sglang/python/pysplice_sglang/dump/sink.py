@@ -329,17 +329,21 @@ class _pysplice_hs_Sink:
 def _pysplice_hs_sink_advise(sample, advice):
     # madvise(2) on the pages of a loaded sample's tensors, through ctypes (which lets go of
     # the interpreter's lock); a refusal changes nothing that matters, so it is not checked.
-    # Faulting in (22, MADV_POPULATE_READ) takes every page a tensor touches; dropping
-    # (4, MADV_DONTNEED) only the pages wholly inside one, so that no page another object
-    # shares is ever dropped, whatever memory the tensor turned out to be on.
+    # A tensor's bytes are the span its strides reach, within its storage. Faulting in (22,
+    # MADV_POPULATE_READ) takes every page that span touches; dropping (4, MADV_DONTNEED)
+    # only the pages wholly inside it, so that no page another object shares is ever
+    # dropped, whatever memory the tensor turned out to be on.
     import ctypes
     import mmap
 
     libc = ctypes.CDLL(None, use_errno=True)
     page = mmap.PAGESIZE
     for t in sample.values():
-        if isinstance(t, torch.Tensor) and t.numel():
-            first, end = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+        if isinstance(t, torch.Tensor) and t.numel() and min(t.stride(), default=0) >= 0:
+            reach = 1 + sum((n - 1) * step for n, step in zip(t.shape, t.stride()))
+            storage = t.untyped_storage()
+            first = max(t.data_ptr(), storage.data_ptr())
+            end = min(t.data_ptr() + reach * t.element_size(), storage.data_ptr() + storage.nbytes())
             if advice == 4:
                 first, end = -(-first // page) * page, end // page * page
             else:
