@@ -182,10 +182,10 @@ class _pysplice_hs_Sink:
                 del sample, item
 
     def _free_behind(self, done):
-        # Unmapping a sample (its page tables) and unlinking its file (its pages) cost about a
-        # sixth and a half of its put: done here, beside the next put. The sample leaves the
-        # queued count only once its file is gone, so that a folder with nothing queued holds
-        # no file the store already has.
+        # Unmapping a sample (its page tables) costs about a sixth of its put and unlinking its
+        # file (its pages) about half: both done here, beside the next put. The sample leaves
+        # the queued count only once its file is gone, so that a folder with nothing queued
+        # holds no file the store already has.
         while True:
             item = done.get()
             if item is None:
